@@ -1,0 +1,87 @@
+import { Kysely, MysqlDialect, sql, type MysqlPool } from "kysely";
+import { KyselyAdapter, type AnyDb, type Migration } from "../shared/kysely-adapter.ts";
+import { migrations } from "./migrations.ts";
+import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
+
+export interface MysqlAdapterOptions {
+  /** A mysql2 (callback API) pool. The caller keeps ownership: `close()` does not end it. */
+  pool?: MysqlPool;
+  /** Or a connection URI; docket opens (and on `close()` ends) its own pool. */
+  uri?: string;
+  /** Pool size when docket opens the pool. Default 10. */
+  connectionLimit?: number;
+  /** Prefix of docket's table names. Default "docket_". */
+  tablePrefix?: string;
+}
+
+/** errno of InnoDB's deadlock victim and of a lock wait timeout: the transaction rolled back and may be retried. */
+const RETRYABLE_ERRNOS = new Set([1213, 1205]);
+const MAX_TRANSACTION_TRIES = 5;
+
+/**
+ * MySQL 8 / MariaDB 10.6+. There is no `UPDATE … RETURNING` (and MySQL 8
+ * has no `INSERT … RETURNING`), so a guarded write is UPDATE then SELECT in
+ * one transaction, and a claim is `SELECT … FOR UPDATE SKIP LOCKED` then
+ * UPDATE (MariaDB rejects `UPDATE … WHERE id IN (SELECT … LIMIT n)`).
+ * Transactions run at READ COMMITTED, which takes no gap locks, and are
+ * retried whole when InnoDB picks them as a deadlock victim.
+ */
+export class MysqlAdapter extends KyselyAdapter {
+  readonly name = "mysql";
+  readonly #prefix: string;
+
+  constructor(options: MysqlAdapterOptions) {
+    const { pool, uri } = options;
+    if ((pool === undefined) === (uri === undefined)) {
+      throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
+    }
+    const limit = options.connectionLimit ?? 10;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
+    const prefix = options.tablePrefix ?? "docket_";
+    const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit)) });
+    super(new Kysely({ dialect }), prefix, pool === undefined);
+    this.#prefix = prefix;
+  }
+
+  override get supportsSkipLocked(): boolean {
+    return true;
+  }
+
+  protected migrations(): readonly Migration[] {
+    return migrations(this.#prefix);
+  }
+
+  protected async writeTransaction<T>(fn: (db: AnyDb) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction().setIsolationLevel("read committed").execute(fn);
+      } catch (error) {
+        const errno = (error as { errno?: unknown }).errno;
+        if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
+      }
+    }
+  }
+
+  /**
+   * DDL is not transactional here: a named lock (GET_LOCK) held on one
+   * connection serializes migrations; each version is one statement.
+   */
+  protected withMigrationLock<T>(fn: (db: AnyDb) => Promise<T>): Promise<T> {
+    const name = `docket:migrate:${this.#prefix}`;
+    return this.db.connection().execute(async (conn) => {
+      const got = await sql<{ locked: number | null }>`select get_lock(${name}, 60) as locked`.execute(conn);
+      if (Number(got.rows[0]?.locked) !== 1) throw new AdapterError(`mysql: could not take the migration lock ${name} within 60 s`);
+      try {
+        return await fn(conn);
+      } finally {
+        await sql`select release_lock(${name})`.execute(conn);
+      }
+    });
+  }
+}
+
+async function openMysqlPool(uri: string, connectionLimit: number): Promise<MysqlPool> {
+  const mod = await import("mysql2");
+  const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;
+  return mysql.createPool({ uri, connectionLimit }) as unknown as MysqlPool;
+}

@@ -1,0 +1,21 @@
+import { InvalidArgumentError } from "../../core/errors.ts";
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
+
+/**
+ * Validates a table prefix (or schema name): letters, digits and underscores,
+ * not starting with a digit, at most 40 characters. It is interpolated into
+ * DDL, so nothing else is accepted.
+ */
+export function validateIdentifier(value: string, what: string): string {
+  if (typeof value !== "string" || !IDENTIFIER.test(value)) {
+    throw new InvalidArgumentError(`${what} must match ${IDENTIFIER.source}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** Table names for a prefix (the empty prefix is allowed). */
+export function tableNames(prefix: string): { jobs: string; migrations: string } {
+  if (prefix !== "") validateIdentifier(prefix, "tablePrefix");
+  return { jobs: `${prefix}jobs`, migrations: `${prefix}migrations` };
+}

@@ -1,0 +1,59 @@
+import type { JobRecord } from "../../core/job.ts";
+import { isJobState } from "../../core/states.ts";
+import { AdapterError } from "../../core/errors.ts";
+
+/**
+ * A jobs row as drivers return it. Integer columns may arrive as number,
+ * string (pg int8) or bigint; `rowToRecord` normalizes them.
+ */
+export interface JobRow {
+  id: number | string | bigint;
+  task: string;
+  queue: string;
+  payload: string;
+  state: string;
+  priority: number | string;
+  run_at: number | string | bigint;
+  attempt: number | string;
+  max_attempts: number | string;
+  lease_token: string | null;
+  lease_expires_at: number | string | bigint | null;
+  created_at: number | string | bigint;
+  updated_at: number | string | bigint;
+  finished_at: number | string | bigint | null;
+  last_error: string | null;
+}
+
+function int(v: number | string | bigint): number {
+  return typeof v === "number" ? v : Number(v);
+}
+
+function intOrNull(v: number | string | bigint | null): number | null {
+  return v === null ? null : int(v);
+}
+
+export function rowToRecord(row: JobRow): JobRecord {
+  if (!isJobState(row.state)) throw new AdapterError(`job ${String(row.id)} has unknown state ${row.state}`);
+  return {
+    id: int(row.id),
+    task: row.task,
+    queue: row.queue,
+    payload: row.payload,
+    state: row.state,
+    priority: int(row.priority),
+    runAt: int(row.run_at),
+    attempt: int(row.attempt),
+    maxAttempts: int(row.max_attempts),
+    leaseToken: row.lease_token,
+    leaseExpiresAt: intOrNull(row.lease_expires_at),
+    createdAt: int(row.created_at),
+    updatedAt: int(row.updated_at),
+    finishedAt: intOrNull(row.finished_at),
+    lastError: row.last_error,
+  };
+}
+
+/** Claim order: priority (smaller first), then run_at, then id. */
+export function byClaimOrder(a: JobRecord, b: JobRecord): number {
+  return a.priority - b.priority || a.runAt - b.runAt || a.id - b.id;
+}

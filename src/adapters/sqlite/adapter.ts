@@ -1,0 +1,94 @@
+import { CompiledQuery, Kysely, SqliteDialect, sql, type SqliteDatabase } from "kysely";
+import { KyselyAdapter, type AnyDb, type Migration } from "../shared/kysely-adapter.ts";
+import { Mutex } from "../shared/mutex.ts";
+import { migrations } from "./migrations.ts";
+import { InvalidArgumentError } from "../../core/errors.ts";
+
+export interface SqliteAdapterOptions {
+  /**
+   * An open database of the shape kysely's SqliteDialect expects: a
+   * better-sqlite3 `Database` on Node, or `node:sqlite` through
+   * `nodeSqliteDatabase()` on Deno. The caller keeps ownership: `close()`
+   * does not close it.
+   */
+  database?: SqliteDatabase;
+  /** Or a file to open with better-sqlite3 (Node only); closed by `close()`. */
+  filename?: string;
+  /** Prefix of docket's table names. Default "docket_". */
+  tablePrefix?: string;
+  /** How long a write waits for another PROCESS's write lock. Default 5000 ms. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Every SQLite write transaction in this process goes through this one lock
+ * before `BEGIN IMMEDIATE`. The drivers are synchronous: a second connection
+ * in the same process waiting on SQLite's write lock would block the event
+ * loop, so the holder could never commit. Serializing here turns that wait
+ * into a promise. (SQLite has one writer per file anyway.)
+ */
+const processWriters = new Mutex();
+
+/**
+ * SQLite: a single writer per database file. Claims need no row locks
+ * (`supportsSkipLocked` is false) because every write transaction is
+ * `BEGIN IMMEDIATE` and therefore serialized against all others, in this
+ * process by `processWriters`, across processes by SQLite's lock.
+ */
+export class SqliteAdapter extends KyselyAdapter {
+  readonly name = "sqlite";
+  readonly #prefix: string;
+
+  constructor(options: SqliteAdapterOptions) {
+    const { database, filename } = options;
+    if ((database === undefined) === (filename === undefined)) {
+      throw new InvalidArgumentError("sqliteAdapter needs exactly one of `database` or `filename`");
+    }
+    const busy = options.busyTimeoutMs ?? 5000;
+    if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
+    const prefix = options.tablePrefix ?? "docket_";
+    const dialect = new SqliteDialect({
+      database: database ?? (() => openBetterSqlite(filename!)),
+      onCreateConnection: async (conn) => {
+        await conn.executeQuery(CompiledQuery.raw(`PRAGMA busy_timeout = ${busy}`));
+        if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
+      },
+    });
+    super(new Kysely({ dialect }), prefix, database === undefined);
+    this.#prefix = prefix;
+  }
+
+  override get supportsReturning(): boolean {
+    return true;
+  }
+
+  protected migrations(): readonly Migration[] {
+    return migrations(this.#prefix);
+  }
+
+  protected writeTransaction<T>(fn: (db: AnyDb) => Promise<T>): Promise<T> {
+    return processWriters.run(() =>
+      this.db.connection().execute(async (conn) => {
+        await sql`begin immediate`.execute(conn);
+        try {
+          const result = await fn(conn);
+          await sql`commit`.execute(conn);
+          return result;
+        } catch (error) {
+          await sql`rollback`.execute(conn).catch(() => undefined);
+          throw error;
+        }
+      }),
+    );
+  }
+
+  protected withMigrationLock<T>(fn: (db: AnyDb) => Promise<T>): Promise<T> {
+    return this.writeTransaction(fn);
+  }
+}
+
+async function openBetterSqlite(filename: string): Promise<SqliteDatabase> {
+  const mod = await import("better-sqlite3");
+  const Database = mod.default;
+  return new Database(filename) as unknown as SqliteDatabase;
+}

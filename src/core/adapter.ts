@@ -1,0 +1,137 @@
+import type { JobRecord } from "./job.ts";
+import type { JobState } from "./states.ts";
+
+/**
+ * The storage contract. An adapter owns atomicity, never policy: the core
+ * decides every target state and time, the adapter applies it with ONE
+ * conditional write whose WHERE clause comes from the core TRANSITIONS table
+ * (`id = ? AND state IN (legal predecessors) [AND fence]`).
+ *
+ * Conventions every method follows:
+ * - one params object; `now` (epoch ms) is passed in, the adapter never reads
+ *   a clock;
+ * - a write that loses a race (zero rows matched) returns `null` or leaves the
+ *   job out of the returned list, and has no other effect;
+ * - native driver errors are thrown as `AdapterError` with the native error as
+ *   `cause`; nothing else escapes.
+ */
+export interface DocketAdapter {
+  /** A short name for logs and test titles ("sqlite", "postgres", "mysql"). */
+  readonly name: string;
+
+  /**
+   * Brings the schema to the newest version this code knows. Idempotent, and
+   * safe when several processes run it at once (serialized by a database
+   * lock). Throws SchemaTooNewError if the database is newer than this code.
+   * Returns the versions it applied (empty when already current).
+   */
+  migrate(): Promise<{ applied: number[]; version: number }>;
+
+  /**
+   * Inserts all jobs in ONE transaction: all are stored or none is. Returns
+   * the stored records in input order.
+   */
+  enqueue(params: EnqueueParams): Promise<JobRecord[]>;
+
+  /**
+   * Atomically moves up to `limit` due jobs (state ready or scheduled with
+   * run_at <= now) of the given queues to running, ordered by priority
+   * (smaller first), then run_at, then id. Every claimed job gets
+   * `leaseToken`, `leaseExpiresAt` and attempt + 1. Rows another claimer
+   * holds are skipped, never waited for and never claimed twice: two
+   * concurrent claims return disjoint sets.
+   */
+  claim(params: ClaimParams): Promise<JobRecord[]>;
+
+  /** Extends the lease of a running job, only for the current lease holder. Returns null otherwise. */
+  heartbeat(params: HeartbeatParams): Promise<JobRecord | null>;
+
+  /** running → succeeded for the lease holder. Clears the lease. Null when the lease is not held. */
+  complete(params: FencedParams): Promise<JobRecord | null>;
+
+  /**
+   * For the lease holder: running → scheduled at `retryAt` when given,
+   * else running → dead. Records `error`, clears the lease. Null when the
+   * lease is not held.
+   */
+  fail(params: FailParams): Promise<JobRecord | null>;
+
+  /**
+   * running → ready for the lease holder, giving the attempt back
+   * (attempt - 1) and clearing the lease. Null when the lease is not held.
+   */
+  release(params: FencedParams): Promise<JobRecord | null>;
+
+  /**
+   * Lists running jobs whose lease expired at `now` (lease_expires_at <= now),
+   * oldest expiry first, up to `limit`. Read only.
+   */
+  listExpired(params: { now: number; limit: number }): Promise<JobRecord[]>;
+
+  /**
+   * For a job whose lease `leaseToken` is still current and expired at `now`:
+   * running → scheduled at `retryAt` when given, else → dead, recording
+   * `error`. Returns null when the job moved on (heartbeat, completion,
+   * another sweeper): safe to run from many sweepers at once.
+   */
+  expire(params: FailParams): Promise<JobRecord | null>;
+
+  /** scheduled | ready | blocked | running → cancelled, clearing any lease. Null if not in such a state. */
+  cancel(params: { id: number; now: number }): Promise<JobRecord | null>;
+
+  /** One job, or null. */
+  get(params: { id: number }): Promise<JobRecord | null>;
+
+  /** Jobs matching every given filter, by id ascending, after `afterId`, up to `limit`. */
+  list(params: ListParams): Promise<JobRecord[]>;
+
+  /** Releases connections the adapter opened itself. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface NewJob {
+  task: string;
+  queue: string;
+  payload: string;
+  state: Extract<JobState, "ready" | "scheduled">;
+  priority: number;
+  runAt: number;
+  maxAttempts: number;
+}
+
+export interface EnqueueParams {
+  jobs: NewJob[];
+  now: number;
+}
+
+export interface ClaimParams {
+  queues: readonly string[];
+  limit: number;
+  now: number;
+  leaseToken: string;
+  leaseExpiresAt: number;
+}
+
+export interface FencedParams {
+  id: number;
+  leaseToken: string;
+  now: number;
+}
+
+export interface HeartbeatParams extends FencedParams {
+  leaseExpiresAt: number;
+}
+
+export interface FailParams extends FencedParams {
+  error: string;
+  /** When set, retry at this time; when null, the job goes to dead. */
+  retryAt: number | null;
+}
+
+export interface ListParams {
+  state?: JobState;
+  queue?: string;
+  task?: string;
+  afterId?: number;
+  limit: number;
+}

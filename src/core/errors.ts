@@ -1,0 +1,99 @@
+/**
+ * Every error docket throws is a DocketError with a stable `code`. Native
+ * driver errors never cross the adapter interface; they ride along as
+ * `cause` of an AdapterError.
+ */
+export type DocketErrorCode =
+  | "INVALID_ARGUMENT"
+  | "INVALID_PAYLOAD"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNKNOWN_TASK"
+  | "NOT_FOUND"
+  | "INVALID_STATE"
+  | "SCHEMA_TOO_NEW"
+  | "ADAPTER_ERROR"
+  | "CLOSED";
+
+export class DocketError extends Error {
+  readonly code: DocketErrorCode;
+  constructor(code: DocketErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** An option or argument is out of range or of the wrong type. Nothing was written. */
+export class InvalidArgumentError extends DocketError {
+  constructor(message: string) {
+    super("INVALID_ARGUMENT", message);
+  }
+}
+
+/** The payload cannot be stored as JSON. Nothing was written. */
+export class InvalidPayloadError extends DocketError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("INVALID_PAYLOAD", message, options);
+  }
+}
+
+/** The serialized payload exceeds `maxPayloadBytes`. Nothing was written. */
+export class PayloadTooLargeError extends DocketError {
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(bytes: number, limit: number) {
+    super("PAYLOAD_TOO_LARGE", `payload is ${bytes} bytes; the limit is ${limit} bytes`);
+    this.bytes = bytes;
+    this.limit = limit;
+  }
+}
+
+/** The task name is empty, or tasks are registered and this one is not. Nothing was written. */
+export class UnknownTaskError extends DocketError {
+  readonly task: string;
+  constructor(task: string, message?: string) {
+    super("UNKNOWN_TASK", message ?? `unknown task ${JSON.stringify(task)}`);
+    this.task = task;
+  }
+}
+
+/** No job with this id exists. */
+export class NotFoundError extends DocketError {
+  readonly id: number;
+  constructor(id: number, message?: string) {
+    super("NOT_FOUND", message ?? `job ${id} not found`);
+    this.id = id;
+  }
+}
+
+/** The job exists but is not in a state the operation accepts. Nothing was written. */
+export class InvalidStateError extends DocketError {
+  readonly id: number;
+  readonly state: string;
+  constructor(id: number, state: string, operation: string) {
+    super("INVALID_STATE", `cannot ${operation} job ${id}: it is ${state}`);
+    this.id = id;
+    this.state = state;
+  }
+}
+
+/** The database was migrated by a newer docket; this version refuses to touch it. */
+export class SchemaTooNewError extends DocketError {
+  constructor(found: number, known: number) {
+    super("SCHEMA_TOO_NEW", `database schema is at version ${found}, this docket knows up to ${known}`);
+  }
+}
+
+/** The storage failed; the native error is the `cause`. */
+export class AdapterError extends DocketError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("ADAPTER_ERROR", message, options);
+  }
+}
+
+/** The Docket or adapter was closed. */
+export class ClosedError extends DocketError {
+  constructor(what: string) {
+    super("CLOSED", `${what} is closed`);
+  }
+}

@@ -1,0 +1,31 @@
+import type { JobState } from "./states.ts";
+
+/** A job as stored. Times are epoch milliseconds. */
+export interface JobRecord {
+  id: number;
+  task: string;
+  queue: string;
+  /** The payload as stored: a JSON text. */
+  payload: string;
+  state: JobState;
+  priority: number;
+  runAt: number;
+  /** Attempts started so far (a claim increments it; a release gives it back). */
+  attempt: number;
+  maxAttempts: number;
+  leaseToken: string | null;
+  leaseExpiresAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  lastError: string | null;
+}
+
+/** A job with its payload parsed, as the public API returns it. */
+export interface Job<P = unknown> extends Omit<JobRecord, "payload"> {
+  payload: P;
+}
+
+export function toJob<P = unknown>(record: JobRecord): Job<P> {
+  return { ...record, payload: JSON.parse(record.payload) as P };
+}

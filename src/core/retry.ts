@@ -1,0 +1,59 @@
+import { InvalidArgumentError } from "./errors.ts";
+
+/**
+ * Retry policy: how many attempts a job gets and how long to wait between
+ * them. The delay before attempt n+1 is `min(maxMs, baseMs * factor^(n-1))`,
+ * then spread by `jitter` (0 = exact, 1 = anywhere in [0, delay]).
+ */
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseMs: number;
+  factor: number;
+  maxMs: number;
+  jitter: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  baseMs: 1_000,
+  factor: 2,
+  maxMs: 60 * 60 * 1_000,
+  jitter: 0.2,
+};
+
+/** Merge overrides (per task, then per job) over a base policy, validating the result. */
+export function resolveRetryPolicy(base: RetryPolicy, ...overrides: (Partial<RetryPolicy> | undefined)[]): RetryPolicy {
+  const merged = { ...base };
+  for (const o of overrides) {
+    if (!o) continue;
+    for (const [k, v] of Object.entries(o)) if (v !== undefined) (merged as Record<string, number>)[k] = v as number;
+  }
+  validateRetryPolicy(merged);
+  return merged;
+}
+
+export function validateRetryPolicy(p: RetryPolicy): void {
+  if (!Number.isSafeInteger(p.maxAttempts) || p.maxAttempts < 1) {
+    throw new InvalidArgumentError(`maxAttempts must be an integer >= 1, got ${String(p.maxAttempts)}`);
+  }
+  for (const key of ["baseMs", "maxMs"] as const) {
+    if (!Number.isFinite(p[key]) || p[key] < 0) throw new InvalidArgumentError(`${key} must be a finite number >= 0, got ${String(p[key])}`);
+  }
+  if (!Number.isFinite(p.factor) || p.factor < 1) throw new InvalidArgumentError(`factor must be a finite number >= 1, got ${String(p.factor)}`);
+  if (!Number.isFinite(p.jitter) || p.jitter < 0 || p.jitter > 1) throw new InvalidArgumentError(`jitter must be in [0, 1], got ${String(p.jitter)}`);
+}
+
+/** Delay in ms before the next attempt, after `attempt` (1-based) failed. `random` returns [0, 1). */
+export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const exact = Math.min(policy.maxMs, policy.baseMs * Math.pow(policy.factor, Math.max(0, attempt - 1)));
+  const spread = exact * policy.jitter * random();
+  return Math.round(exact - spread);
+}
+
+export type FailurePlan = { kind: "retry"; runAt: number } | { kind: "bury" };
+
+/** Pure: what a failed attempt leads to. `attempt` is the attempt that failed (1-based). */
+export function planFailure(attempt: number, maxAttempts: number, now: number, policy: RetryPolicy, random?: () => number): FailurePlan {
+  if (attempt >= maxAttempts) return { kind: "bury" };
+  return { kind: "retry", runAt: now + backoffDelay(attempt, policy, random) };
+}

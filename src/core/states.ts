@@ -1,0 +1,22 @@
+/**
+ * The job states, as one list. Every migration mirrors this list in a CHECK
+ * constraint on the state column; `isJobState` is the runtime validator.
+ */
+export const JOB_STATES = [
+  "scheduled",
+  "ready",
+  "blocked",
+  "running",
+  "succeeded",
+  "dead",
+  "cancelled",
+] as const;
+
+export type JobState = (typeof JOB_STATES)[number];
+
+/** States a job never leaves except by an explicit replay (dead only). */
+export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled"];
+
+export function isJobState(value: unknown): value is JobState {
+  return typeof value === "string" && (JOB_STATES as readonly string[]).includes(value);
+}

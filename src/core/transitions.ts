@@ -1,0 +1,63 @@
+import type { JobState } from "./states.ts";
+
+/**
+ * How a transition is fenced beyond its predecessor states:
+ * - "none": state alone decides (cancel, replay);
+ * - "lease": only the holder of the current lease token may write;
+ * - "expired": only when the lease observed by the sweeper is still the
+ *   current one AND has expired at `now` (a heartbeat in between wins);
+ * - "due": only when `run_at <= now` (claim).
+ */
+export type Fence = "none" | "lease" | "expired" | "due";
+
+export interface TransitionRule {
+  readonly from: readonly JobState[];
+  readonly to: JobState;
+  readonly fence: Fence;
+}
+
+/**
+ * The single source of truth for legal moves. Adapters derive the WHERE
+ * clause of every state-changing write from this table:
+ * `WHERE id = ? AND state IN (from) [AND fence]`.
+ */
+export const TRANSITIONS = {
+  /** A due job starts running under a fresh lease. */
+  claim: { from: ["ready", "scheduled"], to: "running", fence: "due" },
+  /** The lease holder extends its lease; the state does not change. */
+  heartbeat: { from: ["running"], to: "running", fence: "lease" },
+  /** The lease holder finished the job. */
+  complete: { from: ["running"], to: "succeeded", fence: "lease" },
+  /** The lease holder failed an attempt and attempts are left. */
+  retry: { from: ["running"], to: "scheduled", fence: "lease" },
+  /** The lease holder failed the last attempt. */
+  bury: { from: ["running"], to: "dead", fence: "lease" },
+  /** Graceful shutdown hands the job back; the attempt is not counted. */
+  release: { from: ["running"], to: "ready", fence: "lease" },
+  /** A sweeper found the lease expired and attempts are left. */
+  expireRetry: { from: ["running"], to: "scheduled", fence: "expired" },
+  /** A sweeper found the lease expired on the last attempt. */
+  expireBury: { from: ["running"], to: "dead", fence: "expired" },
+  /** Cancel anything not yet finished; a running job's lease is revoked. */
+  cancel: { from: ["scheduled", "ready", "blocked", "running"], to: "cancelled", fence: "none" },
+  /** A dead job goes back to ready with a fresh attempt budget. */
+  replay: { from: ["dead"], to: "ready", fence: "none" },
+} as const satisfies Record<string, TransitionRule>;
+
+export type TransitionEvent = keyof typeof TRANSITIONS;
+
+export const TRANSITION_EVENTS = Object.keys(TRANSITIONS) as TransitionEvent[];
+
+/**
+ * Pure planning: the state `event` moves a job in state `from` to, or null
+ * when the move is illegal. Fences are checked by the adapter's write.
+ */
+export function planTransition(event: TransitionEvent, from: JobState): JobState | null {
+  const rule: TransitionRule = TRANSITIONS[event];
+  return rule.from.includes(from) ? rule.to : null;
+}
+
+/** The legal predecessor states of `event`, for a guarded write. */
+export function predecessorsOf(event: TransitionEvent): readonly JobState[] {
+  return TRANSITIONS[event].from;
+}
