@@ -97,6 +97,8 @@ export interface NewJob {
   priority: number;
   runAt: number;
   maxAttempts: number;
+  /** Per-job backoff overrides as JSON text, or null. */
+  backoff: string | null;
 }
 
 export interface EnqueueParams {

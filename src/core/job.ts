@@ -13,6 +13,8 @@ export interface JobRecord {
   /** Attempts started so far (a claim increments it; a release gives it back). */
   attempt: number;
   maxAttempts: number;
+  /** Per-job backoff overrides as JSON text (a partial RetryPolicy), or null. */
+  backoff: string | null;
   leaseToken: string | null;
   leaseExpiresAt: number | null;
   createdAt: number;

@@ -18,6 +18,7 @@ export function migrations(prefix: string): readonly Migration[] {
           run_at bigint NOT NULL,
           attempt integer NOT NULL CHECK (attempt >= 0),
           max_attempts integer NOT NULL CHECK (max_attempts >= 1),
+          backoff text CHECK (backoff::jsonb IS NOT NULL OR backoff IS NULL),
           lease_token text,
           lease_expires_at bigint,
           created_at bigint NOT NULL,

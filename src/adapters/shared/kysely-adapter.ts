@@ -133,6 +133,7 @@ export abstract class KyselyAdapter implements DocketAdapter {
       run_at: j.runAt,
       attempt: 0,
       max_attempts: j.maxAttempts,
+      backoff: j.backoff,
       created_at: params.now,
       updated_at: params.now,
     }));

@@ -16,6 +16,7 @@ export interface JobRow {
   run_at: number | string | bigint;
   attempt: number | string;
   max_attempts: number | string;
+  backoff: string | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
   created_at: number | string | bigint;
@@ -44,6 +45,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     runAt: int(row.run_at),
     attempt: int(row.attempt),
     maxAttempts: int(row.max_attempts),
+    backoff: row.backoff,
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),
     createdAt: int(row.created_at),

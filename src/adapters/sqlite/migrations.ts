@@ -18,6 +18,7 @@ export function migrations(prefix: string): readonly Migration[] {
           run_at INTEGER NOT NULL,
           attempt INTEGER NOT NULL CHECK (attempt >= 0),
           max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+          backoff TEXT CHECK (backoff IS NULL OR json_valid(backoff)),
           lease_token TEXT,
           lease_expires_at INTEGER,
           created_at INTEGER NOT NULL,

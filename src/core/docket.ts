@@ -1,0 +1,253 @@
+import type { DocketAdapter, NewJob } from "./adapter.ts";
+import { systemClock, type Clock } from "./clock.ts";
+import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError } from "./errors.ts";
+import { toJob, type Job, type JobRecord } from "./job.ts";
+import { DEFAULT_RETRY_POLICY, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
+import type { JobState } from "./states.ts";
+import {
+  MAX_ATTEMPTS_LIMIT,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  serializePayload,
+  validateDuration,
+  validateInteger,
+  validateName,
+  validateTime,
+} from "./validate.ts";
+import { Worker, type WorkerOptions } from "./worker.ts";
+
+/** Map of task name → payload type, for typed enqueue and handlers. */
+export type TaskMap = Record<string, unknown>;
+
+export type BackoffOptions = Partial<Omit<RetryPolicy, "maxAttempts">>;
+
+/** Defaults for one task; every enqueue of it may override them. */
+export interface TaskOptions {
+  queue?: string;
+  priority?: number;
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+}
+
+export interface DocketOptions<T extends TaskMap> {
+  adapter: DocketAdapter;
+  /**
+   * Registered tasks. When given, enqueueing a task not listed here is an
+   * UnknownTaskError; when omitted, any non-empty task name is accepted.
+   */
+  tasks?: { [K in keyof T]: TaskOptions };
+  /** Default retry policy for every task. */
+  retry?: Partial<RetryPolicy>;
+  /** Largest accepted payload, in UTF-8 bytes of its JSON. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** Queue of jobs that name none. Default "default". */
+  defaultQueue?: string;
+  clock?: Clock;
+  /** Source of randomness in [0, 1) for backoff jitter. Default Math.random. */
+  random?: () => number;
+}
+
+export interface EnqueueOptions {
+  queue?: string;
+  /** Smaller runs first. Integer in [-1e6, 1e6]; default 0. */
+  priority?: number;
+  /** Earliest start, as a Date or epoch ms. Exclusive with `delay`. */
+  runAt?: Date | number;
+  /** Earliest start, in ms from now. Exclusive with `runAt`. */
+  delay?: number;
+  maxAttempts?: number;
+  /** Per-job backoff overrides; stored with the job. */
+  backoff?: BackoffOptions;
+}
+
+export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
+  task: K;
+  payload: T[K];
+  options?: EnqueueOptions;
+}
+
+export interface ListOptions {
+  state?: JobState;
+  queue?: string;
+  task?: string;
+  afterId?: number;
+  /** Default 100, at most 10 000. */
+  limit?: number;
+}
+
+/** What `reclaimExpired` did: jobs whose expired lease it turned into a retry or a dead letter. */
+export interface ReclaimResult {
+  retried: number;
+  dead: number;
+}
+
+/**
+ * The queue: validates input, plans every transition with the core policy
+ * and applies it through the adapter. Bad input throws a DocketError before
+ * anything is written.
+ */
+export class Docket<T extends TaskMap = TaskMap> {
+  readonly adapter: DocketAdapter;
+  readonly clock: Clock;
+  readonly retry: RetryPolicy;
+  readonly maxPayloadBytes: number;
+  readonly defaultQueue: string;
+  readonly random: () => number;
+  readonly #tasks: Map<string, TaskOptions> | null;
+
+  constructor(options: DocketOptions<T>) {
+    if (!options || typeof options.adapter !== "object" || options.adapter === null) {
+      throw new InvalidArgumentError("new Docket({ adapter }) needs an adapter");
+    }
+    this.adapter = options.adapter;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.retry = resolveRetryPolicy(DEFAULT_RETRY_POLICY, options.retry);
+    this.maxPayloadBytes = validateInteger(options.maxPayloadBytes ?? 1024 * 1024, "maxPayloadBytes", 2, 1 << 30);
+    this.defaultQueue = validateName(options.defaultQueue ?? "default", "defaultQueue");
+    if (options.tasks) {
+      this.#tasks = new Map();
+      for (const [name, task] of Object.entries(options.tasks) as [string, TaskOptions][]) {
+        validateName(name, "task name");
+        this.#validateTaskOptions(name, task ?? {});
+        this.#tasks.set(name, task ?? {});
+      }
+    } else {
+      this.#tasks = null;
+    }
+  }
+
+  /** Brings the database schema up to date. Safe to call from every process at start-up. */
+  migrate(): Promise<{ applied: number[]; version: number }> {
+    return this.adapter.migrate();
+  }
+
+  /** Validates and stores one job. Returns it as stored. */
+  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions): Promise<Job<T[K]>> {
+    const [job] = await this.enqueueMany([{ task, payload, options }]);
+    return job as Job<T[K]>;
+  }
+
+  /**
+   * Validates every item, then stores all of them in ONE transaction: either
+   * every job is stored or none is (and nothing is when any item is invalid).
+   */
+  async enqueueMany(items: readonly EnqueueItem<T>[]): Promise<Job<T[keyof T]>[]> {
+    if (!Array.isArray(items)) throw new InvalidArgumentError("enqueueMany takes an array");
+    const now = this.clock.now();
+    const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
+    const records = await this.adapter.enqueue({ jobs, now });
+    return records.map((r) => toJob<T[keyof T]>(r));
+  }
+
+  async get(id: number): Promise<Job | null> {
+    const record = await this.adapter.get({ id: validateId(id) });
+    return record ? toJob(record) : null;
+  }
+
+  async list(options: ListOptions = {}): Promise<Job[]> {
+    const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
+    const records = await this.adapter.list({ ...options, limit });
+    return records.map((r) => toJob(r));
+  }
+
+  /**
+   * Cancels a job that has not finished. A running job's lease is revoked at
+   * once: its worker's heartbeat, completion or failure is rejected and its
+   * handler's signal is aborted at the next heartbeat. Throws NotFoundError
+   * for an unknown id and InvalidStateError for a finished job.
+   */
+  async cancel(id: number): Promise<Job> {
+    validateId(id);
+    const record = await this.adapter.cancel({ id, now: this.clock.now() });
+    if (record) return toJob(record);
+    const current = await this.adapter.get({ id });
+    if (!current) throw new NotFoundError(id);
+    throw new InvalidStateError(id, current.state, "cancel");
+  }
+
+  /**
+   * One sweep: every running job whose lease expired counts as a failed
+   * attempt and is scheduled for retry or buried. Safe to run in every
+   * process at once: each job is moved by exactly one sweeper.
+   */
+  async reclaimExpired(limit = 1000): Promise<ReclaimResult> {
+    const result: ReclaimResult = { retried: 0, dead: 0 };
+    const now = this.clock.now();
+    const expired = await this.adapter.listExpired({ now, limit });
+    for (const job of expired) {
+      const plan = this.planFailure(job, now);
+      const moved = await this.adapter.expire({
+        id: job.id,
+        leaseToken: job.leaseToken!,
+        now,
+        error: `lease expired at ${new Date(job.leaseExpiresAt!).toISOString()} (worker stopped heartbeating)`,
+        retryAt: plan.kind === "retry" ? plan.runAt : null,
+      });
+      if (moved) result[moved.state === "dead" ? "dead" : "retried"]++;
+    }
+    return result;
+  }
+
+  /** A worker that runs this docket's jobs. Call `start()` on it. */
+  worker(options: WorkerOptions<T>): Worker<T> {
+    return new Worker(this, options);
+  }
+
+  /** Closes the adapter (and the connections it opened). */
+  close(): Promise<void> {
+    return this.adapter.close();
+  }
+
+  /** The retry policy that applies to `job`: docket default, then task, then the job's own overrides. */
+  retryPolicyFor(job: JobRecord): RetryPolicy {
+    const task = this.#tasks?.get(job.task);
+    const own = job.backoff === null ? undefined : (JSON.parse(job.backoff) as Partial<RetryPolicy>);
+    return resolveRetryPolicy(this.retry, task?.backoff, own, { maxAttempts: job.maxAttempts });
+  }
+
+  /** Pure policy: where a failed attempt of `job` goes, at `now`. */
+  planFailure(job: JobRecord, now: number) {
+    return planFailure(job.attempt, job.maxAttempts, now, this.retryPolicyFor(job), this.random);
+  }
+
+  #newJob(item: EnqueueItem<T>, now: number, at: string): NewJob {
+    if (!item || typeof item !== "object") throw new InvalidArgumentError(`${at || "item"} must be an object`);
+    const task = item.task;
+    if (typeof task !== "string" || task.length === 0) throw new UnknownTaskError(String(task), `${at}task must be a non-empty string`);
+    validateName(task, `${at}task`);
+    let defaults: TaskOptions = {};
+    if (this.#tasks) {
+      const registered = this.#tasks.get(task);
+      if (!registered) throw new UnknownTaskError(task, `unknown task ${JSON.stringify(task)}: registered tasks are ${[...this.#tasks.keys()].join(", ")}`);
+      defaults = registered;
+    }
+    const o = item.options ?? {};
+    if (typeof o !== "object") throw new InvalidArgumentError(`${at}options must be an object`);
+    if (o.runAt !== undefined && o.delay !== undefined) throw new InvalidArgumentError(`${at}runAt and delay are exclusive`);
+    const runAt =
+      o.runAt !== undefined ? validateTime(o.runAt, `${at}runAt`) : o.delay !== undefined ? now + validateDuration(o.delay, `${at}delay`) : now;
+    const queue = validateName(o.queue ?? defaults.queue ?? this.defaultQueue, `${at}queue`);
+    const priority = validateInteger(o.priority ?? defaults.priority ?? 0, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
+    const maxAttempts = validateInteger(o.maxAttempts ?? defaults.maxAttempts ?? this.retry.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
+    let backoff: string | null = null;
+    if (o.backoff !== undefined) {
+      validateRetryPolicy({ ...this.retry, ...o.backoff, maxAttempts });
+      backoff = JSON.stringify(o.backoff);
+    }
+    const payload = serializePayload(item.payload, this.maxPayloadBytes);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff };
+  }
+
+  #validateTaskOptions(name: string, o: TaskOptions): void {
+    const at = `tasks.${name}.`;
+    if (o.queue !== undefined) validateName(o.queue, `${at}queue`);
+    if (o.priority !== undefined) validateInteger(o.priority, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
+    if (o.maxAttempts !== undefined) validateInteger(o.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
+    if (o.backoff !== undefined) validateRetryPolicy({ ...this.retry, ...o.backoff });
+  }
+}
+
+function validateId(id: unknown): number {
+  return validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);
+}

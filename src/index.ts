@@ -1,0 +1,1 @@
+export * from "./core/index.ts";
