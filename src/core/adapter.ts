@@ -79,6 +79,12 @@ export interface DocketAdapter {
   /** scheduled | ready | blocked | running → cancelled, clearing any lease. Null if not in such a state. */
   cancel(params: { id: number; now: number }): Promise<JobRecord | null>;
 
+  /**
+   * dead → ready with a fresh attempt budget (attempt 0), run_at = now. Null
+   * when the job is not dead (another replay won, or it never died).
+   */
+  replay(params: { id: number; now: number }): Promise<JobRecord | null>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 

@@ -189,6 +189,23 @@ export class Docket<T extends TaskMap = TaskMap> {
     return result;
   }
 
+  /** The dead-letter list: jobs that used up their attempts. */
+  readonly deadLetters = {
+    /** Dead jobs, oldest id first. */
+    list: (options: Omit<ListOptions, "state"> = {}): Promise<Job[]> => this.list({ ...options, state: "dead" }),
+    /**
+     * Puts a dead job back to ready with a fresh attempt budget. Of several
+     * concurrent replays of one job exactly one succeeds; the others get
+     * NotFoundError (no such dead job). A job that is not dead: NotFoundError.
+     */
+    replay: async (id: number): Promise<Job> => {
+      validateId(id);
+      const record = await this.adapter.replay({ id, now: this.clock.now() });
+      if (!record) throw new NotFoundError(id, `no dead job ${id} to replay`);
+      return toJob(record);
+    },
+  };
+
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     return new Worker(this, options);

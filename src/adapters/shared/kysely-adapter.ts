@@ -1,4 +1,4 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type ExpressionBuilder, type Kysely } from "kysely";
 import type {
   ClaimParams,
   DocketAdapter,
@@ -185,7 +185,13 @@ export abstract class KyselyAdapter implements DocketAdapter {
         if (this.supportsSkipLocked) candidates = candidates.forUpdate().skipLocked();
         let rows: JobRow[];
         if (this.supportsReturning) {
-          const update = db.updateTable(this.tables.jobs).set(set).where("id", "in", candidates);
+          // The candidates go through a MATERIALIZED CTE: as a plain `IN (subquery)`, PostgreSQL may
+          // re-evaluate the LIMITed, SKIP LOCKED subquery and claim more than `limit` rows.
+          const update = db
+            .with((cte) => cte("picked").materialized(), () => candidates)
+            .updateTable(this.tables.jobs)
+            .set(set)
+            .where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id"));
           rows = (await this.guard(update, "claim", { now: params.now }).returningAll().execute()) as JobRow[];
         } else {
           const ids = (await candidates.execute()).map((r) => Number(r.id));
@@ -241,6 +247,10 @@ export abstract class KyselyAdapter implements DocketAdapter {
 
   cancel(params: { id: number; now: number }): Promise<JobRecord | null> {
     return this.transition("cancel", params, { ...CLEAR_LEASE, finished_at: params.now });
+  }
+
+  replay(params: { id: number; now: number }): Promise<JobRecord | null> {
+    return this.transition("replay", params, { attempt: 0, run_at: params.now, finished_at: null });
   }
 
   async get(params: { id: number }): Promise<JobRecord | null> {

@@ -1,0 +1,144 @@
+import assert from "node:assert/strict";
+import { DocketError } from "../../core/errors.ts";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { newJob } from "./helpers.ts";
+
+async function count(t: CaseContext): Promise<number> {
+  return (await t.adapter.list({ limit: 10_000 })).length;
+}
+
+/** Asserts `fn` throws a DocketError with `code` and that nothing was written. */
+async function rejectsAndWritesNothing(t: CaseContext, code: string, fn: () => Promise<unknown>): Promise<void> {
+  const before = await count(t);
+  await assert.rejects(fn, (e: unknown) => {
+    assert.ok(e instanceof DocketError, `expected a DocketError, got ${String(e)}`);
+    assert.equal(e.code, code, e.message);
+    return true;
+  });
+  assert.equal(await count(t), before, "nothing may be written");
+}
+
+const circular: Record<string, unknown> = {};
+circular.self = circular;
+
+const BAD_PAYLOADS: [string, unknown][] = [
+  ["a bigint", { n: 1n }],
+  ["a function", { f: () => 1 }],
+  ["undefined", undefined],
+  ["an undefined property", { a: undefined }],
+  ["NaN", { n: NaN }],
+  ["Infinity", [Infinity]],
+  ["a Date", { at: new Date(0) }],
+  ["a Map", new Map()],
+  ["a symbol", Symbol("s")],
+  ["a circular object", circular],
+];
+
+const BAD_OPTIONS: [string, Record<string, unknown>][] = [
+  ["a negative delay", { delay: -1 }],
+  ["a NaN delay", { delay: NaN }],
+  ["an infinite delay", { delay: Infinity }],
+  ["an invalid runAt", { runAt: new Date("nope") }],
+  ["both runAt and delay", { runAt: 0, delay: 1 }],
+  ["a NaN priority", { priority: NaN }],
+  ["an infinite priority", { priority: -Infinity }],
+  ["a fractional priority", { priority: 1.5 }],
+  ["maxAttempts 0", { maxAttempts: 0 }],
+  ["an empty queue", { queue: "" }],
+  ["a negative backoff", { backoff: { baseMs: -5 } }],
+];
+
+export const enqueueCases: ConformanceCase[] = [
+  {
+    name: "enqueue › stores a ready job with its payload, attempt 0 and no lease",
+    async run(t) {
+      const d = t.docket<{ "email.send": { to: string } }>();
+      const job = await d.enqueue("email.send", { to: "a@b.c" }, { queue: "mail", priority: 3 });
+      const got = await d.get(job.id);
+      assert.ok(got);
+      assert.deepEqual(got.payload, { to: "a@b.c" });
+      assert.equal(got.state, "ready");
+      assert.equal(got.queue, "mail");
+      assert.equal(got.priority, 3);
+      assert.equal(got.attempt, 0);
+      assert.equal(got.leaseToken, null);
+      assert.equal(got.runAt, t.clock.now());
+    },
+  },
+  {
+    name: "enqueue › a delayed job is scheduled at now + delay; runAt in the past is ready",
+    async run(t) {
+      const d = t.docket();
+      const later = await d.enqueue("t", null, { delay: 5000 });
+      assert.equal(later.state, "scheduled");
+      assert.equal(later.runAt, t.clock.now() + 5000);
+      const past = await d.enqueue("t", null, { runAt: new Date(t.clock.now() - 1) });
+      assert.equal(past.state, "ready");
+    },
+  },
+  {
+    name: "enqueueMany › stores every job in input order",
+    async run(t) {
+      const d = t.docket();
+      const jobs = await d.enqueueMany(Array.from({ length: 25 }, (_, i) => ({ task: "t", payload: { i } })));
+      assert.deepEqual(jobs.map((j) => (j.payload as { i: number }).i), Array.from({ length: 25 }, (_, i) => i));
+      assert.equal(await count(t), 25);
+    },
+  },
+  {
+    name: "enqueueMany › one invalid item rejects the whole batch and writes nothing",
+    async run(t) {
+      const d = t.docket();
+      await rejectsAndWritesNothing(t, "INVALID_PAYLOAD", () =>
+        d.enqueueMany([
+          { task: "t", payload: 1 },
+          { task: "t", payload: { bad: 1n } },
+        ]),
+      );
+    },
+  },
+  {
+    name: "enqueue (adapter) › a row the database refuses rolls back the whole batch",
+    async run(t) {
+      const now = t.clock.now();
+      await assert.rejects(() =>
+        t.adapter.enqueue({ jobs: [newJob({ runAt: now }), newJob({ runAt: now, payload: "{not json" })], now }),
+      );
+      assert.equal(await count(t), 0);
+    },
+  },
+  {
+    name: "enqueue › an empty task name is an UnknownTaskError and writes nothing",
+    async run(t) {
+      await rejectsAndWritesNothing(t, "UNKNOWN_TASK", () => t.docket().enqueue("", {}));
+    },
+  },
+  {
+    name: "enqueue › a task that is not registered is an UnknownTaskError and writes nothing",
+    async run(t) {
+      const d = t.docket<{ known: null }>({ tasks: { known: {} } });
+      await rejectsAndWritesNothing(t, "UNKNOWN_TASK", () => d.enqueue("unknown" as "known", null));
+      assert.equal((await d.enqueue("known", null)).state, "ready");
+    },
+  },
+  {
+    name: "enqueue › a payload over maxPayloadBytes is PayloadTooLargeError and writes nothing",
+    async run(t) {
+      const d = t.docket({ maxPayloadBytes: 100 });
+      await rejectsAndWritesNothing(t, "PAYLOAD_TOO_LARGE", () => d.enqueue("t", "x".repeat(100)));
+      await d.enqueue("t", "x".repeat(90));
+    },
+  },
+  ...BAD_PAYLOADS.map(([what, payload]) => ({
+    name: `enqueue › a payload holding ${what} is InvalidPayloadError and writes nothing`,
+    async run(t: CaseContext) {
+      await rejectsAndWritesNothing(t, "INVALID_PAYLOAD", () => t.docket().enqueue("t", payload));
+    },
+  })),
+  ...BAD_OPTIONS.map(([what, options]) => ({
+    name: `enqueue › ${what} is InvalidArgumentError and writes nothing`,
+    async run(t: CaseContext) {
+      await rejectsAndWritesNothing(t, "INVALID_ARGUMENT", () => t.docket().enqueue("t", {}, options));
+    },
+  })),
+];

@@ -1,0 +1,23 @@
+import type { ConformanceCase } from "../harness.ts";
+import { claimCases } from "./claim.ts";
+import { concurrencyCases } from "./concurrency.ts";
+import { enqueueCases } from "./enqueue.ts";
+import { leaseCases } from "./lease.ts";
+import { migrateCases } from "./migrate.ts";
+import { retryCases } from "./retry.ts";
+import { transitionCases } from "./transitions.ts";
+import { workerCases } from "./worker.ts";
+
+/** Every conformance case, in a stable order. Run each with `runCase`. */
+export function conformanceCases(): ConformanceCase[] {
+  return [
+    ...migrateCases,
+    ...enqueueCases,
+    ...claimCases,
+    ...transitionCases,
+    ...leaseCases,
+    ...retryCases,
+    ...concurrencyCases,
+    ...workerCases,
+  ];
+}

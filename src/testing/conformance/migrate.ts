@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { SchemaTooNewError } from "../../core/errors.ts";
+import type { ConformanceCase } from "../harness.ts";
+import { insert } from "./helpers.ts";
+
+export const migrateCases: ConformanceCase[] = [
+  {
+    name: "migrate › a second run applies nothing and keeps the data",
+    async run(t) {
+      const job = await insert(t);
+      const again = await t.adapter.migrate();
+      assert.deepEqual(again.applied, []);
+      assert.ok(again.version >= 1);
+      assert.equal((await t.adapter.get({ id: job.id }))?.id, job.id);
+    },
+  },
+  {
+    name: "migrate › four concurrent first runs on separate connections apply each version exactly once",
+    unmigrated: true,
+    async run(t) {
+      const adapters = [t.adapter, ...(await Promise.all([t.connect(), t.connect(), t.connect()]))];
+      const results = await Promise.all(adapters.map((a) => a.migrate()));
+      const applied = results.flatMap((r) => r.applied).sort((a, b) => a - b);
+      const latest = results[0]!.version;
+      assert.deepEqual(applied, Array.from({ length: latest }, (_, i) => i + 1), "every version applied once in all");
+      await insert(t);
+    },
+  },
+  {
+    name: "migrate › refuses a database migrated by a newer docket",
+    async run(t) {
+      await t.execute(`INSERT INTO ${t.store.tablePrefix}migrations (version) VALUES (9999)`);
+      await assert.rejects(() => t.adapter.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === "SCHEMA_TOO_NEW");
+    },
+  },
+  {
+    name: "schema › rejects an unknown state (CHECK constraint)",
+    async run(t) {
+      const job = await insert(t);
+      await assert.rejects(() => t.execute(`UPDATE {jobs} SET state = 'bogus' WHERE id = ${job.id}`));
+      assert.equal((await t.adapter.get({ id: job.id }))?.state, "ready");
+    },
+  },
+  {
+    name: "schema › rejects a running job without a lease (CHECK constraint)",
+    async run(t) {
+      const job = await insert(t);
+      await assert.rejects(() => t.execute(`UPDATE {jobs} SET state = 'running' WHERE id = ${job.id}`));
+      assert.equal((await t.adapter.get({ id: job.id }))?.state, "ready");
+    },
+  },
+];

@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import type { JobRecord } from "../../core/job.ts";
+import { JOB_STATES, type JobState } from "../../core/states.ts";
+import { TRANSITIONS, TRANSITION_EVENTS, type TransitionEvent } from "../../core/transitions.ts";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { LEASE_MS, claim, jobInState, token } from "./helpers.ts";
+
+/**
+ * Attempts `event` on `job` through the adapter, as the lease holder where
+ * the job has a lease. Returns the record when the write won, else null.
+ * For the expiry events the clock is first moved past the lease.
+ */
+async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): Promise<JobRecord | null> {
+  const a = t.adapter;
+  const leaseToken = job.leaseToken ?? token();
+  let now = t.clock.now();
+  switch (event) {
+    case "claim": {
+      const claimed = await claim(t, 100);
+      return claimed.find((c) => c.id === job.id) ?? null;
+    }
+    case "heartbeat":
+      return a.heartbeat({ id: job.id, leaseToken, now, leaseExpiresAt: now + 2 * LEASE_MS });
+    case "complete":
+      return a.complete({ id: job.id, leaseToken, now });
+    case "retry":
+      return a.fail({ id: job.id, leaseToken, now, error: "e", retryAt: now + 1000 });
+    case "bury":
+      return a.fail({ id: job.id, leaseToken, now, error: "e", retryAt: null });
+    case "release":
+      return a.release({ id: job.id, leaseToken, now });
+    case "expireRetry":
+    case "expireBury":
+      now = t.clock.advance(LEASE_MS + 1);
+      return a.expire({ id: job.id, leaseToken, now, error: "expired", retryAt: event === "expireRetry" ? now + 1000 : null });
+    case "cancel":
+      return a.cancel({ id: job.id, now });
+    case "replay":
+      return a.replay({ id: job.id, now });
+  }
+}
+
+/** Every legal move of the core table succeeds, and lands in the table's target state. */
+function legalCases(): ConformanceCase[] {
+  return TRANSITION_EVENTS.flatMap((event) =>
+    TRANSITIONS[event].from.map((from: JobState) => ({
+      name: `${event} › moves a ${from} job to ${TRANSITIONS[event].to}`,
+      async run(t: CaseContext) {
+        const job = await jobInState(t, from);
+        if (event === "claim" && from === "scheduled") t.clock.advance(60_000);
+        const result = await attempt(t, event, job);
+        assert.ok(result, `${event} on a ${from} job should win`);
+        assert.equal(result.state, TRANSITIONS[event].to);
+        assert.equal((await t.adapter.get({ id: job.id }))?.state, TRANSITIONS[event].to);
+      },
+    })),
+  );
+}
+
+/** Every illegal predecessor: the write matches nothing and the job is unchanged. */
+function illegalCases(): ConformanceCase[] {
+  return TRANSITION_EVENTS.flatMap((event) =>
+    JOB_STATES.filter((s) => !(TRANSITIONS[event].from as readonly JobState[]).includes(s)).map((from) => ({
+      name: `${event} › does not move a ${from} job`,
+      async run(t: CaseContext) {
+        const job = await jobInState(t, from);
+        const before = await t.adapter.get({ id: job.id });
+        const result = await attempt(t, event, job);
+        assert.equal(result, null, `${event} must not apply to a ${from} job`);
+        assert.deepEqual(await t.adapter.get({ id: job.id }), before);
+      },
+    })),
+  );
+}
+
+export const transitionCases: ConformanceCase[] = [...legalCases(), ...illegalCases()];

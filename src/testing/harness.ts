@@ -1,0 +1,80 @@
+import type { DocketAdapter } from "../core/adapter.ts";
+import { ManualClock } from "../core/clock.ts";
+import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
+
+/**
+ * One isolated, empty store (its own table prefix, schema or database) on
+ * which a test can open several connections.
+ */
+export interface TestStore {
+  /** The table prefix the store's adapters use. */
+  readonly tablePrefix: string;
+  /** A new adapter on its own connection (pool of its own) to this store. Not migrated. */
+  connect(): Promise<DocketAdapter>;
+  /** Runs one raw statement on an admin connection; `{jobs}` is replaced by the jobs table name. */
+  execute(sql: string): Promise<void>;
+  /** Closes the admin connection and drops what the store created. */
+  close(): Promise<void>;
+}
+
+/** A storage under test: makes fresh stores. A third-party adapter provides one of these. */
+export interface AdapterTarget {
+  readonly name: string;
+  open(): Promise<TestStore>;
+}
+
+/** What every conformance case receives. */
+export interface CaseContext {
+  /** An adapter on the case's fresh store, migrated unless the case is `unmigrated`. */
+  readonly adapter: DocketAdapter;
+  /** Time as the case controls it; `docket()` uses it. */
+  readonly clock: ManualClock;
+  /** A Docket on `adapter` and `clock`. */
+  docket<T extends TaskMap = TaskMap>(options?: Omit<DocketOptions<T>, "adapter">): Docket<T>;
+  /** Another adapter on its own connection to the same store; closed when the case ends. */
+  connect(): Promise<DocketAdapter>;
+  /** A raw admin statement on the store (see TestStore.execute). */
+  execute(sql: string): Promise<void>;
+  readonly store: TestStore;
+}
+
+export interface ConformanceCase {
+  /** Reads as behaviour: "claim › does not claim a job scheduled in the future". */
+  readonly name: string;
+  /** Cases that run handlers on real timers take longer; runners may give them a longer timeout. */
+  readonly slow?: boolean;
+  /** When true, the case's adapter is NOT migrated before `run`. */
+  readonly unmigrated?: boolean;
+  run(t: CaseContext): Promise<void>;
+}
+
+/**
+ * Runs one case on a fresh store of `target`: opens, migrates, runs, and
+ * always closes every connection it opened. Runner-agnostic: throws on failure.
+ */
+export async function runCase(target: AdapterTarget, testCase: ConformanceCase): Promise<void> {
+  const store = await target.open();
+  const opened: DocketAdapter[] = [];
+  try {
+    const adapter = await store.connect();
+    opened.push(adapter);
+    if (!testCase.unmigrated) await adapter.migrate();
+    const clock = new ManualClock();
+    const context: CaseContext = {
+      adapter,
+      clock,
+      store,
+      docket: (options) => new Docket({ ...options, adapter, clock }),
+      connect: async () => {
+        const extra = await store.connect();
+        opened.push(extra);
+        return extra;
+      },
+      execute: (sql) => store.execute(sql),
+    };
+    await testCase.run(context);
+  } finally {
+    for (const a of opened) await a.close().catch(() => undefined);
+    await store.close();
+  }
+}

@@ -1,0 +1,2 @@
+export * from "./harness.ts";
+export { conformanceCases } from "./conformance/index.ts";

@@ -1,0 +1,139 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AdapterTarget, TestStore } from "../../src/testing/harness.ts";
+import type { DocketAdapter } from "../../src/core/adapter.ts";
+
+/**
+ * Test targets for Node, one per adapter. Connection URLs come from
+ * DOCKET_PG_URL / DOCKET_MYSQL_URL, else the local defaults; when a server
+ * does not answer, the target is skipped with a loud message, unless
+ * DOCKET_REQUIRE_ALL_ADAPTERS=1, which turns a missing server into a failure.
+ * Each test run creates its own database, and each store its own table prefix.
+ */
+export type TargetName = "sqlite" | "postgres" | "mysql";
+
+export interface DisposableTarget extends AdapterTarget {
+  dispose(): Promise<void>;
+}
+
+export const PG_URL = process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const MYSQL_URL = process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/mysql";
+export const REQUIRE_ALL = process.env.DOCKET_REQUIRE_ALL_ADAPTERS === "1";
+
+let stores = 0;
+const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+function nextPrefix(): string {
+  return `c${(stores++).toString(36)}_`;
+}
+
+/** The URL with its database path replaced. */
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export async function sqliteTarget(): Promise<DisposableTarget> {
+  const { sqliteAdapter } = await import("../../src/adapters/sqlite/index.ts");
+  const { default: Database } = await import("better-sqlite3");
+  const dir = mkdtempSync(join(tmpdir(), "docket-test-"));
+  return {
+    name: "sqlite",
+    async open(): Promise<TestStore> {
+      const tablePrefix = nextPrefix();
+      const filename = join(dir, `${tablePrefix}.db`);
+      const admin = new Database(filename);
+      admin.pragma("journal_mode = WAL");
+      return {
+        tablePrefix,
+        connect: async (): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix }),
+        execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
+        close: async () => void admin.close(),
+      };
+    },
+    dispose: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export async function postgresTarget(): Promise<DisposableTarget> {
+  const { postgresAdapter } = await import("../../src/adapters/postgres/index.ts");
+  const pg = (await import("pg")).default;
+  const database = `docket_test_${runId}`;
+  const root = new pg.Client({ connectionString: PG_URL });
+  await root.connect();
+  await root.query(`CREATE DATABASE ${database}`);
+  await root.end();
+  const url = withDatabase(PG_URL, database);
+  const admin = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    name: "postgres",
+    async open(): Promise<TestStore> {
+      const tablePrefix = nextPrefix();
+      return {
+        tablePrefix,
+        connect: async () => postgresAdapter({ connectionString: url, tablePrefix, max: 4 }),
+        execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
+        close: async () => undefined,
+      };
+    },
+    async dispose() {
+      await admin.end();
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function mysqlTarget(): Promise<DisposableTarget> {
+  const { mysqlAdapter } = await import("../../src/adapters/mysql/index.ts");
+  const mysql = (await import("mysql2/promise")).default;
+  const database = `docket_test_${runId}`;
+  const root = await mysql.createConnection({ uri: MYSQL_URL });
+  await root.query(`CREATE DATABASE ${database}`);
+  await root.end();
+  const url = withDatabase(MYSQL_URL, database);
+  const admin = mysql.createPool({ uri: url, connectionLimit: 2 });
+  return {
+    name: "mysql",
+    async open(): Promise<TestStore> {
+      const tablePrefix = nextPrefix();
+      return {
+        tablePrefix,
+        connect: async () => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4 }),
+        execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
+        close: async () => undefined,
+      };
+    },
+    async dispose() {
+      await admin.end();
+      const c = await mysql.createConnection({ uri: MYSQL_URL });
+      await c.query(`DROP DATABASE IF EXISTS ${database}`);
+      await c.end();
+    },
+  };
+}
+
+const FACTORIES: Record<TargetName, () => Promise<DisposableTarget>> = {
+  sqlite: sqliteTarget,
+  postgres: postgresTarget,
+  mysql: mysqlTarget,
+};
+
+/**
+ * The target, or null when its server is unreachable and not required.
+ * Prints a loud banner when it skips.
+ */
+export async function openTarget(name: TargetName): Promise<DisposableTarget | null> {
+  try {
+    return await FACTORIES[name]();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (REQUIRE_ALL) throw new Error(`DOCKET_REQUIRE_ALL_ADAPTERS=1 but the ${name} target is unavailable: ${reason}`, { cause: error });
+    const bar = "!".repeat(78);
+    console.warn(`\n${bar}\n!! SKIPPING every ${name} test: ${reason}\n!! Set DOCKET_${name === "postgres" ? "PG" : "MYSQL"}_URL or start the server.\n${bar}\n`);
+    return null;
+  }
+}
