@@ -1,5 +1,5 @@
-import { Kysely, MysqlDialect, sql, type MysqlPool } from "kysely";
-import { KyselyAdapter, type AnyDb, type Migration } from "../shared/kysely-adapter.ts";
+import { MysqlDialect, sql, type MysqlPool } from "kysely";
+import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { migrations } from "./migrations.ts";
 import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
 
@@ -12,6 +12,8 @@ export interface MysqlAdapterOptions {
   connectionLimit?: number;
   /** Prefix of docket's table names. Default "docket_". */
   tablePrefix?: string;
+  /** Dialect wrapper and kysely plugins (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
 }
 
 /** errno of InnoDB's deadlock victim and of a lock wait timeout: the transaction rolled back and may be retried. */
@@ -39,7 +41,7 @@ export class MysqlAdapter extends KyselyAdapter {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
     const prefix = options.tablePrefix ?? "docket_";
     const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit)) });
-    super(new Kysely({ dialect }), prefix, pool === undefined);
+    super(createKysely(dialect, options.instrument), prefix, pool === undefined);
     this.#prefix = prefix;
   }
 

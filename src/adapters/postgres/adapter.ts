@@ -1,5 +1,5 @@
-import { Kysely, PostgresDialect, sql, type PostgresPool } from "kysely";
-import { KyselyAdapter, type AnyDb, type Migration } from "../shared/kysely-adapter.ts";
+import { PostgresDialect, sql, type PostgresPool } from "kysely";
+import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { migrations } from "./migrations.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 
@@ -12,6 +12,8 @@ export interface PostgresAdapterOptions {
   max?: number;
   /** Prefix of docket's table names. Default "docket_". */
   tablePrefix?: string;
+  /** Dialect wrapper and kysely plugins (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
 }
 
 /**
@@ -33,7 +35,7 @@ export class PostgresAdapter extends KyselyAdapter {
     if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
     const prefix = options.tablePrefix ?? "docket_";
     const dialect = new PostgresDialect({ pool: pool ?? (() => openPgPool(connectionString!, max)) });
-    super(new Kysely({ dialect }), prefix, pool === undefined);
+    super(createKysely(dialect, options.instrument), prefix, pool === undefined);
     this.#prefix = prefix;
   }
 

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Kysely } from "kysely";
+import { Kysely, sql, type Dialect, type ExpressionBuilder, type KyselyPlugin } from "kysely";
 import type {
   ClaimParams,
   DocketAdapter,
@@ -13,6 +13,26 @@ import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { tableNames } from "./identifiers.ts";
+
+/**
+ * An instrumentation seam shared by every adapter: wrap the kysely dialect
+ * (tracing, or docket/testing's scheduled dialect that interleaves
+ * statements) and add kysely plugins. Default: none. It never changes what
+ * the adapter guarantees unless a plugin rewrites queries, which only
+ * docket/testing's mutation switch does, on purpose.
+ */
+export interface InstrumentOptions {
+  wrapDialect?: (dialect: Dialect) => Dialect;
+  plugins?: KyselyPlugin[];
+}
+
+/** A kysely instance for `dialect`, with the instrumentation applied. */
+export function createKysely(dialect: Dialect, instrument: InstrumentOptions | undefined): AnyDb {
+  return new Kysely({
+    dialect: instrument?.wrapDialect ? instrument.wrapDialect(dialect) : dialect,
+    plugins: instrument?.plugins ?? [],
+  });
+}
 
 /** One schema version: statements applied in order, under the migration lock. */
 export interface Migration {

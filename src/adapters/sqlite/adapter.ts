@@ -1,5 +1,5 @@
-import { CompiledQuery, Kysely, SqliteDialect, sql, type SqliteDatabase } from "kysely";
-import { KyselyAdapter, type AnyDb, type Migration } from "../shared/kysely-adapter.ts";
+import { CompiledQuery, SqliteDialect, sql, type SqliteDatabase } from "kysely";
+import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { Mutex } from "../shared/mutex.ts";
 import { migrations } from "./migrations.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
@@ -16,6 +16,8 @@ export interface SqliteAdapterOptions {
   filename?: string;
   /** Prefix of docket's table names. Default "docket_". */
   tablePrefix?: string;
+  /** Dialect wrapper and kysely plugins (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
   /** How long a write waits for another PROCESS's write lock. Default 5000 ms. */
   busyTimeoutMs?: number;
 }
@@ -54,7 +56,7 @@ export class SqliteAdapter extends KyselyAdapter {
         if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
       },
     });
-    super(new Kysely({ dialect }), prefix, database === undefined);
+    super(createKysely(dialect, options.instrument), prefix, database === undefined);
     this.#prefix = prefix;
   }
 
