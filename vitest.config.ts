@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     pool: "forks",
+    passWithNoTests: true,
     testTimeout: 20_000,
     hookTimeout: 60_000,
   },

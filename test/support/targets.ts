@@ -56,7 +56,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
   };
 }
 
-export async function postgresTarget(): Promise<DisposableTarget> {
+export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> {
   const { postgresAdapter } = await import("../../src/adapters/postgres/index.ts");
   const pg = (await import("pg")).default;
   const database = `docket_test_${runId}`;
@@ -87,7 +87,7 @@ export async function postgresTarget(): Promise<DisposableTarget> {
   };
 }
 
-export async function mysqlTarget(): Promise<DisposableTarget> {
+export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> {
   const { mysqlAdapter } = await import("../../src/adapters/mysql/index.ts");
   const mysql = (await import("mysql2/promise")).default;
   const database = `docket_test_${runId}`;
@@ -116,12 +116,54 @@ export async function mysqlTarget(): Promise<DisposableTarget> {
   };
 }
 
+/**
+ * A server in a container, when a container engine answers (a laptop with
+ * Docker or Podman); null when there is none (probing fails within ms).
+ */
+async function containerUrl(name: "postgres" | "mysql"): Promise<string | null> {
+  let tc: typeof import("testcontainers");
+  try {
+    tc = await import("testcontainers");
+    await tc.getContainerRuntimeClient();
+  } catch {
+    return null;
+  }
+  if (name === "postgres") {
+    const c = await new tc.GenericContainer("postgres:16")
+      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: "trust" })
+      .withExposedPorts(5432)
+      .withWaitStrategy(tc.Wait.forLogMessage(/ready to accept connections/, 2))
+      .start();
+    return `postgres://postgres@${c.getHost()}:${c.getMappedPort(5432)}/postgres`;
+  }
+  const c = await new tc.GenericContainer("mariadb:11")
+    .withEnvironment({ MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: "1" })
+    .withExposedPorts(3306)
+    .withWaitStrategy(tc.Wait.forLogMessage(/ready for connections/, 2))
+    .start();
+  return `mysql://root@${c.getHost()}:${c.getMappedPort(3306)}/mysql`;
+}
+
+/** Opens a server target: the env URL or local default first, else a container, else throws. */
+async function serverTarget(
+  name: "postgres" | "mysql",
+  url: string,
+  make: (url: string) => Promise<DisposableTarget>,
+): Promise<DisposableTarget> {
+  try {
+    return await make(url);
+  } catch (first) {
+    const fromContainer = await containerUrl(name);
+    if (!fromContainer) throw first;
+    return make(fromContainer);
+  }
+}
+
 const FACTORIES: Record<TargetName, () => Promise<DisposableTarget>> = {
   sqlite: sqliteTarget,
-  postgres: postgresTarget,
-  mysql: mysqlTarget,
+  postgres: () => serverTarget("postgres", PG_URL, postgresTarget),
+  mysql: () => serverTarget("mysql", MYSQL_URL, mysqlTarget),
 };
-
 /**
  * The target, or null when its server is unreachable and not required.
  * Prints a loud banner when it skips.
