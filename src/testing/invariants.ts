@@ -1,0 +1,230 @@
+import type { JobRecord } from "./../core/job.ts";
+import { JOB_STATES } from "../core/states.ts";
+import { applyJobOp, diffJob, isTerminal, toModelJob, type JobOp, type ModelJob } from "./model/model.ts";
+
+/**
+ * The recorded history of one concurrent run, and the invariants checked
+ * against it and the database state afterwards.
+ *
+ * Times in a history are logical: one counter, incremented at every event,
+ * in the single JavaScript thread. `a.end < b.start` therefore means "a's
+ * result was back before b was called", i.e. a committed before b began.
+ */
+export type HistoryEvent = OperationEvent | HandlerEvent;
+
+/** One adapter call. `ops` is its per-job projection: what it did (or tried) to each job. */
+export interface OperationEvent {
+  readonly kind: "operation";
+  readonly worker: string;
+  /** "claim", "heartbeat", …, as labelled in the schedule. */
+  readonly name: string;
+  readonly label: string;
+  readonly start: number;
+  end: number;
+  /** For a claim: the limit asked for. */
+  readonly limit?: number;
+  /** Per job written (or attempted): the op and what the adapter returned (null: rejected). */
+  effects: { id: number; op: JobOp; result: JobRecord | null }[];
+  /** When the call threw. */
+  error?: string;
+}
+
+/** A handler run: it starts after its claim returned and ends before its outcome is written. */
+export interface HandlerEvent {
+  readonly kind: "handler";
+  readonly worker: string;
+  readonly id: number;
+  readonly leaseToken: string;
+  readonly start: number;
+  end: number;
+  /** Whether the outcome the handler wrote (complete/fail/release) was accepted. */
+  outcomeAccepted: boolean | null;
+}
+
+export interface RunRecord {
+  /** Every job's row just before the concurrent phase. */
+  readonly initial: readonly JobRecord[];
+  /** Every job's row after the run. */
+  readonly final: readonly JobRecord[];
+  readonly history: readonly HistoryEvent[];
+}
+
+/** One named check. Returns human-readable violations (empty when it holds). */
+export interface Invariant {
+  /** "I1", "I6", … as in DESIGN.md, or "S1" for a schema/row rule. */
+  readonly id: string;
+  readonly name: string;
+  check(run: RunRecord): string[];
+}
+
+const operations = (run: RunRecord) => run.history.filter((e): e is OperationEvent => e.kind === "operation");
+const handlers = (run: RunRecord) => run.history.filter((e): e is HandlerEvent => e.kind === "handler");
+
+/** Row rules: every stored row is internally consistent. */
+export const rowInvariants: Invariant[] = [
+  {
+    id: "S1",
+    name: "state is a known state; a running job holds a lease, any other job holds none",
+    check: (run) =>
+      run.final.flatMap((j) => {
+        if (!JOB_STATES.includes(j.state)) return [`job #${j.id} has unknown state ${j.state}`];
+        const leased = j.leaseToken !== null && j.leaseExpiresAt !== null;
+        const unleased = j.leaseToken === null && j.leaseExpiresAt === null;
+        if (j.state === "running" ? !leased : !unleased) return [`job #${j.id} is ${j.state} with lease ${j.leaseToken}/${j.leaseExpiresAt}`];
+        return [];
+      }),
+  },
+  {
+    id: "S2",
+    name: "a job is finished (finished_at set) exactly when it is terminal; 0 <= attempt <= max_attempts",
+    check: (run) =>
+      run.final.flatMap((j) => {
+        const out: string[] = [];
+        if (isTerminal(j.state) !== (j.finishedAt !== null)) out.push(`job #${j.id} is ${j.state} with finished_at ${j.finishedAt}`);
+        if (j.attempt < 0 || j.attempt > j.maxAttempts) out.push(`job #${j.id} has attempt ${j.attempt} of ${j.maxAttempts}`);
+        return out;
+      }),
+  },
+];
+
+/** History rules. */
+export const historyInvariants: Invariant[] = [
+  {
+    id: "I0",
+    name: "no operation throws",
+    check: (run) => operations(run).flatMap((o) => (o.error === undefined ? [] : [`${o.label} threw: ${o.error}`])),
+  },
+  {
+    id: "C1",
+    name: "a claim returns at most `limit` jobs, each at most once",
+    check: (run) =>
+      operations(run).flatMap((o) => {
+        if (o.limit === undefined) return [];
+        const ids = o.effects.map((e) => e.id);
+        const out: string[] = [];
+        if (ids.length > o.limit) out.push(`${o.label} claimed ${ids.length} jobs [${ids.join(",")}] with limit ${o.limit}`);
+        if (new Set(ids).size !== ids.length) out.push(`${o.label} returned a job twice: [${ids.join(",")}]`);
+        return out;
+      }),
+  },
+  {
+    id: "I1",
+    name: "single owner: two overlapping handler runs of one job never both get their outcome accepted",
+    check: (run) => {
+      const hs = handlers(run).filter((h) => h.outcomeAccepted === true);
+      const out: string[] = [];
+      for (let i = 0; i < hs.length; i++) {
+        for (let k = i + 1; k < hs.length; k++) {
+          const a = hs[i]!;
+          const b = hs[k]!;
+          if (a.id === b.id && a.start < b.end && b.start < a.end) {
+            out.push(`job #${a.id}: ${a.worker} (lease ${a.leaseToken}) and ${b.worker} (lease ${b.leaseToken}) ran at once and both outcomes were accepted`);
+          }
+        }
+      }
+      return out;
+    },
+  },
+  {
+    id: "I6",
+    name: "once: a job's terminal transition is accepted at most once",
+    check: (run) => {
+      const count = new Map<number, string[]>();
+      for (const o of operations(run)) {
+        for (const e of o.effects) {
+          if (e.result !== null && isTerminal(e.result.state)) count.set(e.id, [...(count.get(e.id) ?? []), o.label]);
+        }
+      }
+      return [...count].filter(([, l]) => l.length > 1).map(([id, l]) => `job #${id} finished ${l.length} times: ${l.join("; ")}`);
+    },
+  },
+  {
+    id: "I7",
+    name: "cancel vs claim: no handler starts after its job's cancel was accepted",
+    check: (run) => {
+      const out: string[] = [];
+      for (const o of operations(run)) {
+        for (const e of o.effects) {
+          if (e.op.kind !== "cancel" || e.result === null) continue;
+          for (const h of handlers(run)) if (h.id === e.id && h.start > o.end) out.push(`job #${e.id} was cancelled by ${o.label}, then ${h.worker} started it`);
+        }
+      }
+      return out;
+    },
+  },
+  {
+    id: "L1",
+    name: "linearizable: per job, some sequential order of the accepted and rejected writes, consistent with real time, explains every result and the final row",
+    check: (run) => run.initial.flatMap((j) => linearizeJob(j, run)),
+  },
+];
+
+/** Every invariant the implemented features cover. Later features append theirs. */
+export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants];
+
+/** Runs `invariants` on a run: one line per violation, prefixed by the invariant's id. */
+export function checkInvariants(run: RunRecord, invariants: readonly Invariant[] = allInvariants): string[] {
+  return invariants.flatMap((inv) => inv.check(run).map((v) => `${inv.id} (${inv.name}): ${v}`));
+}
+
+interface Step {
+  label: string;
+  start: number;
+  end: number;
+  op: JobOp;
+  result: JobRecord | null;
+}
+
+/**
+ * Wing & Gong style search for one job: place the steps one at a time (a step
+ * may go next only if no unplaced step ended before it started), applying the
+ * reference model; each step's observed result must equal the model's, and
+ * the final model row must equal the stored row.
+ */
+function linearizeJob(initial: JobRecord, run: RunRecord): string[] {
+  const steps: Step[] = [];
+  for (const o of operations(run)) {
+    if (o.error !== undefined) continue;
+    for (const e of o.effects) if (e.id === initial.id) steps.push({ label: o.label, start: o.start, end: o.end, op: e.op, result: e.result });
+  }
+  const finalRow = run.final.find((r) => r.id === initial.id) ?? null;
+  const finalModel = finalRow === null ? null : toModelJob(finalRow);
+  if (steps.length > 16) return [`job #${initial.id}: ${steps.length} steps, too many to check`];
+  const seen = new Set<string>();
+  const start = toModelJob(initial);
+  let closest: { order: string[]; why: string } = { order: [], why: "no step can go first" };
+  const search = (job: ModelJob, placed: number, order: string[]): boolean => {
+    if (placed === (1 << steps.length) - 1) {
+      const d = diffJob(job, finalModel);
+      if (d.length === 0) return true;
+      if (order.length >= closest.order.length) closest = { order, why: `final row differs: ${d.join("; ")}` };
+      return false;
+    }
+    const key = `${placed}|${JSON.stringify(job)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    for (let i = 0; i < steps.length; i++) {
+      if (placed & (1 << i)) continue;
+      const s = steps[i]!;
+      let blocked = false;
+      for (let k = 0; k < steps.length && !blocked; k++) if (!(placed & (1 << k)) && k !== i && steps[k]!.end < s.start) blocked = true;
+      if (blocked) continue;
+      const next = applyJobOp(job, s.op);
+      const expected = next;
+      const d = diffJob(expected, s.result === null ? null : toModelJob(s.result));
+      if (d.length > 0) {
+        if (order.length >= closest.order.length) closest = { order: [...order, s.label], why: `${s.label} returned ${s.result === null ? "null" : s.result.state}, model: ${d.join("; ")}` };
+        continue;
+      }
+      if (search(next ?? job, placed | (1 << i), [...order, s.label])) return true;
+    }
+    return false;
+  };
+  if (search(start, 0, [])) return [];
+  return [
+    `job #${initial.id} (initially ${initial.state}${initial.leaseToken ? ` lease ${initial.leaseToken}` : ""}): no sequential order explains its ${steps.length} writes. ` +
+      `Longest explainable prefix: [${closest.order.join(" → ")}]; then ${closest.why}. Writes: ${steps
+        .map((s) => `${s.label}@[${s.start},${s.end}]→${s.result === null ? "null" : s.result.state}`)
+        .join(", ")}`,
+  ];
+}

@@ -1,0 +1,73 @@
+import type { DocketAdapter } from "../../../core/adapter.ts";
+import type { JobRecord } from "../../../core/job.ts";
+import { ReferenceModel, diffJob, toModelJob, type ModelJob } from "../model.ts";
+
+/** The model side of a model-based run: the reference store, the model's clock and every lease token ever issued. */
+export class ModelState {
+  readonly store = new ReferenceModel();
+  now: number;
+  /** Every token issued per job id, oldest first (stale tokens stay usable, on purpose). */
+  readonly tokens = new Map<number, string[]>();
+  #tokenSeq = 0;
+
+  constructor(now: number) {
+    this.now = now;
+  }
+
+  nextToken(): string {
+    return `L${++this.#tokenSeq}`;
+  }
+
+  /** The id of the `pick`-th job (modulo the number of jobs), or null when there is none. */
+  pickJob(pick: number): number | null {
+    const ids = [...this.store.jobs.keys()].sort((a, b) => a - b);
+    return ids.length === 0 ? null : ids[pick % ids.length]!;
+  }
+
+  /** A token for job `id`: the `pick`-th one ever issued for it (so possibly stale), or a never-issued token. */
+  pickToken(id: number, pick: number): string {
+    const all = this.tokens.get(id) ?? [];
+    return all.length === 0 || pick >= all.length * 2 ? "L-never" : all[pick % all.length]!;
+  }
+
+  recordToken(id: number, token: string): void {
+    const all = this.tokens.get(id) ?? [];
+    all.push(token);
+    this.tokens.set(id, all);
+  }
+}
+
+/** The real side: one adapter on a real database. */
+export interface RealSystem {
+  readonly adapter: DocketAdapter;
+}
+
+export function fail(label: string, lines: string[]): never {
+  throw new Error(`${label}: the adapter disagrees with the reference model\n  ${lines.join("\n  ")}`);
+}
+
+/** Compares one adapter result with the model's. */
+export function expectSame(label: string, model: ModelJob | null, actual: JobRecord | null): void {
+  const d = diffJob(model, actual === null ? null : toModelJob(actual));
+  if (d.length > 0) fail(label, [`returned:`, ...d]);
+}
+
+/** Compares two result lists (order matters). */
+export function expectSameList(label: string, model: readonly ModelJob[], actual: readonly JobRecord[]): void {
+  const ids = (l: readonly { id: number }[]) => l.map((j) => j.id).join(",");
+  if (ids(model) !== ids(actual)) fail(label, [`returned ids [${ids(actual)}], model says [${ids(model)}]`]);
+  model.forEach((m, i) => expectSame(`${label} (job #${m.id})`, m, actual[i]!));
+}
+
+/** Compares the whole stored table with the model (run after every command). */
+export async function expectSameStore(label: string, m: ModelState, r: RealSystem): Promise<void> {
+  const rows = await r.adapter.list({ limit: 10_000 });
+  const model = m.store.all();
+  const lines: string[] = [];
+  if (rows.length !== model.length) lines.push(`${rows.length} rows stored, model has ${model.length}`);
+  for (const mj of model) {
+    const row = rows.find((x) => x.id === mj.id) ?? null;
+    for (const d of diffJob(mj, row === null ? null : toModelJob(row))) lines.push(`job #${mj.id} ${d}`);
+  }
+  if (lines.length > 0) fail(`${label} (stored state after the step)`, lines);
+}

@@ -1,0 +1,26 @@
+import type { AsyncCommand } from "fast-check";
+import { expectSame, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+
+/** fail(job, token, retryAt | null): running → scheduled (retry) or dead, only for the current holder. */
+export class FailCommand implements AsyncCommand<ModelState, RealSystem> {
+  constructor(
+    readonly jobPick: number,
+    readonly tokenPick: number,
+    /** null: bury; otherwise retry this many ms from now. */
+    readonly retryInMs: number | null,
+  ) {}
+  check(m: Readonly<ModelState>): boolean {
+    return m.store.jobs.size > 0;
+  }
+  async run(m: ModelState, r: RealSystem): Promise<void> {
+    const id = m.pickJob(this.jobPick)!;
+    const leaseToken = m.pickToken(id, this.tokenPick);
+    const params = { id, leaseToken, now: m.now, error: "boom", retryAt: this.retryInMs === null ? null : m.now + this.retryInMs };
+    const got = await r.adapter.fail(params);
+    expectSame(`fail(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "fail", ...params }), got);
+    await expectSameStore(this.toString(), m, r);
+  }
+  toString(): string {
+    return `fail(job ${this.jobPick}, token ${this.tokenPick}, ${this.retryInMs === null ? "bury" : `retry +${this.retryInMs}ms`})`;
+  }
+}

@@ -1,0 +1,251 @@
+import {
+  OperationNodeTransformer,
+  WhereNode,
+  type Dialect,
+  type KyselyPlugin,
+  type OperationNode,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  type SelectQueryNode,
+  type UnknownRow,
+  type UpdateQueryNode,
+} from "kysely";
+
+/**
+ * docket's mutation switch, for tests only: each mutation removes ONE
+ * protection from the real adapters (through the `instrument` seam: a kysely
+ * plugin that rewrites the operation-node tree, or a dialect wrapper), so the
+ * property suite can show it catches the bug that opens. Production code has
+ * no switch: nothing in src/core or src/adapters knows about this file.
+ *
+ * Where docket has defence in depth (one guard backed by another), the
+ * mutation removes the whole protection of that property and says so.
+ */
+export interface Mutation {
+  readonly id: string;
+  readonly description: string;
+  /** Which adapters it applies to, by capability (never by name), and why the others are excluded. */
+  appliesTo(adapter: MutationTarget): boolean;
+  readonly notApplicableBecause?: string;
+  readonly plugins?: () => KyselyPlugin[];
+  readonly wrapDialect?: (d: Dialect) => Dialect;
+}
+
+/** The capabilities a mutation may depend on (KyselyAdapter's getters). */
+export interface MutationTarget {
+  readonly supportsSkipLocked: boolean;
+  readonly supportsReturning: boolean;
+}
+
+// ---------------------------------------------------------------- node helpers
+
+function columnName(node: OperationNode | undefined): string | null {
+  if (!node) return null;
+  if (node.kind === "ReferenceNode") return columnName((node as unknown as { column: OperationNode }).column);
+  if (node.kind === "ColumnNode") return (node as unknown as { column: { name: string } }).column.name;
+  return null;
+}
+
+/** `column op …` as written by `.where(column, op, value)`. */
+export interface PredicateShape {
+  column: string;
+  operator: string;
+}
+
+function isPredicate(node: OperationNode, p: PredicateShape): boolean {
+  if (node.kind !== "BinaryOperationNode") return false;
+  const b = node as unknown as { leftOperand: OperationNode; operator: { operator: string }; rightOperand: OperationNode };
+  return columnName(b.leftOperand) === p.column && b.operator.operator === p.operator;
+}
+
+function hasPredicate(node: OperationNode | undefined, p: PredicateShape): boolean {
+  if (!node) return false;
+  if (node.kind === "WhereNode") return hasPredicate((node as WhereNode).where, p);
+  if (node.kind === "AndNode") {
+    const a = node as unknown as { left: OperationNode; right: OperationNode };
+    return hasPredicate(a.left, p) || hasPredicate(a.right, p);
+  }
+  if (node.kind === "ParensNode") return hasPredicate((node as unknown as { node: OperationNode }).node, p);
+  return isPredicate(node, p);
+}
+
+/** The conjunction without the conjuncts matching any of `ps` (null when nothing is left). */
+function strip(node: OperationNode, ps: readonly PredicateShape[]): OperationNode | null {
+  if (node.kind === "AndNode") {
+    const a = node as unknown as { left: OperationNode; right: OperationNode };
+    const l = strip(a.left, ps);
+    const r = strip(a.right, ps);
+    if (l === null) return r;
+    if (r === null) return l;
+    return { ...node, left: l, right: r } as OperationNode;
+  }
+  if (node.kind === "ParensNode") {
+    const inner = strip((node as unknown as { node: OperationNode }).node, ps);
+    return inner === null ? null : ({ ...node, node: inner } as OperationNode);
+  }
+  return ps.some((p) => isPredicate(node, p)) ? null : node;
+}
+
+function stripWhere(where: WhereNode | undefined, ps: readonly PredicateShape[]): WhereNode | undefined {
+  if (!where) return undefined;
+  const rest = strip(where.where, ps);
+  return rest === null ? undefined : WhereNode.create(rest);
+}
+
+/** The literal the UPDATE sets `state` to, if any. */
+function setsState(node: UpdateQueryNode): unknown {
+  for (const u of node.updates ?? []) {
+    if (columnName(u.column) === "state" && u.value.kind === "ValueNode") return (u.value as unknown as { value: unknown }).value;
+  }
+  return undefined;
+}
+
+const STATE_IN: PredicateShape = { column: "state", operator: "in" };
+const DUE: PredicateShape = { column: "run_at", operator: "<=" };
+const LEASE_TOKEN: PredicateShape = { column: "lease_token", operator: "=" };
+const LEASE_EXPIRED: PredicateShape = { column: "lease_expires_at", operator: "<=" };
+
+/** The claim's candidate SELECT and its UPDATE both carry the "due" fence (`run_at <= now`); nothing else does. */
+const isClaimSelect = (n: SelectQueryNode) => hasPredicate(n.where, DUE) && hasPredicate(n.where, STATE_IN);
+const isClaimUpdate = (n: UpdateQueryNode) => hasPredicate(n.where, DUE);
+
+interface Rewrite {
+  select?: (n: SelectQueryNode) => SelectQueryNode;
+  update?: (n: UpdateQueryNode) => UpdateQueryNode;
+}
+
+class RewriteTransformer extends OperationNodeTransformer {
+  constructor(readonly rewrite: Rewrite) {
+    super();
+  }
+  protected override transformSelectQuery(node: SelectQueryNode): SelectQueryNode {
+    const t = super.transformSelectQuery(node);
+    return this.rewrite.select ? this.rewrite.select(t) : t;
+  }
+  protected override transformUpdateQuery(node: UpdateQueryNode): UpdateQueryNode {
+    const t = super.transformUpdateQuery(node);
+    return this.rewrite.update ? this.rewrite.update(t) : t;
+  }
+}
+
+/** A kysely plugin that rewrites SELECTs and UPDATEs (nested ones too, e.g. inside a CTE). */
+export function rewritePlugin(rewrite: Rewrite): KyselyPlugin {
+  const transformer = new RewriteTransformer(rewrite);
+  return {
+    transformQuery: (args: PluginTransformQueryArgs): RootOperationNode => transformer.transformNode(args.node) as RootOperationNode,
+    transformResult: async (args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> => args.result,
+  };
+}
+
+/** Wraps a dialect's driver so that begin/commit/rollback are no-ops: every statement autocommits. */
+export function withoutTransactions(inner: Dialect): Dialect {
+  return {
+    createAdapter: () => inner.createAdapter(),
+    createIntrospector: (db) => inner.createIntrospector(db),
+    createQueryCompiler: () => inner.createQueryCompiler(),
+    createDriver: () => {
+      const d = inner.createDriver();
+      return {
+        init: () => d.init(),
+        acquireConnection: () => d.acquireConnection(),
+        beginTransaction: async () => undefined,
+        commitTransaction: async () => undefined,
+        rollbackTransaction: async () => undefined,
+        releaseConnection: (c) => d.releaseConnection(c),
+        destroy: () => d.destroy(),
+      };
+    },
+  };
+}
+
+const everywhere = () => true;
+
+// ---------------------------------------------------------------- the mutations
+
+export const MUTATIONS: readonly Mutation[] = [
+  {
+    id: "cancel-any-state",
+    description: "cancel's UPDATE without `state IN (scheduled, ready, blocked, running)`: cancels finished jobs",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({ update: (n) => (setsState(n) === "cancelled" ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n) }),
+    ],
+  },
+  {
+    id: "claim-any-state",
+    description: "claim without its state predicate (in the candidate SELECT and the UPDATE): claims running and finished jobs",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({
+        select: (n) => (isClaimSelect(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+      }),
+    ],
+  },
+  {
+    id: "claim-not-due",
+    description: "claim without the `run_at <= now` fence: claims jobs scheduled in the future",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({
+        select: (n) => (isClaimSelect(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
+        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
+      }),
+    ],
+  },
+  {
+    id: "claim-no-limit",
+    description: "claim's candidate SELECT without LIMIT: over-claims (more than `limit` jobs)",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isClaimSelect(n) ? { ...n, limit: undefined } : n) })],
+  },
+  {
+    id: "claim-unlocked-no-recheck",
+    description:
+      "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state/due re-check " +
+      "(either alone is backed by the other: the re-check after a lock wait, or the lock): two claimers take the same job",
+    appliesTo: (a) => a.supportsSkipLocked,
+    notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process mutex) serializes every claim",
+    plugins: () => [
+      rewritePlugin({
+        select: (n) =>
+          isClaimSelect(n)
+            ? { ...n, endModifiers: n.endModifiers?.filter((m) => m.modifier !== "ForUpdate" && m.modifier !== "SkipLocked") }
+            : n,
+        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN, DUE]) } : n),
+      }),
+    ],
+  },
+  {
+    id: "lease-token-unchecked",
+    description: "heartbeat/complete/fail/release without `lease_token = ?`: a worker whose lease expired and was re-claimed still writes",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({ update: (n) => (hasPredicate(n.where, LEASE_EXPIRED) ? n : { ...n, where: stripWhere(n.where, [LEASE_TOKEN]) }) }),
+    ],
+  },
+  {
+    id: "expire-ignores-expiry",
+    description: "the sweeper's expire without `lease_expires_at <= now`: a lease renewed by a heartbeat after listExpired is reclaimed anyway",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ update: (n) => ({ ...n, where: stripWhere(n.where, [LEASE_EXPIRED]) }) })],
+  },
+  {
+    id: "no-transactions",
+    description:
+      "begin/commit/rollback become no-ops: a multi-statement primitive (UPDATE then read-back; claim's SELECT, UPDATE, SELECT) " +
+      "is no longer atomic, so it returns rows another worker wrote in between",
+    appliesTo: (a) => !a.supportsReturning,
+    notApplicableBecause:
+      "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the adapter, not the driver",
+    wrapDialect: withoutTransactions,
+  },
+];
+
+export function mutationById(id: string): Mutation {
+  const m = MUTATIONS.find((x) => x.id === id);
+  if (!m) throw new Error(`unknown mutation ${id}; known: ${MUTATIONS.map((x) => x.id).join(", ")}`);
+  return m;
+}

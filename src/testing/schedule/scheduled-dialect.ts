@@ -1,0 +1,290 @@
+import type {
+  CompiledQuery,
+  DatabaseConnection,
+  Dialect,
+  Driver,
+  QueryResult,
+  TransactionSettings,
+} from "kysely";
+
+/**
+ * The subset of fast-check's `Scheduler` the gates use (kept structural so
+ * this module does not import fast-check).
+ */
+export interface GateScheduler {
+  schedule<T>(task: Promise<T>, label?: string, metadata?: unknown, customAct?: (f: () => Promise<void>) => Promise<void>): Promise<T>;
+}
+
+/**
+ * Decides when a released statement has "settled", i.e. when the scheduler
+ * may release the next gate: when the statement finished, or when it is
+ * known (or presumed) to wait for another transaction's lock.
+ * `connectionId` is what `identify` returned for the connection.
+ */
+export type SettleStrategy = (statement: Promise<unknown>, connectionId: unknown) => Promise<void>;
+
+/** Settles when the statement finishes. Right for SQLite (synchronous driver, waits happen in the writer mutex). */
+export const settleOnFinish: SettleStrategy = (statement) => statement.then(
+  () => undefined,
+  () => undefined,
+);
+
+/** Settles when the statement finishes or after `ms` (presumed blocked on a lock). MariaDB/MySQL: ~5–10 ms. */
+export function settleWithin(ms: number): SettleStrategy {
+  return (statement) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      statement.then(
+        () => (clearTimeout(timer), resolve()),
+        () => (clearTimeout(timer), resolve()),
+      );
+    });
+}
+
+/**
+ * Settles when the statement finishes, or as soon as `isWaiting(id)` says the
+ * connection waits for a lock (polled every `intervalMs`). PostgreSQL: ask
+ * `pg_stat_activity` from an ungated connection. `maxMs` bounds the wait.
+ */
+export function settleByPolling(isWaiting: (connectionId: unknown) => Promise<boolean>, intervalMs = 2, maxMs = 2_000): SettleStrategy {
+  return async (statement, connectionId) => {
+    let done = false;
+    const finished = statement.then(
+      () => void (done = true),
+      () => void (done = true),
+    );
+    const deadline = Date.now() + maxMs;
+    while (!done && Date.now() < deadline) {
+      await Promise.race([finished, sleep(intervalMs)]);
+      if (done) return;
+      if (await isWaiting(connectionId).catch(() => false)) return;
+    }
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** One released gate, in release order. */
+export interface ReleasedStatement {
+  readonly connection: string;
+  readonly operation: string;
+  readonly statement: string;
+}
+
+interface PendingGate {
+  release(): void;
+}
+
+/**
+ * Owns the gates of every scheduled connection of one test environment.
+ * `scheduler` is mutable: set it to a fast-check scheduler for a run and back
+ * to null (ungated) for setup, assertions and resets. Each connection records
+ * the operation it is running (`setOperation`) so that gate labels read
+ * `w1 claim#2 › update "jobs" set …`.
+ */
+export class StatementScheduler {
+  scheduler: GateScheduler | null = null;
+  /** Labels of released gates, in release order (cleared by `reset`). */
+  readonly released: ReleasedStatement[] = [];
+  readonly #operations = new Map<string, string>();
+  readonly #pending = new Set<PendingGate>();
+  readonly #ids = new Map<string, unknown>();
+  #aborted = false;
+
+  constructor(readonly settle: SettleStrategy = settleOnFinish) {}
+
+  setOperation(connection: string, operation: string): void {
+    this.#operations.set(connection, operation);
+  }
+
+  /** The id `identify` returned for a connection label (a backend pid, a thread id), if any. */
+  connectionId(connection: string): unknown {
+    return this.#ids.get(connection);
+  }
+
+  /** @internal */
+  recordConnectionId(connection: string, id: unknown): void {
+    this.#ids.set(connection, id);
+  }
+
+  /** Starts a run: clears the log, re-arms gates, installs the scheduler. */
+  begin(scheduler: GateScheduler): void {
+    this.released.length = 0;
+    this.#aborted = false;
+    this.scheduler = scheduler;
+  }
+
+  /** Ends a run: gating off. */
+  end(): void {
+    this.scheduler = null;
+  }
+
+  /**
+   * Recovery after a run timeout: every waiting gate opens at once and new
+   * statements run ungated until the next `begin`.
+   */
+  abort(): void {
+    this.#aborted = true;
+    this.scheduler = null;
+    for (const g of [...this.#pending]) g.release();
+    this.#pending.clear();
+  }
+
+  get pendingGates(): number {
+    return this.#pending.size;
+  }
+
+  /** Runs `send` once the scheduler releases this statement's gate; the release waits until it settles. */
+  async gate<T>(connection: string, statement: string, send: () => Promise<T>): Promise<T> {
+    const s = this.scheduler;
+    if (s === null || this.#aborted) return send();
+    const operation = this.#operations.get(connection) ?? "?";
+    const label = `${connection} ${operation} › ${statement}`;
+    let settled: () => void = () => undefined;
+    const settledP = new Promise<void>((r) => (settled = r));
+    let opened: () => void = () => undefined;
+    const openedP = new Promise<void>((r) => (opened = r));
+    const pending: PendingGate = { release: () => (opened(), settled()) };
+    this.#pending.add(pending);
+    s.schedule(Promise.resolve(undefined), label, undefined, async (f) => {
+      await f();
+      opened();
+      await settledP;
+    }).catch(() => undefined);
+    await openedP;
+    this.#pending.delete(pending);
+    if (!this.#aborted) this.released.push({ connection, operation, statement });
+    const p = send();
+    if (this.#aborted) settled();
+    else void this.settle(p, this.#ids.get(connection)).then(settled, settled);
+    return p;
+  }
+}
+
+export interface ScheduledDialectOptions {
+  readonly scheduler: StatementScheduler;
+  /** The label of this dialect's connection(s), e.g. the simulated worker "w1". */
+  readonly connection: string;
+  /** Runs once per raw connection, ungated, to learn its server-side id (for lock-wait detection and recovery). */
+  readonly identify?: (connection: DatabaseConnection) => Promise<unknown>;
+  /** Shortens a statement's SQL for its gate label. Default: the first 90 characters on one line. */
+  readonly describe?: (query: CompiledQuery) => string;
+}
+
+/**
+ * Wraps any kysely Dialect so that every statement, and every
+ * begin/commit/rollback/savepoint, on its connections waits on a gate of
+ * `options.scheduler` before it is sent. Use one such dialect (pool of 1) per
+ * simulated worker.
+ */
+export function scheduledDialect(inner: Dialect, options: ScheduledDialectOptions): Dialect {
+  return {
+    createAdapter: () => inner.createAdapter(),
+    createIntrospector: (db) => inner.createIntrospector(db),
+    createQueryCompiler: () => inner.createQueryCompiler(),
+    createDriver: () => new ScheduledDriver(inner.createDriver(), options),
+  };
+}
+
+function defaultDescribe(query: CompiledQuery): string {
+  const text = query.sql.replace(/\s+/g, " ").trim();
+  return text.length > 90 ? `${text.slice(0, 87)}…` : text;
+}
+
+class ScheduledDriver implements Driver {
+  readonly #inner: Driver;
+  readonly #options: ScheduledDialectOptions;
+  readonly #wrapped = new WeakMap<DatabaseConnection, GatedConnection>();
+  readonly #raw = new WeakMap<GatedConnection, DatabaseConnection>();
+
+  constructor(inner: Driver, options: ScheduledDialectOptions) {
+    this.#inner = inner;
+    this.#options = options;
+  }
+
+  init(): Promise<void> {
+    return this.#inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const raw = await this.#inner.acquireConnection();
+    let gated = this.#wrapped.get(raw);
+    if (!gated) {
+      if (this.#options.identify) {
+        this.#options.scheduler.recordConnectionId(this.#options.connection, await this.#options.identify(raw));
+      }
+      gated = new GatedConnection(raw, this.#options);
+      this.#wrapped.set(raw, gated);
+      this.#raw.set(gated, raw);
+    }
+    return gated;
+  }
+
+  #rawOf(conn: DatabaseConnection): DatabaseConnection {
+    return this.#raw.get(conn as GatedConnection) ?? conn;
+  }
+
+  #gate<T>(statement: string, send: () => Promise<T>): Promise<T> {
+    return this.#options.scheduler.gate(this.#options.connection, statement, send);
+  }
+
+  beginTransaction(conn: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    const label = settings.isolationLevel ? `begin (${settings.isolationLevel})` : "begin";
+    return this.#gate(label, () => this.#inner.beginTransaction(this.#rawOf(conn), settings));
+  }
+
+  commitTransaction(conn: DatabaseConnection): Promise<void> {
+    return this.#gate("commit", () => this.#inner.commitTransaction(this.#rawOf(conn)));
+  }
+
+  rollbackTransaction(conn: DatabaseConnection): Promise<void> {
+    return this.#gate("rollback", () => this.#inner.rollbackTransaction(this.#rawOf(conn)));
+  }
+
+  async savepoint(conn: DatabaseConnection, name: string, compile: Parameters<NonNullable<Driver["savepoint"]>>[2]): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.savepoint) throw new Error("the wrapped driver has no savepoints");
+    return this.#gate(`savepoint ${name}`, () => inner.savepoint!(this.#rawOf(conn), name, compile));
+  }
+
+  async rollbackToSavepoint(conn: DatabaseConnection, name: string, compile: Parameters<NonNullable<Driver["savepoint"]>>[2]): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.rollbackToSavepoint) throw new Error("the wrapped driver has no savepoints");
+    return this.#gate(`rollback to ${name}`, () => inner.rollbackToSavepoint!(this.#rawOf(conn), name, compile));
+  }
+
+  async releaseSavepoint(conn: DatabaseConnection, name: string, compile: Parameters<NonNullable<Driver["savepoint"]>>[2]): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.releaseSavepoint) throw new Error("the wrapped driver has no savepoints");
+    return this.#gate(`release ${name}`, () => inner.releaseSavepoint!(this.#rawOf(conn), name, compile));
+  }
+
+  releaseConnection(conn: DatabaseConnection): Promise<void> {
+    return this.#inner.releaseConnection(this.#rawOf(conn));
+  }
+
+  destroy(): Promise<void> {
+    return this.#inner.destroy();
+  }
+}
+
+class GatedConnection implements DatabaseConnection {
+  readonly #raw: DatabaseConnection;
+  readonly #options: ScheduledDialectOptions;
+
+  constructor(raw: DatabaseConnection, options: ScheduledDialectOptions) {
+    this.#raw = raw;
+    this.#options = options;
+  }
+
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const describe = this.#options.describe ?? defaultDescribe;
+    return this.#options.scheduler.gate(this.#options.connection, describe(query), () => this.#raw.executeQuery<R>(query));
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.#raw.streamQuery<R>(query, chunkSize);
+  }
+}

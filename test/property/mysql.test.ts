@@ -1,0 +1,3 @@
+import { defineProperties } from "../support/property.ts";
+
+await defineProperties("mysql");
