@@ -1,2 +1,6 @@
 export * from "./harness.ts";
 export { conformanceCases } from "./conformance/index.ts";
+export * from "./schedule/scheduled-dialect.ts";
+export * from "./model/model.ts";
+export * from "./invariants.ts";
+export * from "./mutations.ts";

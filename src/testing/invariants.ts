@@ -35,6 +35,8 @@ export interface HandlerEvent {
   readonly worker: string;
   readonly id: number;
   readonly leaseToken: string;
+  /** True for a run that began before the recorded phase (a worker, possibly a zombie, holding a lease from setup). */
+  readonly resumed: boolean;
   readonly start: number;
   end: number;
   /** Whether the outcome the handler wrote (complete/fail/release) was accepted. */
@@ -140,13 +142,16 @@ export const historyInvariants: Invariant[] = [
   },
   {
     id: "I7",
-    name: "cancel vs claim: no handler starts after its job's cancel was accepted",
+    name: "cancel vs claim: no claim that began after a job's cancel was accepted returns that job",
     check: (run) => {
       const out: string[] = [];
-      for (const o of operations(run)) {
+      const ops = operations(run);
+      for (const o of ops) {
         for (const e of o.effects) {
           if (e.op.kind !== "cancel" || e.result === null) continue;
-          for (const h of handlers(run)) if (h.id === e.id && h.start > o.end) out.push(`job #${e.id} was cancelled by ${o.label}, then ${h.worker} started it`);
+          for (const c of ops) {
+            if (c.start > o.end && c.effects.some((x) => x.id === e.id && x.op.kind === "claim")) out.push(`job #${e.id} was cancelled by ${o.label}, then ${c.label} claimed it`);
+          }
         }
       }
       return out;

@@ -4,8 +4,8 @@ import { dropPropertyDatabases, openPropertyEnv, propertyRuns, type PropertyEnv 
 import type { TargetName } from "./targets.ts";
 
 /** Default runs inside `npm test`; `npm run test:deep` runs 20× as many. */
-export const DEFAULT_MODEL_RUNS = 25;
-export const DEFAULT_SCHEDULE_RUNS = 60;
+export const DEFAULT_MODEL_RUNS = 150;
+export const DEFAULT_SCHEDULE_RUNS = 500;
 
 /** The command that replays one failing run of `property` on `name`. */
 export function replayCommand(name: TargetName, property: "model" | "schedules", seed: number, path: string): string {

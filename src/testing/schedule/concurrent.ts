@@ -45,7 +45,7 @@ export interface Scenario {
   readonly workers: readonly WorkerProgram[];
 }
 
-const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "crash");
+const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "crash");
 
 /** Random scenarios: 1–4 jobs, 2–`maxWorkers` workers of 1–2 steps each. */
 export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
@@ -53,14 +53,14 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     const job = fc.nat({ max: n - 1 });
     const step: fc.Arbitrary<WorkerStep> = fc.oneof(
       { weight: 4, arbitrary: fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome }) },
-      { weight: 2, arbitrary: fc.record({ kind: fc.constant("hold" as const), job, outcome }) },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant("hold" as const), job, outcome }) },
       { weight: 2, arbitrary: fc.record({ kind: fc.constant("sweep" as const) }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), job }) },
     );
     return fc.record({
       jobs: fc.array(
         fc.record({
-          start: fc.constantFrom<JobStart>("ready", "ready", "future", "running-live", "running-expired"),
+          start: fc.constantFrom<JobStart>("ready", "ready", "future", "running-live", "running-live", "running-expired"),
           priority: fc.integer({ min: 0, max: 1 }),
           maxAttempts: fc.integer({ min: 1, max: 2 }),
         }),
@@ -179,8 +179,8 @@ export async function runScenario(
     };
     const one = (id: number, op: JobOp) => (r: JobRecord | null) => [{ id, op, result: r }];
 
-    const handle = async (id: number, leaseToken: string, what: Outcome): Promise<void> => {
-      const h: HandlerEvent = { kind: "handler", worker: label, id, leaseToken, start: tick(), end: 0, outcomeAccepted: null };
+    const handle = async (id: number, leaseToken: string, what: Outcome, resumed = false): Promise<void> => {
+      const h: HandlerEvent = { kind: "handler", worker: label, id, leaseToken, resumed, start: tick(), end: 0, outcomeAccepted: null };
       history.push(h);
       let result: JobRecord | null | undefined;
       if (what === "heartbeat-complete") {
@@ -218,7 +218,7 @@ export async function runScenario(
         for (const j of got ?? []) await handle(j.id, leaseToken, step.outcome);
       } else if (step.kind === "hold") {
         const token = tokens[step.job];
-        if (token) await handle(ids[step.job]!, token, step.outcome);
+        if (token) await handle(ids[step.job]!, token, step.outcome, true);
       } else if (step.kind === "sweep") {
         const expired = await operation("listExpired", "", () => adapter.listExpired({ now, limit: 100 }), () => []);
         for (const j of expired ?? []) {

@@ -1,0 +1,115 @@
+/**
+ * `npm run test:mutations`: runs the default property suite (model-based
+ * test, then concurrent schedules) once per mutation on every adapter it
+ * applies to, prints a table, and exits non-zero if any mutation survives.
+ *
+ *   npm run test:mutations                              # everything
+ *   npm run test:mutations -- --mutation lease-token-unchecked --adapter mysql
+ *   DOCKET_PROPERTY_RUNS=500 npm run test:mutations     # more runs per property
+ */
+import { checkModel, checkSchedules, failureReport } from "../src/testing/property.ts";
+import { MUTATIONS, type Mutation } from "../src/testing/mutations.ts";
+import { dropPropertyDatabases, openPropertyEnv, propertyRuns } from "../test/support/property-env.ts";
+import { DEFAULT_MODEL_RUNS, DEFAULT_SCHEDULE_RUNS } from "../test/support/property.ts";
+import type { TargetName } from "../test/support/targets.ts";
+
+const ADAPTERS: TargetName[] = ["sqlite", "postgres", "mysql"];
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+interface Row {
+  mutation: string;
+  adapter: string;
+  verdict: "caught" | "SURVIVED" | "n/a" | "skipped";
+  by: string;
+  runs: string;
+  seconds: string;
+  detail?: string;
+}
+
+async function runOne(mutation: Mutation, adapter: TargetName): Promise<Row> {
+  const base = { mutation: mutation.id, adapter };
+  const env = await openPropertyEnv(adapter, mutation);
+  if (!env) return { ...base, verdict: "skipped", by: "server down", runs: "", seconds: "" };
+  try {
+    if (!mutation.appliesTo(env.capabilities)) return { ...base, verdict: "n/a", by: mutation.notApplicableBecause ?? "", runs: "", seconds: "" };
+    const started = Date.now();
+    const model = await checkModel(env, { numRuns: propertyRuns(DEFAULT_MODEL_RUNS), endOnFailure: true });
+    if (model.failed) {
+      return { ...base, verdict: "caught", by: "model", runs: String(model.numRuns), seconds: secs(started), detail: firstViolation(model) };
+    }
+    const schedules = await checkSchedules(env, { numRuns: propertyRuns(DEFAULT_SCHEDULE_RUNS), endOnFailure: true });
+    if (schedules.failed) {
+      const report = failureReport(schedules, (seed, path) => `DOCKET_PROPERTY_SEED=${seed} DOCKET_PROPERTY_PATH=${path} npm run test:mutations -- --mutation ${mutation.id} --adapter ${adapter}`);
+      if (process.env.DOCKET_MUTATION_VERBOSE === "1") console.log(report);
+      return { ...base, verdict: "caught", by: "schedules", runs: String(model.numRuns + schedules.numRuns), seconds: secs(started), detail: firstViolation(schedules) };
+    }
+    return { ...base, verdict: "SURVIVED", by: "", runs: String(model.numRuns + schedules.numRuns), seconds: secs(started) };
+  } finally {
+    await env.close();
+  }
+}
+
+function secs(started: number): string {
+  return ((Date.now() - started) / 1000).toFixed(1);
+}
+
+function firstViolation(details: { errorInstance: unknown }): string {
+  const e = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+  const line = e.split("\n").find((l) => /^\s*- /.test(l) || /disagrees|returned/.test(l)) ?? e.split("\n")[0] ?? "";
+  return line.trim().replace(/^- /, "").slice(0, 160);
+}
+
+async function main(): Promise<void> {
+  const only = arg("mutation");
+  const adapters = arg("adapter") ? [arg("adapter") as TargetName] : ADAPTERS;
+  const mutations = only ? MUTATIONS.filter((m) => m.id === only) : MUTATIONS;
+  if (mutations.length === 0) throw new Error(`unknown mutation ${only}; known: ${MUTATIONS.map((m) => m.id).join(", ")}`);
+  // Replay of one mutation's failing run.
+  const seed = process.env.DOCKET_PROPERTY_SEED;
+  const path = process.env.DOCKET_PROPERTY_PATH;
+  if (seed && mutations.length === 1 && adapters.length === 1) {
+    const env = await openPropertyEnv(adapters[0]!, mutations[0]!);
+    if (!env) throw new Error("server down");
+    try {
+      const d = await checkSchedules(env, { numRuns: propertyRuns(DEFAULT_SCHEDULE_RUNS), seed: Number(seed), ...(path ? { path } : {}) });
+      console.log(failureReport(d, () => "(this command)") ?? "replay passed: the counterexample did not reproduce");
+      process.exitCode = d.failed ? 0 : 1;
+    } finally {
+      await env.close();
+      await dropPropertyDatabases(adapters);
+    }
+    return;
+  }
+  const rows: Row[] = [];
+  const started = Date.now();
+  try {
+    for (const m of mutations) {
+      for (const a of adapters) {
+        const row = await runOne(m, a);
+        rows.push(row);
+        console.log(`${row.verdict.padEnd(8)} ${m.id} on ${a}${row.by ? ` (${row.by})` : ""}${row.detail ? `: ${row.detail}` : ""}`);
+      }
+    }
+  } finally {
+    await dropPropertyDatabases(adapters);
+  }
+  const header = ["mutation", "adapter", "verdict", "caught by", "runs to counterexample", "seconds"];
+  const table = rows.map((r) => [r.mutation, r.adapter, r.verdict, r.verdict === "n/a" ? "" : r.by, r.runs, r.seconds]);
+  console.log(`\n| ${header.join(" | ")} |\n|${header.map(() => "---").join("|")}|`);
+  for (const t of table) console.log(`| ${t.join(" | ")} |`);
+  const na = rows.filter((r) => r.verdict === "n/a");
+  if (na.length > 0) {
+    console.log("\nNot applicable:");
+    for (const m of new Set(na.map((r) => r.mutation))) console.log(`- ${m} on ${na.filter((r) => r.mutation === m).map((r) => r.adapter).join(", ")}: ${MUTATIONS.find((x) => x.id === m)?.notApplicableBecause}`);
+  }
+  const survived = rows.filter((r) => r.verdict === "SURVIVED");
+  const skipped = rows.filter((r) => r.verdict === "skipped");
+  console.log(`\n${rows.filter((r) => r.verdict === "caught").length} caught, ${survived.length} survived, ${na.length} n/a, ${skipped.length} skipped in ${secs(started)} s`);
+  if (survived.length > 0 || (skipped.length > 0 && process.env.DOCKET_REQUIRE_ALL_ADAPTERS === "1")) process.exitCode = 1;
+}
+
+await main();
