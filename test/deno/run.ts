@@ -9,10 +9,10 @@
  *     deno run --allow-run --allow-read test/deno/run.ts [sqlite|postgres|mysql|node-sqlite ...]
  */
 const SUITES: Record<string, { label: string; file: string }> = {
-  sqlite: { label: "deno conformance sqlite", file: "test/deno/sqlite.test.ts" },
-  postgres: { label: "deno conformance postgres", file: "test/deno/postgres.test.ts" },
-  mysql: { label: "deno conformance mysql", file: "test/deno/mysql.test.ts" },
-  "node-sqlite": { label: "deno node-sqlite shim", file: "test/deno/node-sqlite.test.ts" },
+  sqlite: { label: "deno conformance sqlite", file: "test/deno/sqlite_test.ts" },
+  postgres: { label: "deno conformance postgres", file: "test/deno/postgres_test.ts" },
+  mysql: { label: "deno conformance mysql", file: "test/deno/mysql_test.ts" },
+  "node-sqlite": { label: "deno node-sqlite shim", file: "test/deno/node-sqlite_test.ts" },
 };
 const FLAGS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write"];
 
