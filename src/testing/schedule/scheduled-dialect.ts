@@ -91,9 +91,18 @@ export class StatementScheduler {
   readonly #operations = new Map<string, string>();
   readonly #pending = new Set<PendingGate>();
   readonly #ids = new Map<string, unknown>();
+  /** Statements released earlier that settled while still running (waiting for a lock). */
+  readonly #blocked = new Set<{ p: Promise<unknown>; id: unknown; done: boolean }>();
   #aborted = false;
 
-  constructor(readonly settle: SettleStrategy = settleOnFinish) {}
+  /**
+   * @param settle decides when a released statement settled.
+   * @param graceMs how long a statement that was waiting for a lock gets to finish after each later statement.
+   */
+  constructor(
+    readonly settle: SettleStrategy = settleOnFinish,
+    readonly graceMs = 5,
+  ) {}
 
   setOperation(connection: string, operation: string): void {
     this.#operations.set(connection, operation);
@@ -112,6 +121,7 @@ export class StatementScheduler {
   /** Starts a run: clears the log, re-arms gates, installs the scheduler. */
   begin(scheduler: GateScheduler): void {
     this.released.length = 0;
+    this.#blocked.clear();
     this.#aborted = false;
     this.scheduler = scheduler;
   }
@@ -158,8 +168,34 @@ export class StatementScheduler {
     if (!this.#aborted) this.released.push({ connection, operation, statement });
     const p = send();
     if (this.#aborted) settled();
-    else void this.settle(p, this.#ids.get(connection)).then(settled, settled);
+    else void this.#settleAll(p, this.#ids.get(connection)).then(settled, settled);
     return p;
+  }
+
+  /**
+   * This statement settles; then every statement that settled earlier while
+   * still waiting for a lock gets a short grace to finish (the lock may just
+   * have been released) and settles again, so that what happens next does
+   * not depend on how fast the server wakes a waiter: runs replay.
+   */
+  async #settleAll(p: Promise<unknown>, id: unknown): Promise<void> {
+    const entry = { p, id, done: false };
+    void p.then(
+      () => void (entry.done = true),
+      () => void (entry.done = true),
+    );
+    await this.settle(p, id);
+    await Promise.resolve();
+    for (const b of [...this.#blocked]) {
+      if (!b.done) {
+        await Promise.race([b.p.catch(() => undefined), sleep(this.graceMs)]);
+        if (!b.done) await this.settle(b.p, b.id);
+      }
+      if (b.done) this.#blocked.delete(b);
+    }
+    if (!entry.done) this.#blocked.add(entry);
+    // Let a finished statement's worker reach its next gate before the scheduler picks again.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
   }
 }
 
