@@ -225,11 +225,11 @@ export class Docket<T extends TaskMap = TaskMap> {
    * Pauses a queue for every worker, durably: once this returns, no claim
    * takes a job from it until `resumeQueue`. Running jobs finish normally.
    */
-  pauseQueue(queue: string): Promise<QueueControl> {
+  async pauseQueue(queue: string): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true });
   }
 
-  resumeQueue(queue: string): Promise<QueueControl> {
+  async resumeQueue(queue: string): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false });
   }
 
@@ -238,12 +238,12 @@ export class Docket<T extends TaskMap = TaskMap> {
    * processes (null removes the cap). Stored in the database; takes effect at
    * the next claim. Lowering it below the running count preempts nothing.
    */
-  setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
+  async setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") });
   }
 
   /** At most `cap` jobs of this task run at once across all workers (null removes the cap). */
-  setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
+  async setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
     return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
   }
 

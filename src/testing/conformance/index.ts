@@ -1,7 +1,9 @@
 import type { ConformanceCase } from "../harness.ts";
+import { capCases } from "./caps.ts";
 import { claimCases } from "./claim.ts";
 import { concurrencyCases } from "./concurrency.ts";
 import { enqueueCases } from "./enqueue.ts";
+import { keyCases } from "./keys.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
 import { retryCases } from "./retry.ts";
@@ -17,6 +19,8 @@ export function conformanceCases(): ConformanceCase[] {
     ...transitionCases,
     ...leaseCases,
     ...retryCases,
+    ...keyCases,
+    ...capCases,
     ...concurrencyCases,
     ...workerCases,
   ];
