@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AdapterTarget, TestStore } from "../../src/testing/harness.ts";
+import type { AdapterTarget, ConnectOptions, TestStore } from "../../src/testing/harness.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 
 /**
@@ -47,7 +47,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
       admin.pragma("journal_mode = WAL");
       return {
         tablePrefix,
-        connect: async (): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix }),
+        connect: async (o?: ConnectOptions): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix, ...o }),
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
         close: async () => void admin.close(),
       };
@@ -72,7 +72,7 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
-        connect: async () => postgresAdapter({ connectionString: url, tablePrefix, max: 4 }),
+        connect: async (o?: ConnectOptions) => postgresAdapter({ connectionString: url, tablePrefix, max: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
       };
@@ -102,7 +102,7 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
-        connect: async () => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4 }),
+        connect: async (o?: ConnectOptions) => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
       };

@@ -6,6 +6,7 @@ import { enqueueCases } from "./enqueue.ts";
 import { keyCases } from "./keys.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
+import { raceCases } from "./races.ts";
 import { retryCases } from "./retry.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
@@ -21,6 +22,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...retryCases,
     ...keyCases,
     ...capCases,
+    ...raceCases,
     ...concurrencyCases,
     ...workerCases,
   ];
