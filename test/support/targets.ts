@@ -81,6 +81,13 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
       await admin.end();
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
+      // pg's Pool.end() resolves before its sockets close; FORCE would kill a closing connection,
+      // which then raises an unhandled error in this process. Wait for them to go first.
+      for (let i = 0; i < 100; i++) {
+        const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [database]);
+        if (r.rows[0].n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
       await c.end();
     },
