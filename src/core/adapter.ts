@@ -1,5 +1,6 @@
 import type { JobRecord } from "./job.ts";
 import type { JobState } from "./states.ts";
+import type { ConcurrencySpec } from "./concurrency.ts";
 
 /**
  * The storage contract. An adapter owns atomicity, never policy: the core
@@ -34,12 +35,16 @@ export interface DocketAdapter {
   enqueue(params: EnqueueParams): Promise<JobRecord[]>;
 
   /**
-   * Atomically moves up to `limit` due jobs (state ready or scheduled with
-   * run_at <= now) of the given queues to running, ordered by priority
-   * (smaller first), then run_at, then id. Every claimed job gets
-   * `leaseToken`, `leaseExpiresAt` and attempt + 1. Rows another claimer
+   * First admits due scheduled jobs (scheduled → ready, or → blocked when
+   * their concurrency key is full; see `admit`). Then, in ONE transaction,
+   * moves up to `limit` ready jobs of the given queues to running, ordered by
+   * priority (smaller first), then run_at, then id, skipping paused queues
+   * and never exceeding a queue's or a task's cap (the cap check, counting
+   * only jobs already running, and the claim are atomic). Every claimed job
+   * gets `leaseToken`, `leaseExpiresAt` and attempt + 1. Rows another claimer
    * holds are skipped, never waited for and never claimed twice: two
-   * concurrent claims return disjoint sets.
+   * concurrent claims return disjoint sets. A job passed over (cap full)
+   * keeps no trace of the attempt.
    */
   claim(params: ClaimParams): Promise<JobRecord[]>;
 
@@ -85,6 +90,19 @@ export interface DocketAdapter {
    */
   replay(params: { id: number; now: number }): Promise<JobRecord | null>;
 
+  /**
+   * Upserts a queue's controls; only the given fields change. Takes the
+   * queue's control row lock, so once it returns no claim that started
+   * before can still commit under the old setting.
+   */
+  setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl>;
+
+  /** Upserts a task's cap (null: no cap). */
+  setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl>;
+
+  /** Every stored queue and task control. */
+  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 
@@ -105,6 +123,23 @@ export interface NewJob {
   maxAttempts: number;
   /** Per-job backoff overrides as JSON text, or null. */
   backoff: string | null;
+  /**
+   * The job's concurrency key. A ready job is admitted under the key's lock
+   * by the core's `admit`: ready, blocked, or discarded (stored cancelled);
+   * a scheduled one when it falls due. The key's stored limit becomes `limit`.
+   */
+  concurrency?: ConcurrencySpec | null;
+}
+
+export interface QueueControl {
+  queue: string;
+  paused: boolean;
+  maxRunning: number | null;
+}
+
+export interface TaskControl {
+  task: string;
+  maxRunning: number | null;
 }
 
 export interface EnqueueParams {

@@ -1,4 +1,5 @@
-import type { DocketAdapter, NewJob } from "./adapter.ts";
+import type { DocketAdapter, NewJob, QueueControl, TaskControl } from "./adapter.ts";
+import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict } from "./concurrency.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
@@ -21,12 +22,20 @@ export type TaskMap = Record<string, unknown>;
 
 export type BackoffOptions = Partial<Omit<RetryPolicy, "maxAttempts">>;
 
+/** A concurrency key for every job of a task; the key may be computed from the payload. */
+export interface TaskConcurrency<P = unknown> {
+  key: string | ((payload: P) => string);
+  limit: number;
+  onConflict?: OnConflict;
+}
+
 /** Defaults for one task; every enqueue of it may override them. */
-export interface TaskOptions {
+export interface TaskOptions<P = unknown> {
   queue?: string;
   priority?: number;
   maxAttempts?: number;
   backoff?: BackoffOptions;
+  concurrency?: TaskConcurrency<P>;
 }
 
 export interface DocketOptions<T extends TaskMap> {
@@ -35,7 +44,7 @@ export interface DocketOptions<T extends TaskMap> {
    * Registered tasks. When given, enqueueing a task not listed here is an
    * UnknownTaskError; when omitted, any non-empty task name is accepted.
    */
-  tasks?: { [K in keyof T]: TaskOptions };
+  tasks?: { [K in keyof T]: TaskOptions<T[K]> };
   /** Default retry policy for every task. */
   retry?: Partial<RetryPolicy>;
   /** Largest accepted payload, in UTF-8 bytes of its JSON. Default 1 MiB. */
@@ -58,6 +67,12 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Per-job backoff overrides; stored with the job. */
   backoff?: BackoffOptions;
+  /**
+   * At most `limit` jobs with this key are admitted (ready or running) at
+   * once; others wait as blocked (`onConflict: "block"`, the default) or are
+   * stored cancelled (`"discard"`). Overrides the task's concurrency.
+   */
+  concurrency?: { key: string; limit: number; onConflict?: OnConflict };
 }
 
 export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
@@ -206,6 +221,37 @@ export class Docket<T extends TaskMap = TaskMap> {
     },
   };
 
+  /**
+   * Pauses a queue for every worker, durably: once this returns, no claim
+   * takes a job from it until `resumeQueue`. Running jobs finish normally.
+   */
+  async pauseQueue(queue: string): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true });
+  }
+
+  async resumeQueue(queue: string): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false });
+  }
+
+  /**
+   * At most `cap` jobs of this queue run at once across all workers and
+   * processes (null removes the cap). Stored in the database; takes effect at
+   * the next claim. Lowering it below the running count preempts nothing.
+   */
+  async setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") });
+  }
+
+  /** At most `cap` jobs of this task run at once across all workers (null removes the cap). */
+  async setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
+    return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
+  }
+
+  /** Every stored queue and task control. */
+  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+    return this.adapter.listControls();
+  }
+
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     return new Worker(this, options);
@@ -253,7 +299,24 @@ export class Docket<T extends TaskMap = TaskMap> {
       backoff = JSON.stringify(o.backoff);
     }
     const payload = serializePayload(item.payload, this.maxPayloadBytes);
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff };
+    const concurrency = this.#concurrencyFor(item, defaults, at);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency };
+  }
+
+  #concurrencyFor(item: EnqueueItem<T>, defaults: TaskOptions, at: string): ConcurrencySpec | null {
+    const own = item.options?.concurrency;
+    if (own !== undefined) return validateConcurrency(own, at);
+    const task = defaults.concurrency;
+    if (task === undefined) return null;
+    let key: unknown = task.key;
+    if (typeof task.key === "function") {
+      try {
+        key = task.key(item.payload);
+      } catch (error) {
+        throw new InvalidArgumentError(`${at}concurrency key function of task ${JSON.stringify(item.task)} threw: ${String(error)}`);
+      }
+    }
+    return validateConcurrency({ ...task, key }, at);
   }
 
   #validateTaskOptions(name: string, o: TaskOptions): void {
@@ -262,6 +325,10 @@ export class Docket<T extends TaskMap = TaskMap> {
     if (o.priority !== undefined) validateInteger(o.priority, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
     if (o.maxAttempts !== undefined) validateInteger(o.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
     if (o.backoff !== undefined) validateRetryPolicy({ ...this.retry, ...o.backoff });
+    if (o.concurrency !== undefined) {
+      const key = typeof o.concurrency.key === "function" ? "computed" : o.concurrency.key;
+      validateConcurrency({ ...o.concurrency, key }, at);
+    }
   }
 }
 

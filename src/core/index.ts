@@ -3,6 +3,7 @@ export * from "./transitions.ts";
 export * from "./errors.ts";
 export * from "./clock.ts";
 export * from "./retry.ts";
+export * from "./concurrency.ts";
 export * from "./job.ts";
 export type * from "./adapter.ts";
 export * from "./docket.ts";

@@ -15,6 +15,8 @@ export interface JobRecord {
   maxAttempts: number;
   /** Per-job backoff overrides as JSON text (a partial RetryPolicy), or null. */
   backoff: string | null;
+  /** The concurrency key, or null. */
+  concurrencyKey: string | null;
   leaseToken: string | null;
   leaseExpiresAt: number | null;
   createdAt: number;

@@ -17,6 +17,13 @@ export type JobState = (typeof JOB_STATES)[number];
 /** States a job never leaves except by an explicit replay (dead only). */
 export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled"];
 
+/**
+ * States that hold a slot of the job's concurrency key: a job is admitted
+ * (ready) or running. For every key K, the jobs of K in these states never
+ * exceed K's limit; blocked jobs wait for a slot.
+ */
+export const SLOT_HOLDING_STATES: readonly JobState[] = ["ready", "running"];
+
 export function isJobState(value: unknown): value is JobState {
   return typeof value === "string" && (JOB_STATES as readonly string[]).includes(value);
 }

@@ -1,4 +1,4 @@
-import type { JobState } from "./states.ts";
+import { SLOT_HOLDING_STATES, type JobState } from "./states.ts";
 
 /**
  * How a transition is fenced beyond its predecessor states:
@@ -22,8 +22,14 @@ export interface TransitionRule {
  * `WHERE id = ? AND state IN (from) [AND fence]`.
  */
 export const TRANSITIONS = {
-  /** A due job starts running under a fresh lease. */
-  claim: { from: ["ready", "scheduled"], to: "running", fence: "due" },
+  /** A due scheduled job is admitted: its key (if any) has a free slot. */
+  stage: { from: ["scheduled"], to: "ready", fence: "due" },
+  /** A due scheduled job whose concurrency key is full waits for a slot. */
+  stageBlocked: { from: ["scheduled"], to: "blocked", fence: "due" },
+  /** A blocked job gets the slot that just freed. */
+  unblock: { from: ["blocked"], to: "ready", fence: "none" },
+  /** A ready job starts running under a fresh lease. */
+  claim: { from: ["ready"], to: "running", fence: "none" },
   /** The lease holder extends its lease; the state does not change. */
   heartbeat: { from: ["running"], to: "running", fence: "lease" },
   /** The lease holder finished the job. */
@@ -32,7 +38,7 @@ export const TRANSITIONS = {
   retry: { from: ["running"], to: "scheduled", fence: "lease" },
   /** The lease holder failed the last attempt. */
   bury: { from: ["running"], to: "dead", fence: "lease" },
-  /** Graceful shutdown hands the job back; the attempt is not counted. */
+  /** Graceful shutdown hands the job back, keeping its slot; the attempt is not counted. */
   release: { from: ["running"], to: "ready", fence: "lease" },
   /** A sweeper found the lease expired and attempts are left. */
   expireRetry: { from: ["running"], to: "scheduled", fence: "expired" },
@@ -40,8 +46,11 @@ export const TRANSITIONS = {
   expireBury: { from: ["running"], to: "dead", fence: "expired" },
   /** Cancel anything not yet finished; a running job's lease is revoked. */
   cancel: { from: ["scheduled", "ready", "blocked", "running"], to: "cancelled", fence: "none" },
-  /** A dead job goes back to ready with a fresh attempt budget. */
-  replay: { from: ["dead"], to: "ready", fence: "none" },
+  /**
+   * A dead job is scheduled again, due now, with a fresh attempt budget; it is
+   * admitted through its concurrency key like any due job.
+   */
+  replay: { from: ["dead"], to: "scheduled", fence: "none" },
 } as const satisfies Record<string, TransitionRule>;
 
 export type TransitionEvent = keyof typeof TRANSITIONS;
@@ -60,4 +69,14 @@ export function planTransition(event: TransitionEvent, from: JobState): JobState
 /** The legal predecessor states of `event`, for a guarded write. */
 export function predecessorsOf(event: TransitionEvent): readonly JobState[] {
   return TRANSITIONS[event].from;
+}
+
+/**
+ * Whether `event` can free a concurrency slot: some predecessor holds a slot
+ * and the target does not. A write for such an event promotes the key's next
+ * blocked job in the same transaction.
+ */
+export function freesSlot(event: TransitionEvent): boolean {
+  const rule: TransitionRule = TRANSITIONS[event];
+  return rule.from.some((s) => SLOT_HOLDING_STATES.includes(s)) && !SLOT_HOLDING_STATES.includes(rule.to);
 }

@@ -1,6 +1,7 @@
 import type { DocketAdapter } from "../core/adapter.ts";
 import { ManualClock } from "../core/clock.ts";
 import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
+import type { InstrumentOptions } from "../adapters/shared/kysely-adapter.ts";
 
 /**
  * One isolated, empty store (its own table prefix, schema or database) on
@@ -9,12 +10,20 @@ import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
 export interface TestStore {
   /** The table prefix the store's adapters use. */
   readonly tablePrefix: string;
-  /** A new adapter on its own connection (pool of its own) to this store. Not migrated. */
-  connect(): Promise<DocketAdapter>;
+  /**
+   * A new adapter on its own connection (pool of its own) to this store. Not
+   * migrated. `instrument` is passed to the adapter (statement hooks in race tests).
+   */
+  connect(options?: ConnectOptions): Promise<DocketAdapter>;
   /** Runs one raw statement on an admin connection; `{jobs}` is replaced by the jobs table name. */
   execute(sql: string): Promise<void>;
   /** Closes the admin connection and drops what the store created. */
   close(): Promise<void>;
+}
+
+/** Options every adapter factory accepts. */
+export interface ConnectOptions {
+  instrument?: InstrumentOptions;
 }
 
 /** A storage under test: makes fresh stores. A third-party adapter provides one of these. */
@@ -32,7 +41,7 @@ export interface CaseContext {
   /** A Docket on `adapter` and `clock`. */
   docket<T extends TaskMap = TaskMap>(options?: Omit<DocketOptions<T>, "adapter">): Docket<T>;
   /** Another adapter on its own connection to the same store; closed when the case ends. */
-  connect(): Promise<DocketAdapter>;
+  connect(options?: ConnectOptions): Promise<DocketAdapter>;
   /** A raw admin statement on the store (see TestStore.execute). */
   execute(sql: string): Promise<void>;
   readonly store: TestStore;
@@ -65,8 +74,8 @@ export async function runCase(target: AdapterTarget, testCase: ConformanceCase):
       clock,
       store,
       docket: (options) => new Docket({ ...options, adapter, clock }),
-      connect: async () => {
-        const extra = await store.connect();
+      connect: async (options) => {
+        const extra = await store.connect(options);
         opened.push(extra);
         return extra;
       },

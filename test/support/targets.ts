@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AdapterTarget, TestStore } from "../../src/testing/harness.ts";
+import type { AdapterTarget, ConnectOptions, TestStore } from "../../src/testing/harness.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 
 /**
@@ -47,7 +47,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
       admin.pragma("journal_mode = WAL");
       return {
         tablePrefix,
-        connect: async (): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix }),
+        connect: async (o?: ConnectOptions): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix, ...o }),
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
         close: async () => void admin.close(),
       };
@@ -72,7 +72,7 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
-        connect: async () => postgresAdapter({ connectionString: url, tablePrefix, max: 4 }),
+        connect: async (o?: ConnectOptions) => postgresAdapter({ connectionString: url, tablePrefix, max: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
       };
@@ -81,6 +81,13 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
       await admin.end();
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
+      // pg's Pool.end() resolves before its sockets close; FORCE would kill a closing connection,
+      // which then raises an unhandled error in this process. Wait for them to go first.
+      for (let i = 0; i < 100; i++) {
+        const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [database]);
+        if (r.rows[0].n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
       await c.end();
     },
@@ -102,7 +109,7 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
-        connect: async () => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4 }),
+        connect: async (o?: ConnectOptions) => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
       };

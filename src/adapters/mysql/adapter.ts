@@ -49,6 +49,11 @@ export class MysqlAdapter extends KyselyAdapter {
     return true;
   }
 
+  /** MySQL spells upsert `INSERT … ON DUPLICATE KEY UPDATE`. */
+  override get supportsOnConflict(): boolean {
+    return false;
+  }
+
   protected migrations(): readonly Migration[] {
     return migrations(this.#prefix);
   }

@@ -41,5 +41,48 @@ export function migrations(prefix: string): readonly Migration[] {
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      version: 2,
+      statements: [
+        `ALTER TABLE ${jobs}
+          ADD COLUMN concurrency_key VARCHAR(191) NULL,
+          ADD CONSTRAINT ${jobs}_key_nonempty CHECK (concurrency_key IS NULL OR CHAR_LENGTH(concurrency_key) > 0),
+          ADD INDEX ${jobs}_key (concurrency_key, state, priority, run_at, id),
+          ADD INDEX ${jobs}_running (state, task),
+          ADD INDEX ${jobs}_due (state, run_at, id)`,
+      ],
+    },
+    {
+      version: 3,
+      statements: [
+        `CREATE TABLE ${prefix}concurrency_keys (
+          name VARCHAR(191) NOT NULL PRIMARY KEY,
+          max_holders INT NOT NULL,
+          CONSTRAINT ${prefix}concurrency_keys_limit CHECK (max_holders >= 1)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
+    {
+      version: 4,
+      statements: [
+        `CREATE TABLE ${prefix}queues (
+          name VARCHAR(191) NOT NULL PRIMARY KEY,
+          paused TINYINT NOT NULL DEFAULT 0,
+          max_running INT NULL,
+          CONSTRAINT ${prefix}queues_paused CHECK (paused IN (0, 1)),
+          CONSTRAINT ${prefix}queues_cap CHECK (max_running IS NULL OR max_running >= 1)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
+    {
+      version: 5,
+      statements: [
+        `CREATE TABLE ${prefix}tasks (
+          name VARCHAR(191) NOT NULL PRIMARY KEY,
+          max_running INT NULL,
+          CONSTRAINT ${prefix}tasks_cap CHECK (max_running IS NULL OR max_running >= 1)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }

@@ -31,5 +31,32 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${jobs}_lease ON ${jobs} (lease_expires_at) WHERE state = 'running'`,
       ],
     },
+    {
+      version: 2,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN concurrency_key text CHECK (concurrency_key IS NULL OR length(concurrency_key) > 0)`,
+        `CREATE INDEX ${jobs}_key ON ${jobs} (concurrency_key, state, priority, run_at, id) WHERE concurrency_key IS NOT NULL`,
+        `CREATE INDEX ${jobs}_running ON ${jobs} (queue, task) WHERE state = 'running'`,
+        `CREATE INDEX ${jobs}_due ON ${jobs} (run_at, id) WHERE state = 'scheduled'`,
+      ],
+    },
+    {
+      version: 3,
+      statements: [`CREATE TABLE ${prefix}concurrency_keys (name text PRIMARY KEY, max_holders integer NOT NULL CHECK (max_holders >= 1))`],
+    },
+    {
+      version: 4,
+      statements: [
+        `CREATE TABLE ${prefix}queues (
+          name text PRIMARY KEY,
+          paused smallint NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+          max_running integer CHECK (max_running IS NULL OR max_running >= 1)
+        )`,
+      ],
+    },
+    {
+      version: 5,
+      statements: [`CREATE TABLE ${prefix}tasks (name text PRIMARY KEY, max_running integer CHECK (max_running IS NULL OR max_running >= 1))`],
+    },
   ];
 }

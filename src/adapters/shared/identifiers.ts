@@ -14,8 +14,25 @@ export function validateIdentifier(value: string, what: string): string {
   return value;
 }
 
+export interface TableNames {
+  jobs: string;
+  migrations: string;
+  /** Concurrency keys and their limits. */
+  keys: string;
+  /** Per-queue controls: pause and cap. */
+  queues: string;
+  /** Per-task controls: cap. */
+  tasks: string;
+}
+
 /** Table names for a prefix (the empty prefix is allowed). */
-export function tableNames(prefix: string): { jobs: string; migrations: string } {
+export function tableNames(prefix: string): TableNames {
   if (prefix !== "") validateIdentifier(prefix, "tablePrefix");
-  return { jobs: `${prefix}jobs`, migrations: `${prefix}migrations` };
+  return {
+    jobs: `${prefix}jobs`,
+    migrations: `${prefix}migrations`,
+    keys: `${prefix}concurrency_keys`,
+    queues: `${prefix}queues`,
+    tasks: `${prefix}tasks`,
+  };
 }

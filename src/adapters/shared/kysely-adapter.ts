@@ -7,12 +7,16 @@ import type {
   FencedParams,
   HeartbeatParams,
   ListParams,
+  QueueControl,
+  TaskControl,
 } from "../../core/adapter.ts";
 import { AdapterError, DocketError, SchemaTooNewError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
-import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
+import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
+import { SLOT_HOLDING_STATES, type JobState } from "../../core/states.ts";
+import { admit, freeSlots } from "../../core/concurrency.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
-import { tableNames } from "./identifiers.ts";
+import { tableNames, type TableNames } from "./identifiers.ts";
 
 /**
  * An instrumentation seam shared by every adapter: wrap the kysely dialect
@@ -58,7 +62,7 @@ interface GuardKey {
  */
 export abstract class KyselyAdapter implements DocketAdapter {
   abstract readonly name: string;
-  protected readonly tables: { jobs: string; migrations: string };
+  protected readonly tables: TableNames;
   protected readonly db: AnyDb;
   readonly #ownsDb: boolean;
   #closed = false;
@@ -83,6 +87,14 @@ export abstract class KyselyAdapter implements DocketAdapter {
    */
   get supportsSkipLocked(): boolean {
     return false;
+  }
+
+  /**
+   * `INSERT … ON CONFLICT (…) DO UPDATE` (PostgreSQL, SQLite). Default true;
+   * false means MySQL's `INSERT … ON DUPLICATE KEY UPDATE`.
+   */
+  get supportsOnConflict(): boolean {
+    return true;
   }
 
   /** The schema versions, oldest first; the same numbers in every dialect. */
@@ -144,48 +156,81 @@ export abstract class KyselyAdapter implements DocketAdapter {
 
   async enqueue(params: EnqueueParams): Promise<JobRecord[]> {
     if (params.jobs.length === 0) return [];
+    const { now } = params;
     const values = params.jobs.map((j) => ({
       task: j.task,
       queue: j.queue,
       payload: j.payload,
-      state: j.state,
+      state: j.state as JobState,
       priority: j.priority,
       run_at: j.runAt,
       attempt: 0,
       max_attempts: j.maxAttempts,
       backoff: j.backoff,
-      created_at: params.now,
-      updated_at: params.now,
+      concurrency_key: j.concurrency?.key ?? null,
+      created_at: now,
+      updated_at: now,
+      finished_at: null as number | null,
+      last_error: null as string | null,
     }));
+    const keyed = params.jobs.some((j) => j.concurrency);
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
-        const rows: JobRow[] = [];
-        if (this.supportsReturning) {
-          for (let i = 0; i < values.length; i += 500) {
-            const chunk = values.slice(i, i + 500);
-            const inserted = (await db.insertInto(this.tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
-            rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
-          }
-        } else {
-          const ids: number[] = [];
-          for (const v of values) {
-            const res = await db.insertInto(this.tables.jobs).values(v).executeTakeFirstOrThrow();
-            ids.push(Number(res.insertId));
-          }
-          for (let i = 0; i < ids.length; i += 500) {
-            const chunk = ids.slice(i, i + 500);
-            const got = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", chunk).orderBy("id").execute()) as JobRow[];
-            rows.push(...got);
-          }
+        if (!keyed) return this.insertRows(db, values);
+        // Every key of the batch is locked up front, in name order, so concurrent batches cannot deadlock.
+        const limits = new Map<string, number>();
+        for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
+        for (const name of [...limits.keys()].sort()) {
+          await this.lockKey(db, name, limits.get(name)!);
+          await this.rebalance(db, name, now);
         }
-        if (rows.length !== values.length) throw new AdapterError(`${this.name}: inserted ${rows.length} of ${values.length} jobs`);
-        return rows.map(rowToRecord);
+        const records: JobRecord[] = [];
+        for (const [i, job] of params.jobs.entries()) {
+          const row = values[i]!;
+          if (job.concurrency && job.state === "ready") {
+            const holders = await this.countHolders(db, job.concurrency.key);
+            const decision = admit(holders, job.concurrency.limit, job.concurrency.onConflict);
+            if (decision === "blocked") row.state = "blocked";
+            if (decision === "discarded") {
+              row.state = "cancelled";
+              row.finished_at = now;
+              row.last_error = `discarded: concurrency key ${JSON.stringify(job.concurrency.key)} is full (limit ${job.concurrency.limit})`;
+            }
+          }
+          records.push(...(await this.insertRows(db, [row])));
+        }
+        return records;
       }),
     );
   }
 
+  /** Inserts rows (in this order) and returns their records; inside the caller's transaction. */
+  private async insertRows(db: AnyDb, values: Record<string, unknown>[]): Promise<JobRecord[]> {
+    const rows: JobRow[] = [];
+    if (this.supportsReturning) {
+      for (let i = 0; i < values.length; i += 500) {
+        const chunk = values.slice(i, i + 500);
+        const inserted = (await db.insertInto(this.tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
+        rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
+      }
+    } else {
+      const ids: number[] = [];
+      for (const v of values) {
+        const res = await db.insertInto(this.tables.jobs).values(v).executeTakeFirstOrThrow();
+        ids.push(Number(res.insertId));
+      }
+      for (let i = 0; i < ids.length; i += 500) {
+        const chunk = ids.slice(i, i + 500);
+        rows.push(...((await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", chunk).orderBy("id").execute()) as JobRow[]));
+      }
+    }
+    if (rows.length !== values.length) throw new AdapterError(`${this.name}: inserted ${rows.length} of ${values.length} jobs`);
+    return rows.map(rowToRecord);
+  }
+
   async claim(params: ClaimParams): Promise<JobRecord[]> {
     if (params.limit <= 0 || params.queues.length === 0) return [];
+    await this.guardErrors(() => this.stageDue(params.now));
     const rule = TRANSITIONS.claim;
     const set = {
       state: rule.to,
@@ -196,38 +241,234 @@ export abstract class KyselyAdapter implements DocketAdapter {
     };
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
-        let candidates = this.guard(db.selectFrom(this.tables.jobs).select("id"), "claim", { now: params.now })
-          .where("queue", "in", params.queues)
-          .orderBy("priority")
-          .orderBy("run_at")
-          .orderBy("id")
-          .limit(params.limit);
-        if (this.supportsSkipLocked) candidates = candidates.forUpdate().skipLocked();
+        // Queue controls first, locked in name order: a pause or cap change waits for this claim, and vice versa.
+        let controls = db
+          .selectFrom(this.tables.queues)
+          .select(["name", "paused", "max_running"])
+          .where("name", "in", [...params.queues])
+          .orderBy("name");
+        if (this.supportsSkipLocked) controls = controls.forUpdate();
+        const queueRows = (await controls.execute()) as { name: string; paused: number | boolean; max_running: number | null }[];
+        const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
+        const capped = new Map(queueRows.filter((r) => r.max_running !== null && !paused.has(r.name)).map((r) => [r.name, Number(r.max_running)]));
+        const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.has(q));
+        const groups: { queues: string[]; limit: number }[] = [];
+        if (uncapped.length > 0) groups.push({ queues: uncapped, limit: params.limit });
+        for (const [queue, cap] of capped) {
+          const room = cap - (await this.countRunning(db, "queue", queue));
+          if (room > 0) groups.push({ queues: [queue], limit: Math.min(room, params.limit) });
+        }
+        const candidates: { id: number; task: string; priority: number; run_at: number }[] = [];
+        for (const g of groups) {
+          let q = this.guard(db.selectFrom(this.tables.jobs).select(["id", "task", "priority", "run_at"]), "claim", { now: params.now })
+            .where("queue", "in", g.queues)
+            .orderBy("priority")
+            .orderBy("run_at")
+            .orderBy("id")
+            .limit(g.limit);
+          if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
+          for (const r of await q.execute()) candidates.push({ id: Number(r.id), task: r.task, priority: Number(r.priority), run_at: Number(r.run_at) });
+        }
+        candidates.sort((a, b) => a.priority - b.priority || a.run_at - b.run_at || a.id - b.id);
+        const taskRoom = await this.taskRoom(db, [...new Set(candidates.map((c) => c.task))]);
+        const chosen: number[] = [];
+        for (const c of candidates) {
+          if (chosen.length >= params.limit) break;
+          const room = taskRoom.get(c.task);
+          if (room !== undefined) {
+            if (room <= 0) continue;
+            taskRoom.set(c.task, room - 1);
+          }
+          chosen.push(c.id);
+        }
+        if (chosen.length === 0) return [];
+        const update = this.guard(db.updateTable(this.tables.jobs).set(set).where("id", "in", chosen), "claim", { now: params.now });
         let rows: JobRow[];
         if (this.supportsReturning) {
-          // The candidates go through a MATERIALIZED CTE: as a plain `IN (subquery)`, PostgreSQL may
-          // re-evaluate the LIMITed, SKIP LOCKED subquery and claim more than `limit` rows.
-          const update = db
-            .with((cte) => cte("picked").materialized(), () => candidates)
-            .updateTable(this.tables.jobs)
-            .set(set)
-            .where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id"));
-          rows = (await this.guard(update, "claim", { now: params.now }).returningAll().execute()) as JobRow[];
+          rows = (await update.returningAll().execute()) as JobRow[];
         } else {
-          const ids = (await candidates.execute()).map((r) => Number(r.id));
-          if (ids.length === 0) return [];
-          const update = db.updateTable(this.tables.jobs).set(set).where("id", "in", ids);
-          await this.guard(update, "claim", { now: params.now }).execute();
+          await update.execute();
           rows = (await db
             .selectFrom(this.tables.jobs)
             .selectAll()
-            .where("id", "in", ids)
+            .where("id", "in", chosen)
             .where("lease_token", "=", params.leaseToken)
             .execute()) as JobRow[];
         }
         return rows.map(rowToRecord).sort(byClaimOrder);
       }),
     );
+  }
+
+  /** Remaining room per capped task among `tasks`, with the task control rows locked in name order. */
+  private async taskRoom(db: AnyDb, tasks: string[]): Promise<Map<string, number>> {
+    const room = new Map<string, number>();
+    if (tasks.length === 0) return room;
+    let q = db
+      .selectFrom(this.tables.tasks)
+      .select(["name", "max_running"])
+      .where("name", "in", tasks)
+      .where("max_running", "is not", null)
+      .orderBy("name");
+    if (this.supportsSkipLocked) q = q.forUpdate();
+    for (const r of (await q.execute()) as { name: string; max_running: number }[]) {
+      room.set(r.name, Number(r.max_running) - (await this.countRunning(db, "task", r.name)));
+    }
+    return room;
+  }
+
+  private async countRunning(db: AnyDb, column: "queue" | "task", value: string): Promise<number> {
+    const r = await db
+      .selectFrom(this.tables.jobs)
+      .select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll().as("n"))
+      .where(column, "=", value)
+      .where("state", "=", "running")
+      .executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /**
+   * Admits due scheduled jobs: unkeyed ones straight to ready (one
+   * transaction, rows other stagers hold are skipped), keyed ones per key
+   * under the key's lock through `rebalance`. Reads first, so an idle poll
+   * writes nothing.
+   */
+  private async stageDue(now: number): Promise<void> {
+    const due = () =>
+      this.db
+        .selectFrom(this.tables.jobs)
+        .where("state", "in", TRANSITIONS.stage.from)
+        .where("run_at", "<=", now);
+    const unkeyed = await due().select("id").where("concurrency_key", "is", null).limit(1).execute();
+    if (unkeyed.length > 0) {
+      await this.writeTransaction(async (db) => {
+        let q = this.guard(db.selectFrom(this.tables.jobs).select("id"), "stage", { now })
+          .where("concurrency_key", "is", null)
+          .orderBy("run_at")
+          .orderBy("id")
+          .limit(1000);
+        if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
+        const ids = (await q.execute()).map((r) => Number(r.id));
+        if (ids.length === 0) return;
+        await this.guard(db.updateTable(this.tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", {
+          now,
+        }).execute();
+      });
+    }
+    const keys = await due().select("concurrency_key").distinct().where("concurrency_key", "is not", null).limit(100).execute();
+    for (const { concurrency_key } of keys as { concurrency_key: string }[]) {
+      await this.writeTransaction(async (db) => {
+        await this.lockKey(db, concurrency_key);
+        await this.rebalance(db, concurrency_key, now);
+      });
+    }
+  }
+
+  /**
+   * Locks a concurrency key's row for the rest of the transaction, creating
+   * it (or setting its limit) when `limit` is given. Every transaction that
+   * changes which jobs of a key hold slots takes this lock BEFORE touching
+   * the key's job rows; claim, which does not change holders, never takes it.
+   */
+  protected async lockKey(db: AnyDb, name: string, limit?: number): Promise<void> {
+    if (limit !== undefined) {
+      const insert = db.insertInto(this.tables.keys).values({ name, max_holders: limit });
+      await (this.supportsOnConflict
+        ? insert.onConflict((oc) => oc.column("name").doUpdateSet({ max_holders: limit }))
+        : insert.onDuplicateKeyUpdate({ max_holders: limit })
+      ).execute();
+      return;
+    }
+    let q = db.selectFrom(this.tables.keys).select("name").where("name", "=", name);
+    if (this.supportsSkipLocked) q = q.forUpdate();
+    await q.execute();
+  }
+
+  private async countHolders(db: AnyDb, key: string): Promise<number> {
+    const r = await db
+      .selectFrom(this.tables.jobs)
+      .select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll().as("n"))
+      .where("concurrency_key", "=", key)
+      .where("state", "in", SLOT_HOLDING_STATES)
+      .executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /**
+   * Makes key `name` exact, under its lock: while it has free slots
+   * (limit − holders), the next waiting jobs (blocked, or scheduled and due;
+   * by priority, run_at, id) are admitted; due scheduled jobs beyond that are
+   * blocked. Idempotent. Called in the same transaction as every write that
+   * frees a slot, so no blocked job waits while its key has room.
+   */
+  protected async rebalance(db: AnyDb, name: string, now: number): Promise<void> {
+    const key = (await db.selectFrom(this.tables.keys).select("max_holders").where("name", "=", name).executeTakeFirst()) as
+      | { max_holders: number }
+      | undefined;
+    if (!key) return;
+    let free = freeSlots(Number(key.max_holders), await this.countHolders(db, name));
+    const waiting = (await db
+      .selectFrom(this.tables.jobs)
+      .select(["id", "state"])
+      .where("concurrency_key", "=", name)
+      .where((eb: ExpressionBuilder<any, any>) =>
+        eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
+      )
+      .orderBy("priority")
+      .orderBy("run_at")
+      .orderBy("id")
+      .limit(free + 100)
+      .execute()) as { id: number | string; state: JobState }[];
+    for (const w of waiting) {
+      const id = Number(w.id);
+      if (free > 0) {
+        const event = w.state === "blocked" ? "unblock" : "stage";
+        if (await this.applyTransition(db, event, { id, now }, {})) free--;
+      } else if (w.state === "scheduled") {
+        await this.applyTransition(db, "stageBlocked", { id, now }, {});
+      }
+    }
+  }
+
+  async setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
+    const changes: Record<string, unknown> = {};
+    if (params.paused !== undefined) changes.paused = params.paused ? 1 : 0;
+    if (params.maxRunning !== undefined) changes.max_running = params.maxRunning;
+    return this.guardErrors(() =>
+      this.writeTransaction(async (db) => {
+        await this.upsert(db, this.tables.queues, { name: params.queue, paused: 0, max_running: null, ...changes }, changes);
+        const row = (await db.selectFrom(this.tables.queues).selectAll().where("name", "=", params.queue).executeTakeFirstOrThrow()) as QueueRow;
+        return toQueueControl(row);
+      }),
+    );
+  }
+
+  async setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
+    const changes = { max_running: params.maxRunning };
+    return this.guardErrors(() =>
+      this.writeTransaction(async (db) => {
+        await this.upsert(db, this.tables.tasks, { name: params.task, ...changes }, changes);
+        return { task: params.task, maxRunning: params.maxRunning };
+      }),
+    );
+  }
+
+  async listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+    return this.guardErrors(async () => {
+      const queues = (await this.db.selectFrom(this.tables.queues).selectAll().orderBy("name").execute()) as QueueRow[];
+      const tasks = (await this.db.selectFrom(this.tables.tasks).selectAll().orderBy("name").execute()) as { name: string; max_running: number | null }[];
+      return {
+        queues: queues.map(toQueueControl),
+        tasks: tasks.map((t) => ({ task: t.name, maxRunning: t.max_running === null ? null : Number(t.max_running) })),
+      };
+    });
+  }
+
+  /** INSERT, or on a duplicate `name` UPDATE `changes` (nothing when empty). */
+  private async upsert(db: AnyDb, table: string, row: Record<string, unknown>, changes: Record<string, unknown>): Promise<void> {
+    const insert = db.insertInto(table).values(row);
+    const set = Object.keys(changes).length > 0 ? changes : { name: row.name };
+    await (this.supportsOnConflict ? insert.onConflict((oc) => oc.column("name").doUpdateSet(set)) : insert.onDuplicateKeyUpdate(set)).execute();
   }
 
   heartbeat(params: HeartbeatParams): Promise<JobRecord | null> {
@@ -270,7 +511,7 @@ export abstract class KyselyAdapter implements DocketAdapter {
   }
 
   replay(params: { id: number; now: number }): Promise<JobRecord | null> {
-    return this.transition("replay", params, { attempt: 0, run_at: params.now, finished_at: null });
+    return this.transition("replay", params, { attempt: 0, run_at: params.now, finished_at: null, last_error: null });
   }
 
   async get(params: { id: number }): Promise<JobRecord | null> {
@@ -309,27 +550,49 @@ export abstract class KyselyAdapter implements DocketAdapter {
   }
 
   /**
-   * The one guarded write: `UPDATE jobs SET state = rule.to, … WHERE id = ?
-   * AND state IN (rule.from) AND <fence>`. Returns the updated record, or
-   * null when no row matched (the caller lost a race or the move is illegal).
+   * A guarded write as its own unit of work. When `event` can free a
+   * concurrency slot, the job's key is locked first and rebalanced in the
+   * same transaction (the next blocked job is promoted before commit).
    */
   protected transition(event: TransitionEvent, key: GuardKey & { id: number }, set: Record<string, unknown>): Promise<JobRecord | null> {
-    const values = { ...set, state: TRANSITIONS[event].to, updated_at: key.now };
+    if (!freesSlot(event)) return this.guardErrors(() => this.writeStatement((db) => this.applyTransition(db, event, key, set)));
     return this.guardErrors(() =>
-      this.writeStatement(async (db) => {
-        const update = this.guard(db.updateTable(this.tables.jobs).set(values), event, key);
-        if (this.supportsReturning) {
-          const row = (await update.returningAll().executeTakeFirst()) as JobRow | undefined;
-          return row ? rowToRecord(row) : null;
-        }
-        const result = await update.executeTakeFirst();
-        if (Number(result.numUpdatedRows) === 0) return null;
-        const row = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "=", key.id).executeTakeFirst()) as
-          | JobRow
+      this.writeTransaction(async (db) => {
+        // A job's key never changes, so reading it before taking the key's lock is safe.
+        const row = (await db.selectFrom(this.tables.jobs).select("concurrency_key").where("id", "=", key.id).executeTakeFirst()) as
+          | { concurrency_key: string | null }
           | undefined;
-        return row ? rowToRecord(row) : null;
+        const ck = row?.concurrency_key ?? null;
+        if (ck !== null) await this.lockKey(db, ck);
+        const moved = await this.applyTransition(db, event, key, set);
+        if (moved && ck !== null) await this.rebalance(db, ck, key.now);
+        return moved;
       }),
     );
+  }
+
+  /**
+   * The one guarded write: `UPDATE jobs SET state = rule.to, … WHERE id = ?
+   * AND state IN (rule.from) AND <fence>`, inside the caller's transaction.
+   * Returns the updated record, or null when no row matched (the caller lost
+   * a race or the move is illegal).
+   */
+  protected async applyTransition(
+    db: AnyDb,
+    event: TransitionEvent,
+    key: GuardKey & { id: number },
+    set: Record<string, unknown>,
+  ): Promise<JobRecord | null> {
+    const values = { ...set, state: TRANSITIONS[event].to, updated_at: key.now };
+    const update = this.guard(db.updateTable(this.tables.jobs).set(values), event, key);
+    if (this.supportsReturning) {
+      const row = (await update.returningAll().executeTakeFirst()) as JobRow | undefined;
+      return row ? rowToRecord(row) : null;
+    }
+    const result = await update.executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return null;
+    const row = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "=", key.id).executeTakeFirst()) as JobRow | undefined;
+    return row ? rowToRecord(row) : null;
   }
 
   /**
@@ -361,6 +624,16 @@ export abstract class KyselyAdapter implements DocketAdapter {
 }
 
 const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
+
+interface QueueRow {
+  name: string;
+  paused: number | boolean;
+  max_running: number | string | null;
+}
+
+function toQueueControl(r: QueueRow): QueueControl {
+  return { queue: r.name, paused: Number(r.paused) === 1, maxRunning: r.max_running === null ? null : Number(r.max_running) };
+}
 
 function requireToken(key: GuardKey, event: TransitionEvent): string {
   if (typeof key.leaseToken !== "string") throw new AdapterError(`${event} needs a lease token`);

@@ -17,6 +17,7 @@ export interface JobRow {
   attempt: number | string;
   max_attempts: number | string;
   backoff: string | null;
+  concurrency_key: string | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
   created_at: number | string | bigint;
@@ -46,6 +47,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     attempt: int(row.attempt),
     maxAttempts: int(row.max_attempts),
     backoff: row.backoff,
+    concurrencyKey: row.concurrency_key,
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),
     createdAt: int(row.created_at),

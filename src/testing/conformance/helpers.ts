@@ -16,6 +16,7 @@ export function newJob(overrides: Partial<NewJob> = {}): NewJob {
     runAt: 0,
     maxAttempts: 3,
     backoff: null,
+    concurrency: null,
     ...overrides,
   };
 }
@@ -51,9 +52,11 @@ export async function jobInState(t: CaseContext, state: JobState): Promise<JobRe
     case "scheduled":
       return insert(t, { state: "scheduled", runAt: now + 60_000 });
     case "blocked": {
-      const job = await insert(t);
-      await t.execute(`UPDATE {jobs} SET state = 'blocked' WHERE id = ${job.id}`);
-      return (await t.adapter.get({ id: job.id }))!;
+      const concurrency = { key: `k${token()}`, limit: 1, onConflict: "block" as const };
+      await insert(t, { concurrency });
+      const job = await insert(t, { concurrency });
+      assert.equal(job.state, "blocked");
+      return job;
     }
     case "running": {
       await insert(t);

@@ -1,9 +1,12 @@
 import type { ConformanceCase } from "../harness.ts";
+import { capCases } from "./caps.ts";
 import { claimCases } from "./claim.ts";
 import { concurrencyCases } from "./concurrency.ts";
 import { enqueueCases } from "./enqueue.ts";
+import { keyCases } from "./keys.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
+import { raceCases } from "./races.ts";
 import { retryCases } from "./retry.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
@@ -17,6 +20,9 @@ export function conformanceCases(): ConformanceCase[] {
     ...transitionCases,
     ...leaseCases,
     ...retryCases,
+    ...keyCases,
+    ...capCases,
+    ...raceCases,
     ...concurrencyCases,
     ...workerCases,
   ];

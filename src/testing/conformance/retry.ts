@@ -91,7 +91,7 @@ export const retryCases: ConformanceCase[] = [
     },
   },
   {
-    name: "replay › a dead job goes back to ready with a fresh attempt budget; concurrent replays win once",
+    name: "replay › a dead job is due again with a fresh attempt budget; concurrent replays win once",
     async run(t) {
       const d = t.docket();
       const job = await d.enqueue("t", {}, { maxAttempts: 1 });
@@ -105,8 +105,10 @@ export const retryCases: ConformanceCase[] = [
       assert.equal(replays.filter((r) => r.status === "fulfilled").length, 1);
       for (const r of replays) if (r.status === "rejected") assert.ok(r.reason instanceof NotFoundError);
       const after = await d.get(job.id);
-      assert.equal(after?.state, "ready");
+      assert.equal(after?.state, "scheduled");
+      assert.equal(after?.runAt, t.clock.now());
       assert.equal(after?.attempt, 0);
+      assert.equal((await claimOne(t)).id, job.id);
       await assert.rejects(() => d.deadLetters.replay(job.id), NotFoundError);
     },
   },

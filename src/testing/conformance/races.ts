@@ -1,0 +1,267 @@
+/**
+ * Deterministic two-session tests for races R1–R9 (DESIGN.md). Each holds
+ * session 1 at its critical statement (StatementHook) while session 2 runs,
+ * then checks the invariant. Each race also runs against a mutant, the
+ * adapter with the guard removed by patching that one instance, and must
+ * then report the violation: proof that the test can fail.
+ */
+import assert from "node:assert/strict";
+import type { DocketAdapter } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { Docket } from "../../core/docket.ts";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { StatementHook } from "../statement-hook.ts";
+import { LEASE_MS, insert, newJob, sleep, token } from "./helpers.ts";
+import { keyStates } from "./keys.ts";
+
+type Mutant = (adapter: DocketAdapter) => void;
+interface Sessions {
+  t: CaseContext;
+  hook: StatementHook;
+  s1: DocketAdapter;
+  s2: DocketAdapter;
+}
+/** A race scenario: returns a description of the violation it observed, or null. */
+type Scenario = (x: Sessions) => Promise<string | null>;
+
+// deno-lint-ignore no-explicit-any
+type Internals = Record<string, any>;
+
+/** Replaces one method of one adapter instance (test-only guard removal). */
+function patch(adapter: DocketAdapter, method: string, make: (original: (...args: unknown[]) => Promise<unknown>, self: Internals) => unknown): void {
+  const self = adapter as unknown as Internals;
+  const original = (self[method] as (...args: unknown[]) => Promise<unknown>).bind(self);
+  self[method] = make(original, self);
+}
+
+/** Mutation: every "transaction" runs its statements in autocommit, so nothing it locks or writes is held together. */
+const noTransaction: Mutant = (a) => patch(a, "writeTransaction", (_o, self) => (fn: (db: unknown) => Promise<unknown>) => fn(self.db));
+
+/** Mutation: a key's admitted jobs are counted by `states` instead of ready + running. */
+const holdersIn = (states: string[]): Mutant => (a) =>
+  patch(a, "countHolders", (_o, self) => async (db: Internals, key: string) => {
+    const r = await db.selectFrom(self.tables.jobs).select((eb: Internals) => eb.fn.countAll().as("n")).where("concurrency_key", "=", key).where("state", "in", states).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  });
+
+const KEY = { concurrency: { key: "k", limit: 1, onConflict: "block" as const } };
+const INSERT_JOB = /^insert into [`"]?\w*jobs[`"]? /i;
+const REBALANCE = /^select [`"]max_holders[`"]/i;
+/** The claim's candidate select, which comes after the cap's running count. */
+const CLAIM_CANDIDATES = /^select [`"]id[`"], [`"]task[`"]/i;
+
+async function settle(p: Promise<unknown>, ms = 300): Promise<void> {
+  await Promise.race([p.catch(() => undefined), sleep(ms)]);
+}
+
+async function keyViolation(adapter: DocketAdapter, key: string, limit: number): Promise<string | null> {
+  const s = await keyStates(adapter, key);
+  const admitted = (s.ready?.length ?? 0) + (s.running?.length ?? 0);
+  if (admitted > limit) return `key ${key}: ${admitted} admitted, limit ${limit} ${JSON.stringify(s)}`;
+  if ((s.blocked?.length ?? 0) > 0 && admitted < limit) return `key ${key}: blocked job left while the key has room ${JSON.stringify(s)}`;
+  return null;
+}
+
+async function runningJob(t: CaseContext, extra: Partial<ReturnType<typeof newJob>> = {}): Promise<JobRecord> {
+  await insert(t, { ...KEY, ...extra });
+  const now = t.clock.now();
+  const [job] = await t.adapter.claim({ queues: [extra.queue ?? "default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+  assert.ok(job);
+  return job;
+}
+
+const fenced = (t: CaseContext, j: JobRecord) => ({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() });
+
+const RACES: { id: string; name: string; scenario: Scenario; guard: string; mutant: Mutant }[] = [
+  {
+    id: "R1",
+    name: "an enqueue that decided to block, racing a finishing holder, is promoted: no lost wakeup",
+    guard: "the key lock held across admission and release (one transaction each)",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      const holder = await runningJob(t);
+      const held = hook.holdNext(INSERT_JOB);
+      const now = t.clock.now();
+      const enqueue = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await held.reached;
+      const finish = s2.complete(fenced(t, holder));
+      await settle(finish);
+      held.release();
+      await Promise.all([enqueue, finish]);
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R2",
+    name: "a live, heartbeating job keeps its slot: a sweeper that saw its lease expired cannot free it",
+    guard: "the expiry re-checked in the reclaim's conditional write",
+    mutant: (a) => patch(a, "guard", (original) => (q: unknown, event: string, key: unknown) => original(q, event.startsWith("expire") ? "heartbeat" : event, key)),
+    async scenario({ t, s1, s2 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      const now = t.clock.advance(LEASE_MS + 1);
+      const [seen] = await s1.listExpired({ now, limit: 10 });
+      if (!(await s2.heartbeat({ ...fenced(t, job), leaseExpiresAt: now + LEASE_MS }))) return "heartbeat refused";
+      const reclaimed = await s1.expire({ id: seen!.id, leaseToken: seen!.leaseToken!, now, error: "expired", retryAt: now + 1000 });
+      if (reclaimed) return `job ${job.id} reclaimed while its holder heartbeats: its slot went to another job`;
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R3",
+    name: "a job released at shutdown goes back through the controls: nothing is admitted beside it",
+    guard: "a ready (released) job still holds its key's slot",
+    mutant: holdersIn(["running"]),
+    async scenario({ t, s1, s2 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      await s1.release(fenced(t, job));
+      const now = t.clock.now();
+      await s2.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R4",
+    name: "concurrent admissions to one key never push it past its limit",
+    guard: "the key lock serializing admission checks",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      const held = hook.holdNext(INSERT_JOB);
+      const now = t.clock.now();
+      const first = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await held.reached;
+      const second = s2.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await settle(second);
+      held.release();
+      await Promise.all([first, second]);
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R5",
+    name: "a crash between finishing a job and promoting the next loses nothing",
+    guard: "finish and promotion in one transaction",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      const held = hook.holdNext(REBALANCE);
+      const finish = s1.complete(fenced(t, job));
+      await held.reached;
+      held.crash();
+      await finish.catch(() => undefined);
+      // The crashed worker never comes back: its lease expires and a sweeper reclaims the job.
+      t.clock.advance(LEASE_MS + 1);
+      await new Docket({ adapter: t.adapter, clock: t.clock }).reclaimExpired();
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R6",
+    name: "a job that gives up its slot (retry, or release then cancel) never keeps it: no permanent under-count",
+    guard: "slots derived from live rows: only ready and running jobs hold one",
+    mutant: holdersIn(["ready", "running", "scheduled"]),
+    async scenario({ t, s1, s2 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      const now = t.clock.now();
+      await s1.fail({ ...fenced(t, job), error: "x", retryAt: now + 60_000 });
+      const afterRetry = await keyViolation(t.adapter, "k", 1);
+      if (afterRetry) return afterRetry;
+      const [next] = await s2.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      await s2.release(fenced(t, next!));
+      await s1.cancel({ id: next!.id, now });
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R7",
+    name: "two claimers racing on a capped queue never run more than the cap",
+    guard: "the cap check and the claim in one transaction under the queue's lock",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: 2 });
+      for (let i = 0; i < 4; i++) await insert(t, { queue: "q" });
+      const now = t.clock.now();
+      const claim = (a: DocketAdapter) => a.claim({ queues: ["q"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const held = hook.holdNext(CLAIM_CANDIDATES);
+      const first = claim(s1);
+      await held.reached;
+      const second = claim(s2);
+      await settle(second);
+      held.release();
+      await Promise.all([first, second]);
+      const running = (await t.adapter.list({ queue: "q", state: "running", limit: 100 })).length;
+      return running > 2 ? `${running} running in queue q, cap 2` : running < 2 ? `only ${running} running while jobs wait, cap 2` : null;
+    },
+  },
+  {
+    id: "R8",
+    name: "the running count excludes the job being claimed: a cap of 1 runs one",
+    guard: "counting only jobs already running",
+    mutant: (a) => patch(a, "countRunning", (original) => async (...args: unknown[]) => Number(await original(...args)) + 1),
+    async scenario({ t, s1 }) {
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });
+      await insert(t, { queue: "q" });
+      const now = t.clock.now();
+      const got = await s1.claim({ queues: ["q"], limit: 5, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      return got.length === 1 ? null : `cap 1 ran ${got.length}`;
+    },
+  },
+  {
+    id: "R9",
+    name: "a claim turned away by a full cap leaves no trace on the job",
+    guard: "the cap checked before anything is written",
+    // The seed's bug: claim first, then hand back what the cap does not allow.
+    mutant: (a) =>
+      patch(a, "claim", (original, self) => async (p: Internals) => {
+        const count = self.countRunning;
+        self.countRunning = async () => 0;
+        try {
+          const got = (await original(p)) as JobRecord[];
+          for (const j of got) await self.release({ id: j.id, leaseToken: j.leaseToken, now: p.now });
+          return [];
+        } finally {
+          self.countRunning = count;
+        }
+      }),
+    async scenario({ t, s1 }) {
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });
+      await runningJob(t, { queue: "q", concurrency: null });
+      const waiting = await insert(t, { queue: "q" });
+      const now = t.clock.advance(1000);
+      const got = await s1.claim({ queues: ["q"], limit: 5, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      if (got.length > 0) return `claimed ${got.length} over a full cap`;
+      const after = await t.adapter.get({ id: waiting.id });
+      return JSON.stringify(after) === JSON.stringify(waiting) ? null : `the turned-away job changed: ${JSON.stringify(after)}`;
+    },
+  },
+];
+
+async function sessions(t: CaseContext): Promise<Sessions> {
+  const hook = new StatementHook();
+  const s1 = await t.connect({ instrument: { wrapDialect: (d) => hook.wrap(d) } });
+  const s2 = await t.connect();
+  return { t, hook, s1, s2 };
+}
+
+export const raceCases: ConformanceCase[] = RACES.flatMap((race) => [
+  {
+    name: `races › ${race.id}: ${race.name}`,
+    async run(t: CaseContext) {
+      const violation = await race.scenario(await sessions(t));
+      assert.equal(violation, null, `${race.id} violated: ${violation}`);
+    },
+  },
+  {
+    name: `races › ${race.id} is caught when ${race.guard} is removed`,
+    async run(t: CaseContext) {
+      const x = await sessions(t);
+      race.mutant(x.s1);
+      race.mutant(x.s2);
+      const violation = await race.scenario(x);
+      assert.notEqual(violation, null, `${race.id}: the scenario did not detect the removed guard (${race.guard})`);
+    },
+  },
+]);
