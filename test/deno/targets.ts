@@ -3,7 +3,7 @@ import pg from "pg";
 import { nodeSqliteDatabase, sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
-import type { TestStore } from "../../src/testing/harness.ts";
+import type { ConnectOptions, TestStore } from "../../src/testing/harness.ts";
 import { DatabaseSync } from "./node-sqlite.ts";
 import { openTarget as openNodeTarget, PG_URL, REQUIRE_ALL, type DisposableTarget, type TargetName } from "../support/targets.ts";
 
@@ -45,10 +45,10 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
       const connections: DatabaseSync[] = [];
       return {
         tablePrefix,
-        connect: async (): Promise<DocketAdapter> => {
+        connect: async (options?: ConnectOptions): Promise<DocketAdapter> => {
           const db = new DatabaseSync(filename);
           connections.push(db);
-          return sqliteAdapter({ database: nodeSqliteDatabase(db), tablePrefix });
+          return sqliteAdapter({ database: nodeSqliteDatabase(db), tablePrefix, ...options });
         },
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
         // runCase closes every adapter first; adapters do not own a database
@@ -78,7 +78,7 @@ export async function postgresTarget(): Promise<DisposableTarget> {
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
-        connect: async () => postgresAdapter({ connectionString: url, tablePrefix, max: 4 }),
+        connect: async (options?: ConnectOptions) => postgresAdapter({ connectionString: url, tablePrefix, max: 4, ...options }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
       };
