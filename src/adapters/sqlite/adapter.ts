@@ -3,6 +3,7 @@ import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type M
 import { Mutex } from "../shared/mutex.ts";
 import { migrations } from "./migrations.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
+import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
 
 export interface SqliteAdapterOptions {
   /**
@@ -12,7 +13,7 @@ export interface SqliteAdapterOptions {
    * does not close it.
    */
   database?: SqliteDatabase;
-  /** Or a file to open with better-sqlite3 (Node only); closed by `close()`. */
+  /** Or a file to open (better-sqlite3 on Node, `node:sqlite` on Deno); closed by `close()`. */
   filename?: string;
   /** Prefix of docket's table names. Default "docket_". */
   tablePrefix?: string;
@@ -50,7 +51,7 @@ export class SqliteAdapter extends KyselyAdapter {
     if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
     const prefix = options.tablePrefix ?? "docket_";
     const dialect = new SqliteDialect({
-      database: database ?? (() => openBetterSqlite(filename!)),
+      database: database ?? (() => openSqliteFile(filename!)),
       onCreateConnection: async (conn) => {
         await conn.executeQuery(CompiledQuery.raw(`PRAGMA busy_timeout = ${busy}`));
         if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
@@ -89,7 +90,17 @@ export class SqliteAdapter extends KyselyAdapter {
   }
 }
 
-async function openBetterSqlite(filename: string): Promise<SqliteDatabase> {
+/**
+ * Opens `filename` with better-sqlite3 on Node; on Deno, where better-sqlite3
+ * cannot load, with the built-in `node:sqlite` behind the same shape.
+ */
+async function openSqliteFile(filename: string): Promise<SqliteDatabase> {
+  if ("Deno" in globalThis) {
+    // A variable specifier: Node 20's types know no node:sqlite, and Node never reaches this line.
+    const specifier = "node:sqlite";
+    const { DatabaseSync } = (await import(specifier)) as { DatabaseSync: new (path: string) => NodeSqliteDatabaseSync };
+    return nodeSqliteDatabase(new DatabaseSync(filename));
+  }
   const mod = await import("better-sqlite3");
   const Database = mod.default;
   return new Database(filename) as unknown as SqliteDatabase;
