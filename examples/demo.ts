@@ -1,5 +1,7 @@
 /**
  * The README's demo: a few hundred jobs on the embedded SQLite default.
+ * The same file runs under Deno (`npm run demo:deno`), where the SQLite
+ * adapter opens the file with the built-in node:sqlite.
  * Run with `npm run demo`. It creates ./demo.db (deleted first), enqueues
  * jobs, runs two workers until every job is finished and prints a summary.
  */
