@@ -27,6 +27,13 @@ export interface OperationEvent {
   effects: { id: number; op: JobOp; result: JobRecord | null }[];
   /** When the call threw. */
   error?: string;
+  /**
+   * Admission this call may have done as a side effect, unrecorded per job:
+   * a claim stages every due scheduled job ("all"); an accepted write that
+   * frees a slot, and a keyed enqueue, rebalance their keys. L1 lets such a
+   * move (stage, stageBlocked, unblock at `now`) happen inside the call.
+   */
+  admits?: { now: number; keys: "all" | string[] };
 }
 
 /** A handler run: it starts after its claim returned and ends before its outcome is written. */
@@ -180,17 +187,36 @@ interface Step {
   result: JobRecord | null;
 }
 
+/** A call that may have admitted the job as a side effect, at `now`, somewhere inside [start, end]. */
+interface AdmitSource {
+  label: string;
+  start: number;
+  end: number;
+  now: number;
+}
+
+const ADMIT_KINDS = ["stage", "stageBlocked", "unblock"] as const;
+
 /**
  * Wing & Gong style search for one job: place the steps one at a time (a step
  * may go next only if no unplaced step ended before it started), applying the
  * reference model; each step's observed result must equal the model's, and
- * the final model row must equal the stored row.
+ * the final model row must equal the stored row. Admission moves (stage,
+ * stageBlocked, unblock) are unobserved side effects of other calls: between
+ * steps, the search may apply one at the `now` of a call that could have done
+ * it, if that call's interval fits the real-time order of the placed steps.
+ * Whether the move respected the key's limit is a cross-job question: I2/I4.
  */
-function linearizeJob(initial: JobRecord, run: RunRecord): string[] {
+function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
   const steps: Step[] = [];
+  const sources: AdmitSource[] = [];
   for (const o of operations(run)) {
     if (o.error !== undefined) continue;
     for (const e of o.effects) if (e.id === initial.id) steps.push({ label: o.label, start: o.start, end: o.end, op: e.op, result: e.result });
+    const a = o.admits;
+    if (a && o.end > floor && (a.keys === "all" || (initial.concurrencyKey !== null && a.keys.includes(initial.concurrencyKey)))) {
+      sources.push({ label: o.label, start: o.start, end: o.end, now: a.now });
+    }
   }
   const finalRow = run.final.find((r) => r.id === initial.id) ?? null;
   const finalModel = finalRow === null ? null : toModelJob(finalRow);
@@ -203,7 +229,7 @@ function linearizeJob(initial: JobRecord, run: RunRecord): string[] {
       const d = diffJob(job, finalModel);
       if (d.length === 0) return true;
       if (order.length >= closest.order.length) closest = { order, why: `final row differs: ${d.join("; ")}` };
-      return false;
+      // fall through: an admission move may still explain the final row
     }
     const key = `${placed}|${JSON.stringify(job)}`;
     if (seen.has(key)) return false;
@@ -222,6 +248,19 @@ function linearizeJob(initial: JobRecord, run: RunRecord): string[] {
         continue;
       }
       if (search(next ?? job, placed | (1 << i), [...order, s.label])) return true;
+    }
+    if (job.state !== "scheduled" && job.state !== "blocked") return false;
+    let latestStart = floor;
+    for (let k = 0; k < steps.length; k++) if (placed & (1 << k)) latestStart = Math.max(latestStart, steps[k]!.start);
+    for (const src of sources) {
+      if (src.end < latestStart) continue;
+      let blocked = false;
+      for (let k = 0; k < steps.length && !blocked; k++) if (!(placed & (1 << k)) && steps[k]!.end < src.start) blocked = true;
+      if (blocked) continue;
+      for (const kind of ADMIT_KINDS) {
+        const next = applyJobOp(job, { kind, now: src.now });
+        if (next !== null && search(next, placed, [...order, `(${kind} in ${src.label})`])) return true;
+      }
     }
     return false;
   };

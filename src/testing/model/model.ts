@@ -1,7 +1,7 @@
 import type { JobRecord } from "../../core/job.ts";
 import type { JobState } from "../../core/states.ts";
-import { TERMINAL_STATES } from "../../core/states.ts";
-import { TRANSITIONS, planTransition, type TransitionEvent } from "../../core/transitions.ts";
+import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
+import { TRANSITIONS, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
 
 /**
  * The reference model of docket's storage: an in-memory, obviously
@@ -32,6 +32,8 @@ export interface ModelJob {
   updatedAt: number;
   finishedAt: number | null;
   lastError: string | null;
+  /** The job's concurrency key, or null. */
+  concurrencyKey: string | null;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -49,6 +51,7 @@ export const MODEL_FIELDS = [
   "updatedAt",
   "finishedAt",
   "lastError",
+  "concurrencyKey",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -71,6 +74,10 @@ function show(j: ModelJob | JobRecord | null): string {
 
 /** One write on one job, as data. `claim` here is the per-job projection of a claim that picked this job. */
 export type JobOp =
+  /** Staging/admission (scheduled → ready | blocked, blocked → ready): the side effect of a claim, or of a key's rebalance. */
+  | { kind: "stage"; now: number }
+  | { kind: "stageBlocked"; now: number }
+  | { kind: "unblock"; now: number }
   | { kind: "claim"; now: number; leaseToken: string; leaseExpiresAt: number }
   | { kind: "heartbeat"; now: number; leaseToken: string; leaseExpiresAt: number }
   | { kind: "complete"; now: number; leaseToken: string }
@@ -96,6 +103,9 @@ const CLEAR_LEASE = { leaseToken: null, leaseExpiresAt: null } as const;
 
 /** What each event writes besides state and updatedAt; mirrors the adapter contract in core/adapter.ts. */
 const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<ModelJob> } = {
+  stage: () => ({}),
+  stageBlocked: () => ({}),
+  unblock: () => ({}),
   claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   heartbeat: (_j, op) => ({ leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   complete: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
@@ -105,7 +115,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   expireRetry: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), runAt: retryAtOf(op) }),
   expireBury: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), finishedAt: op.now }),
   cancel: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
-  replay: (_j, op) => ({ attempt: 0, runAt: op.now, finishedAt: null }),
+  replay: (_j, op) => ({ attempt: 0, runAt: op.now, finishedAt: null, lastError: null }),
 };
 
 function token(op: JobOp): string | null {
@@ -159,14 +169,53 @@ export interface ModelNewJob {
   priority: number;
   runAt: number;
   maxAttempts: number;
+  concurrency?: { key: string; limit: number; onConflict: "block" | "discard" } | null;
 }
 
-/** The whole store, sequentially. Method names and results mirror DocketAdapter. */
+export interface ModelQueueControl {
+  queue: string;
+  paused: boolean;
+  maxRunning: number | null;
+}
+
+export interface ModelTaskControl {
+  task: string;
+  maxRunning: number | null;
+}
+
+/** The reason stored on a job discarded at enqueue (core/adapter.ts contract). */
+export function discardReason(key: string, limit: number): string {
+  return `discarded: concurrency key ${JSON.stringify(key)} is full (limit ${limit})`;
+}
+
+/** Whether `event` moves a job out of a slot-holding state, i.e. the write rebalances the job's key in its transaction. */
+export function freesSlotEvent(event: TransitionEvent): boolean {
+  return freesSlot(event);
+}
+
+/**
+ * The whole store, sequentially. Method names and results mirror DocketAdapter.
+ *
+ * Cross-job rules live here: a key's stored limit and `rebalance` (admission
+ * in priority, run_at, id order while holders < limit, due scheduled jobs
+ * beyond that blocked), staging at the start of every claim, pause and
+ * queue/task caps inside claim.
+ */
 export class ReferenceModel {
   readonly jobs = new Map<number, ModelJob>();
+  /** Stored limit per concurrency key (set by every enqueue that names the key). */
+  readonly keyLimits = new Map<string, number>();
+  readonly queueControls = new Map<string, ModelQueueControl>();
+  readonly taskControls = new Map<string, ModelTaskControl>();
 
   /** Adds jobs under the ids the adapter assigned (the model does not predict ids). */
   enqueue(jobs: readonly ModelNewJob[], ids: readonly number[], now: number): ModelJob[] {
+    const limits = new Map<string, number>();
+    for (const j of jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
+    for (const key of [...limits.keys()].sort()) {
+      this.keyLimits.set(key, limits.get(key)!);
+      this.rebalance(key, now);
+    }
     return jobs.map((j, i) => {
       const job: ModelJob = {
         id: ids[i]!,
@@ -182,25 +231,122 @@ export class ReferenceModel {
         updatedAt: now,
         finishedAt: null,
         lastError: null,
+        concurrencyKey: j.concurrency?.key ?? null,
       };
+      const c = j.concurrency;
+      if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
+        if (c.onConflict === "block") job.state = "blocked";
+        else Object.assign(job, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
+      }
       this.jobs.set(job.id, job);
       return { ...job };
     });
   }
 
-  claim(p: { queues: readonly string[]; limit: number; now: number; leaseToken: string; leaseExpiresAt: number }): ModelJob[] {
-    if (p.limit <= 0) return [];
-    const op: JobOp = { kind: "claim", now: p.now, leaseToken: p.leaseToken, leaseExpiresAt: p.leaseExpiresAt };
-    const picked = [...this.jobs.values()]
-      .filter((j) => p.queues.includes(j.queue) && applyJobOp(j, op) !== null)
-      .sort(claimOrder)
-      .slice(0, p.limit);
-    return picked.map((j) => this.#write(j.id, op)!);
+  /** Jobs of `key` holding a slot (ready or running). */
+  holders(key: string): number {
+    let n = 0;
+    for (const j of this.jobs.values()) if (j.concurrencyKey === key && SLOT_HOLDING_STATES.includes(j.state)) n++;
+    return n;
   }
 
-  /** Applies a one-job write; returns the new job, or null when rejected (the job is unchanged). */
+  /** Makes `key` exact: waiting jobs (blocked, or scheduled and due) admitted in claim order while there is room; due scheduled beyond that blocked. */
+  rebalance(key: string, now: number): void {
+    const limit = this.keyLimits.get(key);
+    if (limit === undefined) return;
+    let free = Math.max(0, limit - this.holders(key));
+    const waiting = [...this.jobs.values()]
+      .filter((j) => j.concurrencyKey === key && (j.state === "blocked" || (j.state === "scheduled" && j.runAt <= now)))
+      .sort(claimOrder);
+    for (const w of waiting) {
+      if (free > 0) {
+        if (this.#write(w.id, { kind: w.state === "blocked" ? "unblock" : "stage", now })) free--;
+      } else if (w.state === "scheduled") {
+        this.#write(w.id, { kind: "stageBlocked", now });
+      }
+    }
+  }
+
+  /** What `claim` does first: every due scheduled job of the whole table is admitted (unkeyed: ready; keyed: through its key). */
+  stageDue(now: number): void {
+    const due = [...this.jobs.values()].filter((j) => j.state === "scheduled" && j.runAt <= now);
+    for (const j of due) if (j.concurrencyKey === null) this.#write(j.id, { kind: "stage", now });
+    for (const key of new Set(due.filter((j) => j.concurrencyKey !== null).map((j) => j.concurrencyKey!))) this.rebalance(key, now);
+  }
+
+  running(column: "queue" | "task", value: string): number {
+    let n = 0;
+    for (const j of this.jobs.values()) if (j.state === "running" && j[column] === value) n++;
+    return n;
+  }
+
+  /**
+   * Stages, then claims like the adapter: paused queues skipped; uncapped
+   * queues give their first `limit` ready jobs, a capped queue its first
+   * min(cap − running, limit); the union in claim order, skipping jobs whose
+   * task cap is full, up to `limit`.
+   */
+  claim(p: { queues: readonly string[]; limit: number; now: number; leaseToken: string; leaseExpiresAt: number }): ModelJob[] {
+    if (p.limit <= 0 || p.queues.length === 0) return [];
+    this.stageDue(p.now);
+    const op: JobOp = { kind: "claim", now: p.now, leaseToken: p.leaseToken, leaseExpiresAt: p.leaseExpiresAt };
+    const queues = [...new Set(p.queues)].filter((q) => !this.queueControls.get(q)?.paused);
+    const groups: { queues: string[]; limit: number }[] = [];
+    const uncapped = queues.filter((q) => (this.queueControls.get(q)?.maxRunning ?? null) === null);
+    if (uncapped.length > 0) groups.push({ queues: uncapped, limit: p.limit });
+    for (const q of queues) {
+      const cap = this.queueControls.get(q)?.maxRunning ?? null;
+      if (cap === null) continue;
+      const room = cap - this.running("queue", q);
+      if (room > 0) groups.push({ queues: [q], limit: Math.min(room, p.limit) });
+    }
+    const candidates = groups.flatMap((g) =>
+      [...this.jobs.values()]
+        .filter((j) => g.queues.includes(j.queue) && applyJobOp(j, op) !== null)
+        .sort(claimOrder)
+        .slice(0, g.limit),
+    );
+    candidates.sort(claimOrder);
+    const taskRoom = new Map<string, number>();
+    for (const t of new Set(candidates.map((c) => c.task))) {
+      const cap = this.taskControls.get(t)?.maxRunning ?? null;
+      if (cap !== null) taskRoom.set(t, cap - this.running("task", t));
+    }
+    const chosen: ModelJob[] = [];
+    for (const c of candidates) {
+      if (chosen.length >= p.limit) break;
+      const room = taskRoom.get(c.task);
+      if (room !== undefined) {
+        if (room <= 0) continue;
+        taskRoom.set(c.task, room - 1);
+      }
+      chosen.push(c);
+    }
+    return chosen.map((j) => this.#write(j.id, op)!);
+  }
+
+  /** Applies a one-job write; returns the new job, or null when rejected (the job is unchanged). A write that frees a slot rebalances the job's key. */
   apply(id: number, op: JobOp): ModelJob | null {
-    return this.#write(id, op);
+    const next = this.#write(id, op);
+    if (next !== null && next.concurrencyKey !== null && freesSlot(eventOf(op))) this.rebalance(next.concurrencyKey, op.now);
+    return next;
+  }
+
+  setQueueControl(p: { queue: string; paused?: boolean; maxRunning?: number | null }): ModelQueueControl {
+    const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null };
+    const next = { ...c, ...(p.paused === undefined ? {} : { paused: p.paused }), ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }) };
+    this.queueControls.set(p.queue, next);
+    return { ...next };
+  }
+
+  setTaskControl(p: { task: string; maxRunning: number | null }): ModelTaskControl {
+    this.taskControls.set(p.task, { task: p.task, maxRunning: p.maxRunning });
+    return { task: p.task, maxRunning: p.maxRunning };
+  }
+
+  listControls(): { queues: ModelQueueControl[]; tasks: ModelTaskControl[] } {
+    const byName = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => ({ ...v }));
+    return { queues: byName(this.queueControls), tasks: byName(this.taskControls) };
   }
 
   listExpired(p: { now: number; limit: number }): ModelJob[] {

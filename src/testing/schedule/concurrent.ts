@@ -164,7 +164,18 @@ export async function runScenario(
     ): Promise<T | undefined> => {
       const opLabel = `${name}#${++seq}${detail}`;
       statements.setOperation(label, opLabel);
-      const event: OperationEvent = { kind: "operation", worker: label, name, label: `${label} ${opLabel}`, start: tick(), end: 0, effects: [], ...(limit === undefined ? {} : { limit }) };
+      const event: OperationEvent = {
+        kind: "operation",
+        worker: label,
+        name,
+        label: `${label} ${opLabel}`,
+        start: tick(),
+        end: 0,
+        effects: [],
+        ...(limit === undefined ? {} : { limit }),
+        // A claim first stages every due scheduled job, in its own transactions.
+        ...(name === "claim" ? { admits: { now, keys: "all" as const } } : {}),
+      };
       history.push(event);
       try {
         const r = await call();
