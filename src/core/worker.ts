@@ -50,6 +50,8 @@ interface InFlight {
   record: JobRecord;
   controller: AbortController;
   done: Promise<void>;
+  /** The handler returned; its outcome is being written. Heartbeats leave it alone. */
+  settling: boolean;
 }
 
 /**
@@ -200,7 +202,7 @@ export class Worker<T extends TaskMap = TaskMap> {
 
   #run(record: JobRecord): void {
     const controller = new AbortController();
-    const entry: InFlight = { record, controller, done: Promise.resolve() };
+    const entry: InFlight = { record, controller, done: Promise.resolve(), settling: false };
     this.#inFlight.set(record.id, entry);
     entry.done = this.#execute(entry).finally(() => {
       this.#inFlight.delete(record.id);
@@ -220,7 +222,8 @@ export class Worker<T extends TaskMap = TaskMap> {
     } catch (thrown) {
       failure = describeThrown(thrown);
     }
-    if (!this.#inFlight.has(record.id)) return;
+    entry.settling = true;
+    if (this.#inFlight.get(record.id) !== entry) return;
     const docket = this.#docket;
     const now = docket.clock.now();
     const fence = { id: record.id, leaseToken: record.leaseToken!, now };
@@ -263,7 +266,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   async #heartbeatAll(): Promise<void> {
     const now = this.#docket.clock.now();
     for (const entry of [...this.#inFlight.values()]) {
-      if (entry.controller.signal.aborted) continue;
+      if (entry.controller.signal.aborted || entry.settling) continue;
       try {
         const kept = await this.#docket.adapter.heartbeat({
           id: entry.record.id,
@@ -271,7 +274,9 @@ export class Worker<T extends TaskMap = TaskMap> {
           now,
           leaseExpiresAt: now + this.#leaseMs,
         });
-        if (!kept) {
+        // Lost only if the job is still ours and its handler still running: a completion that
+        // committed while this heartbeat was in flight also makes the heartbeat miss.
+        if (!kept && !entry.settling && this.#inFlight.get(entry.record.id) === entry) {
           entry.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
           this.#inFlight.delete(entry.record.id);
           this.#emit({ type: "lost", job: toJob(entry.record), reason: "lease lost at heartbeat" });
