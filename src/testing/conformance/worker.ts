@@ -131,4 +131,29 @@ export const workerCases: ConformanceCase[] = [
       assert.equal(done?.attempt, 2, "the crashed attempt counts");
     },
   },
+  {
+    name: "worker › each attempt emits exactly one outcome event, even with heartbeats racing completions (I6)",
+    slow: true,
+    async run(t) {
+      const d = realTime(t);
+      await d.enqueueMany(Array.from({ length: 60 }, (_, i) => ({ task: "quick", payload: i })));
+      const outcomes = new Map<number, string[]>();
+      const w = d.worker({
+        ...FAST,
+        heartbeatMs: 10,
+        concurrency: 6,
+        handlers: { quick: () => sleep(Math.random() * 8) },
+        onEvent: (e) => {
+          if (e.type === "succeeded" || e.type === "lost" || e.type === "retry" || e.type === "dead") {
+            outcomes.set(e.job.id, [...(outcomes.get(e.job.id) ?? []), e.type]);
+          }
+        },
+      });
+      await w.start();
+      await eventually(async () => (await d.list({ state: "succeeded" })).length === 60, 20_000, "60 jobs succeeded");
+      await w.stop();
+      for (const [id, events] of outcomes) assert.deepEqual(events, ["succeeded"], `job ${id} emitted ${events.join(", ")}`);
+      assert.equal(outcomes.size, 60);
+    },
+  },
 ];
