@@ -31,7 +31,7 @@ function params(o: PropertyOptions): fc.Parameters<unknown> {
 /** Model-based: random command sequences on one (ungated) worker adapter, compared with the reference model after every step. */
 export async function checkModel(env: ScheduleEnv, o: PropertyOptions): Promise<fc.RunDetails<unknown>> {
   const real = { adapter: env.workers[0]!.adapter };
-  const property = fc.asyncProperty(fc.commands(modelCommands(), { maxCommands: 40 }), async (cmds) => {
+  const property = fc.asyncProperty(fc.commands(modelCommands(), { maxCommands: 40, size: "medium" }), async (cmds) => {
     await env.reset();
     await fc.asyncModelRun(() => ({ model: new ModelState(T0), real }), cmds);
   });

@@ -29,6 +29,8 @@ export interface PropertyEnv extends ScheduleEnv {
 }
 
 export const WORKERS = 4;
+/** What a reset empties: jobs, and the stored controls and keys (they would otherwise leak from one run into the next). */
+const RESET_TABLES = ["jobs", "concurrency_keys", "queues", "tasks"];
 const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 let envs = 0;
 
@@ -71,7 +73,7 @@ export async function openSqliteEnv(mutation?: Mutation): Promise<PropertyEnv> {
     statements,
     workers,
     plain,
-    reset: async () => void admin.exec(`DELETE FROM ${tablePrefix}jobs`),
+    reset: async () => void admin.exec(RESET_TABLES.map((t) => `DELETE FROM ${tablePrefix}${t};`).join("\n")),
     cancelBlocked: async () => undefined,
     async close() {
       for (const w of workers) await w.adapter.close();
@@ -120,7 +122,9 @@ export async function openPostgresEnv(mutation?: Mutation): Promise<PropertyEnv>
     statements,
     workers,
     plain,
-    reset: async () => void (await admin.query(`DELETE FROM ${tablePrefix}jobs`)),
+    reset: async () => {
+      for (const t of RESET_TABLES) await admin.query(`DELETE FROM ${tablePrefix}${t}`);
+    },
     cancelBlocked: async () => {
       for (const w of workers) {
         const pid = statements.connectionId(w.label);
@@ -169,7 +173,9 @@ export async function openMysqlEnv(mutation?: Mutation): Promise<PropertyEnv> {
     statements,
     workers,
     plain,
-    reset: async () => void (await admin.query(`DELETE FROM ${tablePrefix}jobs`)),
+    reset: async () => {
+      for (const t of RESET_TABLES) await admin.query(`DELETE FROM ${tablePrefix}${t}`);
+    },
     cancelBlocked: async () => {
       for (const w of workers) {
         const id = statements.connectionId(w.label);

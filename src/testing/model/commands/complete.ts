@@ -11,13 +11,12 @@ export class CompleteCommand implements AsyncCommand<ModelState, RealSystem> {
     return m.store.jobs.size > 0;
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
-    const id = m.pickJob(this.jobPick)!;
-    const leaseToken = m.pickToken(id, this.tokenPick);
+    const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const got = await r.adapter.complete({ id, leaseToken, now: m.now });
     expectSame(`complete(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "complete", leaseToken, now: m.now }), got);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
-    return `complete(job ${this.jobPick}, token ${this.tokenPick})`;
+    return `complete(job ${this.jobPick}, ${this.tokenPick < 0 ? "its current token" : `token ${this.tokenPick}`})`;
   }
 }

@@ -30,6 +30,22 @@ export class ModelState {
     return all.length === 0 || pick >= all.length * 2 ? "L-never" : all[pick % all.length]!;
   }
 
+  /**
+   * The job and token a lease-fenced command uses. `tokenPick` −1 means "a
+   * running job with its current token" (the `jobPick`-th running job), so
+   * that completions and failures actually free slots; otherwise the
+   * `jobPick`-th job with `pickToken`.
+   */
+  pickLeased(jobPick: number, tokenPick: number): { id: number; leaseToken: string } {
+    if (tokenPick < 0) {
+      const running = [...this.store.jobs.values()].filter((j) => j.state === "running").sort((a, b) => a.id - b.id);
+      const j = running[jobPick % Math.max(1, running.length)];
+      if (j) return { id: j.id, leaseToken: j.leaseToken! };
+    }
+    const id = this.pickJob(jobPick)!;
+    return { id, leaseToken: this.pickToken(id, Math.max(0, tokenPick)) };
+  }
+
   recordToken(id: number, token: string): void {
     const all = this.tokens.get(id) ?? [];
     all.push(token);

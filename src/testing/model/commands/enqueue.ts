@@ -7,6 +7,9 @@ export interface EnqueueSpec {
   /** 0 = ready now; otherwise scheduled `delayMs` ahead. */
   delayMs: number;
   maxAttempts: number;
+  task: string;
+  /** A concurrency key (its limit and onConflict), or null. */
+  concurrency: { key: string; limit: number; onConflict: "block" | "discard" } | null;
 }
 
 /** enqueue(jobs): all stored in one transaction, in input order. */
@@ -17,7 +20,7 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const jobs = this.jobs.map((j) => ({
-      task: "t",
+      task: j.task,
       queue: j.queue,
       payload: "{}",
       state: j.delayMs > 0 ? ("scheduled" as const) : ("ready" as const),
@@ -25,6 +28,7 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
       runAt: m.now + j.delayMs,
       maxAttempts: j.maxAttempts,
       backoff: null,
+      concurrency: j.concurrency,
     }));
     const got = await r.adapter.enqueue({ jobs, now: m.now });
     const modelled = m.store.enqueue(jobs, got.map((g) => g.id), m.now);
@@ -32,6 +36,7 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
-    return `enqueue(${this.jobs.map((j) => `${j.queue}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}`).join(", ")})`;
+    const key = (j: EnqueueSpec) => (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "");
+    return `enqueue(${this.jobs.map((j) => `${j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
   }
 }

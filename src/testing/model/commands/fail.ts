@@ -13,14 +13,13 @@ export class FailCommand implements AsyncCommand<ModelState, RealSystem> {
     return m.store.jobs.size > 0;
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
-    const id = m.pickJob(this.jobPick)!;
-    const leaseToken = m.pickToken(id, this.tokenPick);
+    const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const params = { id, leaseToken, now: m.now, error: "boom", retryAt: this.retryInMs === null ? null : m.now + this.retryInMs };
     const got = await r.adapter.fail(params);
     expectSame(`fail(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "fail", ...params }), got);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
-    return `fail(job ${this.jobPick}, token ${this.tokenPick}, ${this.retryInMs === null ? "bury" : `retry +${this.retryInMs}ms`})`;
+    return `fail(job ${this.jobPick}, ${this.tokenPick < 0 ? "its current token" : `token ${this.tokenPick}`}, ${this.retryInMs === null ? "bury" : `retry +${this.retryInMs}ms`})`;
   }
 }

@@ -12,14 +12,13 @@ export class HeartbeatCommand implements AsyncCommand<ModelState, RealSystem> {
     return m.store.jobs.size > 0;
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
-    const id = m.pickJob(this.jobPick)!;
-    const leaseToken = m.pickToken(id, this.tokenPick);
+    const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const params = { id, leaseToken, now: m.now, leaseExpiresAt: m.now + this.extendMs };
     const got = await r.adapter.heartbeat(params);
     expectSame(`heartbeat(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "heartbeat", ...params }), got);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
-    return `heartbeat(job ${this.jobPick}, token ${this.tokenPick}, +${this.extendMs}ms)`;
+    return `heartbeat(job ${this.jobPick}, ${this.tokenPick < 0 ? "its current token" : `token ${this.tokenPick}`}, +${this.extendMs}ms)`;
   }
 }
