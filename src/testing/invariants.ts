@@ -34,6 +34,10 @@ export interface OperationEvent {
    * move (stage, stageBlocked, unblock at `now`) happen inside the call.
    */
   admits?: { now: number; keys: "all" | string[] };
+  /** For an enqueue: the stored records (their state is the admission's decision). */
+  created?: JobRecord[];
+  /** For a queue control change: what it set. */
+  control?: { queue: string; paused: boolean };
 }
 
 /** A handler run: it starts after its claim returned and ends before its outcome is written. */
@@ -56,6 +60,15 @@ export interface RunRecord {
   /** Every job's row after the run. */
   readonly final: readonly JobRecord[];
   readonly history: readonly HistoryEvent[];
+  /** The key limits and caps, fixed for the whole run, and the queues paused at its start. */
+  readonly limits?: RunLimits;
+}
+
+export interface RunLimits {
+  readonly keys: Readonly<Record<string, number>>;
+  readonly queueCaps: Readonly<Record<string, number>>;
+  readonly taskCaps: Readonly<Record<string, number>>;
+  readonly pausedAtStart: readonly string[];
 }
 
 /** One named check. Returns human-readable violations (empty when it holds). */
@@ -167,12 +180,132 @@ export const historyInvariants: Invariant[] = [
   {
     id: "L1",
     name: "linearizable: per job, some sequential order of the accepted and rejected writes, consistent with real time, explains every result and the final row",
-    check: (run) => run.initial.flatMap((j) => linearizeJob(j, run)),
+    check: (run) => [
+      ...run.initial.flatMap((j) => linearizeJob(j, run)),
+      // A job enqueued during the run starts from the row its enqueue returned (admitted, blocked or discarded).
+      ...operations(run).flatMap((o) => (o.created ?? []).flatMap((j) => linearizeJob(j, run, o.start))),
+    ],
+  },
+];
+
+const SLOT_HOLDERS: readonly string[] = ["ready", "running"];
+
+/**
+ * Jobs definitely running at logical time `t`: returned by a claim that
+ * ended by `t` (or running at the start), and no accepted write that could
+ * have ended that run (complete, fail, release, expire, cancel, with any
+ * token) started by `t`. Conservative: a job counted here was running at
+ * `t` in every linearization.
+ */
+function runningAt(run: RunRecord, t: number): JobRecord[] {
+  const ops = operations(run);
+  const leaving = (id: number, after: number) =>
+    ops.some((o) => o.end > after && o.start <= t && o.effects.some((e) => e.id === id && e.op.kind !== "claim" && e.op.kind !== "heartbeat" && e.result !== null));
+  const out = new Map<number, JobRecord>();
+  for (const j of run.initial) if (j.state === "running" && !leaving(j.id, 0)) out.set(j.id, j);
+  for (const o of ops) {
+    if (o.name !== "claim" || o.end > t) continue;
+    for (const e of o.effects) if (e.result !== null && !leaving(e.id, o.start)) out.set(e.id, e.result);
+  }
+  return [...out.values()];
+}
+
+/** At every claim's end, the jobs definitely running, grouped by `group`, never exceed `limitOf`. */
+function neverAbove(run: RunRecord, what: string, group: (j: JobRecord) => string | null, limitOf: (g: string) => number | undefined): string[] {
+  const out: string[] = [];
+  for (const c of operations(run)) {
+    if (c.name !== "claim" || c.error !== undefined || c.effects.length === 0) continue;
+    const counts = new Map<string, number[]>();
+    for (const j of runningAt(run, c.end)) {
+      const g = group(j);
+      if (g !== null) counts.set(g, [...(counts.get(g) ?? []), j.id]);
+    }
+    for (const [g, ids] of counts) {
+      const limit = limitOf(g);
+      if (limit !== undefined && ids.length > limit && c.effects.some((e) => ids.includes(e.id))) {
+        out.push(`when ${c.label} returned, ${what} ${JSON.stringify(g)} had ${ids.length} running jobs [${ids.join(",")}], limit ${limit}`);
+      }
+    }
+  }
+  return out;
+}
+
+/** Concurrency keys, caps and pause: cross-job rules, checked on the whole history and the final rows. */
+export const controlInvariants: Invariant[] = [
+  {
+    id: "I2",
+    name: "per key, admitted (ready + running) jobs never exceed the limit after the run, and no claim makes running jobs exceed it",
+    check: (run) => {
+      const keys = run.limits?.keys;
+      if (!keys) return [];
+      const out: string[] = [];
+      for (const [key, limit] of Object.entries(keys)) {
+        const holders = run.final.filter((j) => j.concurrencyKey === key && SLOT_HOLDERS.includes(j.state));
+        if (holders.length > limit) out.push(`key ${key} ends with ${holders.length} admitted jobs [${holders.map((j) => `#${j.id} ${j.state}`).join(", ")}], limit ${limit}`);
+      }
+      return [...out, ...neverAbove(run, "key", (j) => j.concurrencyKey, (k) => keys[k])];
+    },
+  },
+  {
+    id: "I3",
+    name: "per queue and per task cap: running jobs never exceed the cap after the run, nor when any claim returns (the union of concurrent claims included)",
+    check: (run) => {
+      const l = run.limits;
+      if (!l) return [];
+      const out: string[] = [];
+      for (const [queue, cap] of Object.entries(l.queueCaps)) {
+        const n = run.final.filter((j) => j.queue === queue && j.state === "running").length;
+        if (n > cap) out.push(`queue ${queue} ends with ${n} running jobs, cap ${cap}`);
+      }
+      for (const [task, cap] of Object.entries(l.taskCaps)) {
+        const n = run.final.filter((j) => j.task === task && j.state === "running").length;
+        if (n > cap) out.push(`task ${task} ends with ${n} running jobs, cap ${cap}`);
+      }
+      return [...out, ...neverAbove(run, "queue", (j) => j.queue, (q) => l.queueCaps[q]), ...neverAbove(run, "task", (j) => j.task, (t) => l.taskCaps[t])];
+    },
+  },
+  {
+    id: "I4",
+    name: "no lost wakeup (I4/I10): after the run, no job is blocked while its key has room",
+    check: (run) => {
+      const keys = run.limits?.keys;
+      if (!keys) return [];
+      const out: string[] = [];
+      for (const [key, limit] of Object.entries(keys)) {
+        const mine = run.final.filter((j) => j.concurrencyKey === key);
+        const holders = mine.filter((j) => SLOT_HOLDERS.includes(j.state)).length;
+        const blocked = mine.filter((j) => j.state === "blocked");
+        if (blocked.length > 0 && holders < limit) out.push(`key ${key} (limit ${limit}) ends with ${holders} admitted and blocked [${blocked.map((j) => `#${j.id}`).join(", ")}]`);
+      }
+      return out;
+    },
+  },
+  {
+    id: "P1",
+    name: "pause: no claim returns a job of a queue that was paused before the claim started (and not resumed before it ended)",
+    check: (run) => {
+      const l = run.limits;
+      if (!l) return [];
+      const ops = operations(run);
+      const out: string[] = [];
+      for (const c of ops) {
+        if (c.name !== "claim") continue;
+        for (const e of c.effects) {
+          const queue = e.result?.queue;
+          if (queue === undefined) continue;
+          const resumed = ops.some((o) => o.name === "resume" && o.error === undefined && o.control?.queue === queue && o.start < c.end);
+          if (resumed) continue;
+          const pausedBy = l.pausedAtStart.includes(queue) ? "the setup" : ops.find((o) => o.name === "pause" && o.error === undefined && o.control?.queue === queue && o.end < c.start)?.label;
+          if (pausedBy) out.push(`${c.label} returned job #${e.id} of queue ${queue}, paused by ${pausedBy}`);
+        }
+      }
+      return out;
+    },
   },
 ];
 
 /** Every invariant the implemented features cover. Later features append theirs. */
-export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants];
+export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants];
 
 /** Runs `invariants` on a run: one line per violation, prefixed by the invariant's id. */
 export function checkInvariants(run: RunRecord, invariants: readonly Invariant[] = allInvariants): string[] {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
-import type { HandlerEvent, HistoryEvent, OperationEvent, RunRecord } from "../invariants.ts";
+import type { HandlerEvent, HistoryEvent, OperationEvent, RunLimits, RunRecord } from "../invariants.ts";
 import type { JobOp } from "../model/model.ts";
 import type { StatementScheduler, ReleasedStatement } from "./scheduled-dialect.ts";
 
@@ -23,6 +23,30 @@ export interface JobSetup {
   readonly start: JobStart;
   readonly priority: number;
   readonly maxAttempts: number;
+  /** Index into QUEUES: qa may be capped, qb may start paused, qc is plain. */
+  readonly queue: number;
+  readonly task: string;
+  /** A concurrency key (its limit is the scenario's), or null. */
+  readonly key: string | null;
+}
+
+/** The queues of a scenario; every claim asks for all of them. */
+export const QUEUES = ["qa", "qb", "qc"] as const;
+export const TASKS = ["t", "u"] as const;
+export const KEYS = ["k1", "k2"] as const;
+/** The queue whose pause the scenario and the pause/resume steps toggle. */
+export const PAUSABLE = "qb";
+
+/** Stored controls and key limits, fixed for the run (only qb's pause changes). */
+export interface ScenarioControls {
+  /** Limit per key, 1–2 (every enqueue of the key uses it). */
+  readonly keyLimits: Readonly<Record<string, number>>;
+  /** qa's cap, or null. */
+  readonly capA: number | null;
+  /** task u's cap, or null. */
+  readonly capU: number | null;
+  /** qb paused at the start. */
+  readonly pausedB: boolean;
 }
 
 /** What a handler does with a job it holds. "crash" writes nothing (the lease will expire). */
@@ -33,7 +57,11 @@ export type WorkerStep =
   /** Acts on a job set up as running, with the lease token it was set up with (a live worker or a zombie). */
   | { readonly kind: "hold"; readonly job: number; readonly outcome: Outcome }
   | { readonly kind: "sweep" }
-  | { readonly kind: "cancel"; readonly job: number };
+  | { readonly kind: "cancel"; readonly job: number }
+  /** Enqueues one ready job (racing claims, completions and other enqueues of its key). */
+  | { readonly kind: "enqueue"; readonly queue: number; readonly task: string; readonly key: string | null; readonly priority: number }
+  /** Pauses or resumes qb. */
+  | { readonly kind: "pause"; readonly paused: boolean };
 
 export interface WorkerProgram {
   readonly skew: number;
@@ -42,20 +70,37 @@ export interface WorkerProgram {
 
 export interface Scenario {
   readonly jobs: readonly JobSetup[];
+  readonly controls: ScenarioControls;
   readonly workers: readonly WorkerProgram[];
 }
 
 const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "crash");
+const keyArb = fc.constantFrom<string | null>(null, null, "k1", "k1", "k2");
 
-/** Random scenarios: 1–4 jobs, 2–`maxWorkers` workers of 1–2 steps each. */
+/**
+ * Random scenarios: 1–4 jobs (some keyed, in three queues, two tasks),
+ * controls (key limits 1–2, a cap on qa, a cap on task u, qb paused or
+ * not), 2–`maxWorkers` workers of 1–2 steps each.
+ */
 export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
   return fc.integer({ min: 1, max: 4 }).chain((n) => {
     const job = fc.nat({ max: n - 1 });
     const step: fc.Arbitrary<WorkerStep> = fc.oneof(
-      { weight: 4, arbitrary: fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome }) },
+      { weight: 5, arbitrary: fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome }) },
       { weight: 3, arbitrary: fc.record({ kind: fc.constant("hold" as const), job, outcome }) },
       { weight: 2, arbitrary: fc.record({ kind: fc.constant("sweep" as const) }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), job }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant("enqueue" as const),
+          queue: fc.nat({ max: QUEUES.length - 1 }),
+          task: fc.constantFrom(...TASKS),
+          key: keyArb,
+          priority: fc.integer({ min: 0, max: 1 }),
+        }),
+      },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant("pause" as const), paused: fc.boolean() }) },
     );
     return fc.record({
       jobs: fc.array(
@@ -63,9 +108,18 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
           start: fc.constantFrom<JobStart>("ready", "ready", "future", "running-live", "running-live", "running-expired"),
           priority: fc.integer({ min: 0, max: 1 }),
           maxAttempts: fc.integer({ min: 1, max: 2 }),
+          queue: fc.nat({ max: QUEUES.length - 1 }),
+          task: fc.constantFrom(...TASKS),
+          key: keyArb,
         }),
         { minLength: n, maxLength: n },
       ),
+      controls: fc.record({
+        keyLimits: fc.record({ k1: fc.integer({ min: 1, max: 2 }), k2: fc.integer({ min: 1, max: 2 }) }),
+        capA: fc.constantFrom<number | null>(null, 1, 1, 2),
+        capU: fc.constantFrom<number | null>(null, null, 1),
+        pausedB: fc.boolean(),
+      }),
       workers: fc.array(fc.record({ skew: fc.constantFrom(...SKEWS), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), {
         minLength: 2,
         maxLength: maxWorkers,
@@ -92,42 +146,83 @@ export interface ScheduleEnv {
   cancelBlocked(): Promise<void>;
 }
 
+/** Operations whose accepted write may free a key slot (complete, retry/bury, expire, cancel): they rebalance the key. */
+const FREEING = new Set(["complete", "fail", "expire", "cancel"]);
+
 export interface ScheduleRun {
   readonly record: RunRecord;
   readonly released: readonly ReleasedStatement[];
   readonly timedOut: boolean;
 }
 
-const queueOf = (i: number) => `q${i}`;
+/** The stored key spec of a job: the scenario's limit, blocking. */
+function concurrencyOf(key: string | null, c: ScenarioControls) {
+  return key === null ? null : { key, limit: c.keyLimits[key] ?? 1, onConflict: "block" as const };
+}
 
-/** Sets the jobs up (ungated) as the scenario says; returns their ids and the lease tokens of the running ones. */
+/**
+ * Sets the jobs up (ungated) as the scenario says; returns their ids and the
+ * lease tokens of the running ones. Running jobs are enqueued and claimed
+ * first, one at a time (each is then its queue's only ready job); a keyed
+ * one its key did not admit stays as stored (blocked) and has no token, and
+ * so does one beyond qa's or task u's cap (it stays ready). The
+ * other jobs follow in one batch, then the controls are stored.
+ */
 async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: number[]; tokens: (string | null)[] }> {
   await env.reset();
-  const jobs = scenario.jobs.map((j, i) => ({
-    task: "t",
-    queue: queueOf(i),
+  const c = scenario.controls;
+  const newJob = (j: JobSetup) => ({
+    task: j.task,
+    queue: QUEUES[j.queue]!,
     payload: "{}",
     state: j.start === "future" ? ("scheduled" as const) : ("ready" as const),
     priority: j.priority,
     runAt: j.start === "future" ? T0 + LEASE_MS : T0 - 3 * LEASE_MS,
     maxAttempts: j.maxAttempts,
     backoff: null,
-  }));
-  const stored = await env.plain.enqueue({ jobs, now: T0 - 3 * LEASE_MS });
-  const tokens: (string | null)[] = [];
+    concurrency: concurrencyOf(j.key, c),
+  });
+  const ids: number[] = new Array(scenario.jobs.length);
+  const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);
+  // The run starts within the caps: a running job beyond qa's or task u's cap is set up ready instead (no token).
+  const toRun = new Set<number>();
   for (const [i, j] of scenario.jobs.entries()) {
-    if (j.start !== "running-live" && j.start !== "running-expired") {
-      tokens.push(null);
-      continue;
-    }
+    if (j.start !== "running-live" && j.start !== "running-expired") continue;
+    const running = (f: (x: JobSetup) => boolean) => [...toRun].filter((k) => f(scenario.jobs[k]!)).length;
+    if (j.queue === 0 && c.capA !== null && running((x) => x.queue === 0) >= c.capA) continue;
+    if (j.task === "u" && c.capU !== null && running((x) => x.task === "u") >= c.capU) continue;
+    toRun.add(i);
+  }
+  for (const i of toRun) {
+    const j = scenario.jobs[i]!;
+    const [stored] = await env.plain.enqueue({ jobs: [newJob(j)], now: T0 - 3 * LEASE_MS });
+    ids[i] = stored!.id;
+    if (stored!.state !== "ready") continue;
     const live = j.start === "running-live";
     const now = live ? T0 : T0 - 2 * LEASE_MS;
     const token = `pre${i}`;
-    const got = await env.plain.claim({ queues: [queueOf(i)], limit: 1, now, leaseToken: token, leaseExpiresAt: now + LEASE_MS });
-    if (got.length !== 1) throw new Error(`setup: could not put job ${i} in running`);
-    tokens.push(token);
+    const got = await env.plain.claim({ queues: [QUEUES[j.queue]!], limit: 1, now, leaseToken: token, leaseExpiresAt: now + LEASE_MS });
+    if (got.length !== 1 || got[0]!.id !== stored!.id) throw new Error(`setup: could not put job ${i} in running`);
+    tokens[i] = token;
   }
-  return { ids: stored.map((s) => s.id), tokens };
+  const rest = scenario.jobs.map((j, i) => ({ j, i })).filter(({ i }) => !toRun.has(i));
+  const stored = await env.plain.enqueue({ jobs: rest.map(({ j }) => newJob(j)), now: T0 - 3 * LEASE_MS });
+  rest.forEach(({ i }, k) => (ids[i] = stored[k]!.id));
+  if (c.capA !== null) await env.plain.setQueueControl({ queue: "qa", maxRunning: c.capA });
+  if (c.pausedB) await env.plain.setQueueControl({ queue: PAUSABLE, paused: true });
+  if (c.capU !== null) await env.plain.setTaskControl({ task: "u", maxRunning: c.capU });
+  return { ids, tokens };
+}
+
+/** The fixed limits of a scenario, for the invariants. */
+function limitsOf(scenario: Scenario): RunLimits {
+  const c = scenario.controls;
+  return {
+    keys: { ...c.keyLimits },
+    queueCaps: c.capA === null ? {} : { qa: c.capA },
+    taskCaps: c.capU === null ? {} : { u: c.capU },
+    pausedAtStart: c.pausedB ? [PAUSABLE] : [],
+  };
 }
 
 /**
@@ -148,7 +243,10 @@ export async function runScenario(
   const history: HistoryEvent[] = [];
   let clock = 0;
   const tick = () => ++clock;
-  const queues = scenario.jobs.map((_, i) => queueOf(i));
+  const queues = [...QUEUES];
+  /** Every job known to this run (set up, or enqueued by a step so far), by id. */
+  const known = new Map(initial.map((j) => [j.id, j]));
+  const keyOf = (id: number) => known.get(id)?.concurrencyKey ?? null;
   const statements = env.statements;
 
   const runWorker = async (w: WorkerProgram, index: number): Promise<void> => {
@@ -159,7 +257,8 @@ export async function runScenario(
       name: string,
       detail: string,
       call: () => Promise<T>,
-      effects: (r: T) => OperationEvent["effects"],
+      /** The per-job effects of the result; may also annotate the event (created jobs, admissions, control changes). */
+      effects: (r: T, event: OperationEvent) => OperationEvent["effects"],
       limit?: number,
     ): Promise<T | undefined> => {
       const opLabel = `${name}#${++seq}${detail}`;
@@ -180,7 +279,12 @@ export async function runScenario(
       try {
         const r = await call();
         event.end = tick();
-        event.effects = effects(r);
+        event.effects = effects(r, event);
+        // An accepted write that frees a slot rebalances the job's key in its transaction.
+        if (FREEING.has(name)) {
+          const keys = [...new Set(event.effects.filter((e) => e.result !== null).map((e) => keyOf(e.id)).filter((k): k is string => k !== null))];
+          if (keys.length > 0) event.admits = { now, keys };
+        }
         return r;
       } catch (error) {
         event.end = tick();
@@ -202,7 +306,7 @@ export async function runScenario(
         const op = { kind: "complete" as const, now, leaseToken };
         result = await operation("complete", ` #${id}`, () => adapter.complete({ id, ...op }), one(id, op));
       } else if (what === "fail") {
-        const job = initial.find((j) => j.id === id);
+        const job = known.get(id);
         // The attempt that failed is the one this lease started; bury on the last one.
         const current = await peekAttempt(history, id, leaseToken, job);
         const op = { kind: "fail" as const, now, leaseToken, error: "boom", retryAt: current >= (job?.maxAttempts ?? 1) ? null : now };
@@ -236,10 +340,44 @@ export async function runScenario(
           const op = { kind: "expire" as const, now, leaseToken: j.leaseToken!, error: "lease expired", retryAt: j.attempt >= j.maxAttempts ? null : now };
           await operation("expire", ` #${j.id}`, () => adapter.expire({ id: j.id, ...op }), one(j.id, op));
         }
-      } else {
+      } else if (step.kind === "cancel") {
         const id = ids[step.job]!;
         const op = { kind: "cancel" as const, now };
         await operation("cancel", ` #${id}`, () => adapter.cancel({ id, now }), one(id, op));
+      } else if (step.kind === "enqueue") {
+        const job = {
+          task: step.task,
+          queue: QUEUES[step.queue]!,
+          payload: "{}",
+          state: "ready" as const,
+          priority: step.priority,
+          runAt: now,
+          maxAttempts: 2,
+          backoff: null,
+          concurrency: concurrencyOf(step.key, scenario.controls),
+        };
+        await operation(
+          "enqueue",
+          ` ${job.queue}/${job.task}${step.key ? `/${step.key}` : ""}`,
+          () => adapter.enqueue({ jobs: [job], now }),
+          (stored, e) => {
+            for (const r of stored) known.set(r.id, r);
+            e.created = stored;
+            // The enqueue rebalances its key (under the key's lock) before inserting.
+            if (step.key !== null) e.admits = { now, keys: [step.key] };
+            return [];
+          },
+        );
+      } else {
+        await operation(
+          step.paused ? "pause" : "resume",
+          ` ${PAUSABLE}`,
+          () => adapter.setQueueControl({ queue: PAUSABLE, paused: step.paused }),
+          (_r, e) => {
+            e.control = { queue: PAUSABLE, paused: step.paused };
+            return [];
+          },
+        );
       }
     }
   };
@@ -263,7 +401,7 @@ export async function runScenario(
   }
   const released = [...statements.released];
   const final = await env.plain.list({ limit: 1_000 });
-  return { record: { initial, final, history }, released, timedOut };
+  return { record: { initial, final, history, limits: limitsOf(scenario) }, released, timedOut };
 }
 
 /** The attempt number a lease started: from the claim that returned it, else the setup row. */
@@ -277,12 +415,25 @@ async function peekAttempt(history: readonly HistoryEvent[], id: number, leaseTo
 
 /** A scenario as readable lines (printed with a failure). */
 export function describeScenario(s: Scenario): string {
-  const jobs = s.jobs.map((j, i) => `job ${i}: ${j.start}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`);
-  const workers = s.workers.map(
-    (w, i) =>
-      `w${i + 1} (clock T0+${w.skew}): ${w.steps
-        .map((st) => (st.kind === "claim" ? `claim ≤${st.limit} → ${st.outcome}` : st.kind === "hold" ? `hold job ${st.job} → ${st.outcome}` : st.kind === "sweep" ? "sweep" : `cancel job ${st.job}`))
-        .join(", ")}`,
-  );
-  return [...jobs, ...workers].join("\n");
+  const c = s.controls;
+  const controls = `controls: key limits ${Object.entries(c.keyLimits).map(([k, l]) => `${k}≤${l}`).join(" ")}; qa cap ${c.capA ?? "none"}; task u cap ${c.capU ?? "none"}; qb ${c.pausedB ? "paused" : "running"}`;
+  const jobs = s.jobs.map((j, i) => `job ${i}: ${j.start}, ${QUEUES[j.queue]}/${j.task}${j.key ? `/${j.key}` : ""}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`);
+  const step = (st: WorkerStep): string => {
+    switch (st.kind) {
+      case "claim":
+        return `claim ≤${st.limit} → ${st.outcome}`;
+      case "hold":
+        return `hold job ${st.job} → ${st.outcome}`;
+      case "sweep":
+        return "sweep";
+      case "cancel":
+        return `cancel job ${st.job}`;
+      case "enqueue":
+        return `enqueue ${QUEUES[st.queue]}/${st.task}${st.key ? `/${st.key}` : ""} p${st.priority}`;
+      case "pause":
+        return `${st.paused ? "pause" : "resume"} ${PAUSABLE}`;
+    }
+  };
+  const workers = s.workers.map((w, i) => `w${i + 1} (clock T0+${w.skew}): ${w.steps.map(step).join(", ")}`);
+  return [controls, ...jobs, ...workers].join("\n");
 }
