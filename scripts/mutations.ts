@@ -37,7 +37,10 @@ async function runOne(mutation: Mutation, adapter: TargetName): Promise<Row> {
   try {
     if (!mutation.appliesTo(env.capabilities)) return { ...base, verdict: "n/a", by: mutation.notApplicableBecause ?? "", runs: "", seconds: "" };
     const started = Date.now();
-    const model = await checkModel(env, { numRuns: propertyRuns(DEFAULT_MODEL_RUNS), endOnFailure: true });
+    // A schedules-only mutation skips the model test (see Mutation.schedulesOnly); it then counts 0 model runs.
+    const model = mutation.schedulesOnly
+      ? { failed: false, numRuns: 0, errorInstance: null }
+      : await checkModel(env, { numRuns: propertyRuns(DEFAULT_MODEL_RUNS), endOnFailure: true });
     if (model.failed) {
       return { ...base, verdict: "caught", by: "model", runs: String(model.numRuns), seconds: secs(started), detail: firstViolation(model) };
     }
@@ -105,6 +108,11 @@ async function main(): Promise<void> {
   if (na.length > 0) {
     console.log("\nNot applicable:");
     for (const m of new Set(na.map((r) => r.mutation))) console.log(`- ${m} on ${na.filter((r) => r.mutation === m).map((r) => r.adapter).join(", ")}: ${MUTATIONS.find((x) => x.id === m)?.notApplicableBecause}`);
+  }
+  const schedulesOnly = mutations.filter((m) => m.schedulesOnly);
+  if (schedulesOnly.length > 0) {
+    console.log("\nSchedules only (model test skipped):");
+    for (const m of schedulesOnly) console.log(`- ${m.id}: ${m.schedulesOnly}`);
   }
   const survived = rows.filter((r) => r.verdict === "SURVIVED");
   const skipped = rows.filter((r) => r.verdict === "skipped");

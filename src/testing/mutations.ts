@@ -1,6 +1,13 @@
 import {
+  AliasNode,
+  IdentifierNode,
+  LimitNode,
   OperationNodeTransformer,
+  OrActionNode,
+  SelectionNode,
+  ValueNode,
   WhereNode,
+  type InsertQueryNode,
   type Dialect,
   type KyselyPlugin,
   type OperationNode,
@@ -31,6 +38,12 @@ export interface Mutation {
   readonly notApplicableBecause?: string;
   readonly plugins?: () => KyselyPlugin[];
   readonly wrapDialect?: (d: Dialect) => Dialect;
+  /**
+   * Set when the mutation also changes sequential behaviour that the model
+   * test would flag for a reason other than the removed protection; the
+   * runner then skips the model test and only the concurrent schedules judge.
+   */
+  readonly schedulesOnly?: string;
 }
 
 /** The capabilities a mutation may depend on (KyselyAdapter's getters). */
@@ -107,13 +120,55 @@ const DUE: PredicateShape = { column: "run_at", operator: "<=" };
 const LEASE_TOKEN: PredicateShape = { column: "lease_token", operator: "=" };
 const LEASE_EXPIRED: PredicateShape = { column: "lease_expires_at", operator: "<=" };
 
-/** The claim's candidate SELECT and its UPDATE both carry the "due" fence (`run_at <= now`); nothing else does. */
-const isClaimSelect = (n: SelectQueryNode) => hasPredicate(n.where, DUE) && hasPredicate(n.where, STATE_IN);
-const isClaimUpdate = (n: UpdateQueryNode) => hasPredicate(n.where, DUE);
+const QUEUE_IN: PredicateShape = { column: "queue", operator: "in" };
+const NAME_IN: PredicateShape = { column: "name", operator: "in" };
+const ID_EQ: PredicateShape = { column: "id", operator: "=" };
+const STATE_EQ: PredicateShape = { column: "state", operator: "=" };
+
+/** The (unqualified) table a query reads or writes, by name suffix: "jobs", "concurrency_keys", "queues", "tasks". */
+function tableName(node: OperationNode | undefined): string {
+  if (!node) return "";
+  if (node.kind === "TableNode") return (node as unknown as { table: { identifier: { name: string } } }).table.identifier.name;
+  if (node.kind === "AliasNode") return tableName((node as unknown as { node: OperationNode }).node);
+  return "";
+}
+const fromTable = (n: SelectQueryNode) => tableName(n.from?.froms[0]);
+const isTable = (name: string, table: "jobs" | "concurrency_keys" | "queues" | "tasks") => name === table || name.endsWith(`_${table}`);
+
+function selectsOnly(n: SelectQueryNode, column: string): boolean {
+  const sel = n.selections ?? [];
+  return sel.length === 1 && columnName(sel[0]!.selection as OperationNode) === column;
+}
+function updatesColumn(n: UpdateQueryNode, column: string): boolean {
+  return (n.updates ?? []).some((u) => columnName(u.column) === column);
+}
+const withoutRowLocks = (n: SelectQueryNode): SelectQueryNode => ({
+  ...n,
+  endModifiers: n.endModifiers?.filter((m) => m.modifier !== "ForUpdate" && m.modifier !== "SkipLocked"),
+});
+/** `LIMIT 0`: the SELECT returns no row. */
+const noRows = (n: SelectQueryNode): SelectQueryNode => ({ ...n, limit: LimitNode.create(ValueNode.createImmediate(0)) });
+
+/** Claim's candidate SELECT: ready jobs of a group of queues (`state IN … AND queue IN …`); nothing else filters by `queue IN`. */
+const isClaimSelect = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, STATE_IN) && hasPredicate(n.where, QUEUE_IN);
+/** Claim's UPDATE: the only write that sets state running AND the attempt (a heartbeat sets state running, not the attempt). */
+const isClaimUpdate = (n: UpdateQueryNode) => setsState(n) === "running" && updatesColumn(n, "attempt");
+/** Staging's reads and writes of unkeyed due jobs, and a keyed job's stage/stageBlocked write: the only ones fenced by `run_at <= now` at top level. */
+const isStageSelect = (n: SelectQueryNode) => hasPredicate(n.where, DUE) && hasPredicate(n.where, STATE_IN);
+const isStageUpdate = (n: UpdateQueryNode) => hasPredicate(n.where, DUE);
+/** The key lock: `SELECT name FROM concurrency_keys WHERE name = ? FOR UPDATE`. */
+const isKeyLock = (n: SelectQueryNode) => isTable(fromTable(n), "concurrency_keys");
+/** A slot-freeing write's first statement: `SELECT concurrency_key FROM jobs WHERE id = ?` (which key to lock and rebalance). */
+const isFreeingKeyRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && selectsOnly(n, "concurrency_key") && hasPredicate(n.where, ID_EQ);
+/** A cap's count: `SELECT count(*) FROM jobs WHERE queue|task = ? AND state = 'running'` (key holders are counted with `state IN`). */
+const isRunningCount = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, STATE_EQ);
+/** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
+const isControlRead = (n: SelectQueryNode) => (isTable(fromTable(n), "queues") || isTable(fromTable(n), "tasks")) && hasPredicate(n.where, NAME_IN);
 
 interface Rewrite {
   select?: (n: SelectQueryNode) => SelectQueryNode;
   update?: (n: UpdateQueryNode) => UpdateQueryNode;
+  insert?: (n: InsertQueryNode) => InsertQueryNode;
 }
 
 class RewriteTransformer extends OperationNodeTransformer {
@@ -128,9 +183,13 @@ class RewriteTransformer extends OperationNodeTransformer {
     const t = super.transformUpdateQuery(node);
     return this.rewrite.update ? this.rewrite.update(t) : t;
   }
+  protected override transformInsertQuery(node: InsertQueryNode): InsertQueryNode {
+    const t = super.transformInsertQuery(node);
+    return this.rewrite.insert ? this.rewrite.insert(t) : t;
+  }
 }
 
-/** A kysely plugin that rewrites SELECTs and UPDATEs (nested ones too, e.g. inside a CTE). */
+/** A kysely plugin that rewrites SELECTs, UPDATEs and INSERTs (nested ones too, e.g. inside a CTE). */
 export function rewritePlugin(rewrite: Rewrite): KyselyPlugin {
   const transformer = new RewriteTransformer(rewrite);
   return {
@@ -185,13 +244,15 @@ export const MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
-    id: "claim-not-due",
-    description: "claim without the `run_at <= now` fence: claims jobs scheduled in the future",
+    id: "stage-not-due",
+    description:
+      "staging (which every claim runs first) without the `run_at <= now` fence: a job scheduled in the future is admitted, then claimed " +
+      "(replaces claim-not-due: claim itself is ready → running now, the due fence moved to staging)",
     appliesTo: everywhere,
     plugins: () => [
       rewritePlugin({
-        select: (n) => (isClaimSelect(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
-        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
+        select: (n) => (isStageSelect(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
+        update: (n) => (isStageUpdate(n) ? { ...n, where: stripWhere(n.where, [DUE]) } : n),
       }),
     ],
   },
@@ -204,17 +265,14 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "claim-unlocked-no-recheck",
     description:
-      "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state/due re-check " +
+      "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state re-check " +
       "(either alone is backed by the other: the re-check after a lock wait, or the lock): two claimers take the same job",
     appliesTo: (a) => a.supportsSkipLocked,
     notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process mutex) serializes every claim",
     plugins: () => [
       rewritePlugin({
-        select: (n) =>
-          isClaimSelect(n)
-            ? { ...n, endModifiers: n.endModifiers?.filter((m) => m.modifier !== "ForUpdate" && m.modifier !== "SkipLocked") }
-            : n,
-        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN, DUE]) } : n),
+        select: (n) => (isClaimSelect(n) ? withoutRowLocks(n) : n),
+        update: (n) => (isClaimUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
       }),
     ],
   },
@@ -241,6 +299,68 @@ export const MUTATIONS: readonly Mutation[] = [
     notApplicableBecause:
       "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the adapter, not the driver",
     wrapDialect: withoutTransactions,
+  },
+  {
+    id: "admission-unlocked",
+    description:
+      "admission without the key's lock: the key-lock SELECT loses `FOR UPDATE` AND the enqueue's key upsert no longer locks the row " +
+      "(PostgreSQL `ON CONFLICT DO NOTHING`, MySQL `INSERT IGNORE`, which only takes a shared lock): two writers count the same free slot",
+    appliesTo: (a) => a.supportsSkipLocked,
+    notApplicableBecause: "SQLite's single writer serializes every admission; there is no row lock to remove",
+    schedulesOnly: "a non-locking upsert can no longer change a stored limit, which the model test (limits vary per enqueue) would flag for that reason",
+    plugins: () => [
+      rewritePlugin({
+        select: (n) => (isKeyLock(n) ? withoutRowLocks(n) : n),
+        insert: (n) => {
+          if (!isTable(tableName(n.into), "concurrency_keys")) return n;
+          if (n.onConflict) return { ...n, onConflict: { ...n.onConflict, updates: undefined, doNothing: true } };
+          if (n.onDuplicateKey) return { ...n, onDuplicateKey: undefined, orAction: OrActionNode.create("ignore") };
+          return n;
+        },
+      }),
+    ],
+  },
+  {
+    id: "rebalance-skipped",
+    description:
+      "a write that frees a slot (complete, fail, expire, cancel) no longer sees the job's key, so it neither locks nor rebalances it: " +
+      "the freed slot is not given to the next blocked job (lost wakeup)",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isFreeingKeyRead(n) ? noRows(n) : n) })],
+  },
+  {
+    id: "cap-unchecked",
+    description: "a cap's count of running jobs reads nothing (0): a claim takes up to the cap more jobs however many already run",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isRunningCount(n) ? noRows(n) : n) })],
+  },
+  {
+    id: "cap-unlocked",
+    description:
+      "claim reads the queue and task control rows without `FOR UPDATE`: concurrent claims each count the same room and together exceed the cap",
+    appliesTo: (a) => a.supportsSkipLocked,
+    notApplicableBecause: "SQLite's single writer serializes every claim; there is no row lock to remove",
+    plugins: () => [rewritePlugin({ select: (n) => (isControlRead(n) ? withoutRowLocks(n) : n) })],
+  },
+  {
+    id: "paused-claimed",
+    description: "claim reads every queue as not paused (`0 AS paused`): paused queues are claimed",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({
+        select: (n) =>
+          isControlRead(n) && isTable(fromTable(n), "queues")
+            ? {
+                ...n,
+                selections: n.selections?.map((s) =>
+                  columnName(s.selection as OperationNode) === "paused"
+                    ? SelectionNode.create(AliasNode.create(ValueNode.createImmediate(0), IdentifierNode.create("paused")))
+                    : s,
+                ),
+              }
+            : n,
+      }),
+    ],
   },
 ];
 
