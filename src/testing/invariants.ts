@@ -21,6 +21,11 @@ export interface OperationEvent {
   readonly label: string;
   readonly start: number;
   end: number;
+  /**
+   * When its first statement was released to the database (nothing it does
+   * is visible before): a tighter lower bound than `start` for its effects.
+   */
+  firstStatement?: number;
   /** For a claim: the limit asked for. */
   readonly limit?: number;
   /** Per job written (or attempted): the op and what the adapter returned (null: rejected). */
@@ -190,6 +195,9 @@ export const historyInvariants: Invariant[] = [
 
 const SLOT_HOLDERS: readonly string[] = ["ready", "running"];
 
+/** The earliest logical time an operation's writes can take effect. */
+const effectsFrom = (o: OperationEvent) => o.firstStatement ?? o.start;
+
 /**
  * Jobs definitely running at logical time `t`: returned by a claim that
  * ended by `t` (or running at the start), and no accepted write that could
@@ -200,7 +208,7 @@ const SLOT_HOLDERS: readonly string[] = ["ready", "running"];
 function runningAt(run: RunRecord, t: number): JobRecord[] {
   const ops = operations(run);
   const leaving = (id: number, after: number) =>
-    ops.some((o) => o.end > after && o.start <= t && o.effects.some((e) => e.id === id && e.op.kind !== "claim" && e.op.kind !== "heartbeat" && e.result !== null));
+    ops.some((o) => o.end > after && effectsFrom(o) <= t && o.effects.some((e) => e.id === id && e.op.kind !== "claim" && e.op.kind !== "heartbeat" && e.result !== null));
   const out = new Map<number, JobRecord>();
   for (const j of run.initial) if (j.state === "running" && !leaving(j.id, 0)) out.set(j.id, j);
   for (const o of ops) {
@@ -293,9 +301,9 @@ export const controlInvariants: Invariant[] = [
         for (const e of c.effects) {
           const queue = e.result?.queue;
           if (queue === undefined) continue;
-          const resumed = ops.some((o) => o.name === "resume" && o.error === undefined && o.control?.queue === queue && o.start < c.end);
+          const resumed = ops.some((o) => o.name === "resume" && o.error === undefined && o.control?.queue === queue && effectsFrom(o) < c.end);
           if (resumed) continue;
-          const pausedBy = l.pausedAtStart.includes(queue) ? "the setup" : ops.find((o) => o.name === "pause" && o.error === undefined && o.control?.queue === queue && o.end < c.start)?.label;
+          const pausedBy = l.pausedAtStart.includes(queue) ? "the setup" : ops.find((o) => o.name === "pause" && o.error === undefined && o.control?.queue === queue && o.end < effectsFrom(c))?.label;
           if (pausedBy) out.push(`${c.label} returned job #${e.id} of queue ${queue}, paused by ${pausedBy}`);
         }
       }

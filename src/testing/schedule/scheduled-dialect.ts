@@ -86,6 +86,8 @@ interface PendingGate {
  */
 export class StatementScheduler {
   scheduler: GateScheduler | null = null;
+  /** Called when a gate opens, before its statement is sent (the history uses it to time an operation's first statement). */
+  onRelease: ((connection: string) => void) | null = null;
   /** Labels of released gates, in release order (cleared by `reset`). */
   readonly released: ReleasedStatement[] = [];
   readonly #operations = new Map<string, string>();
@@ -165,7 +167,10 @@ export class StatementScheduler {
     }).catch(() => undefined);
     await openedP;
     this.#pending.delete(pending);
-    if (!this.#aborted) this.released.push({ connection, operation, statement });
+    if (!this.#aborted) {
+      this.released.push({ connection, operation, statement });
+      this.onRelease?.(connection);
+    }
     const p = send();
     if (this.#aborted) settled();
     else void this.#settleAll(p, this.#ids.get(connection)).then(settled, settled);
