@@ -1,0 +1,140 @@
+import type { ExpressionBuilder } from "kysely";
+import type { JobRecord } from "../../core/job.ts";
+import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
+import { SLOT_HOLDING_STATES, type JobState } from "../../core/states.ts";
+import { freeSlots } from "../../core/concurrency.ts";
+import { AdapterBase, type AnyDb, type GuardKey } from "./base.ts";
+
+/**
+ * The concurrency-key layer: a key's slots are its ready and running jobs,
+ * counted under the key's row lock (SQLite: the single writer). Every write
+ * that can free a slot takes the key's lock before the job's row and
+ * promotes waiting jobs in the same transaction (`transition`, `rebalance`);
+ * due scheduled jobs are admitted through the same path (`stageDue`).
+ */
+export abstract class SlotAdapter extends AdapterBase {
+  /**
+   * A guarded write as its own unit of work. When `event` can free a
+   * concurrency slot, the job's key is locked first and rebalanced in the
+   * same transaction (the next blocked job is promoted before commit).
+   */
+  protected transition(event: TransitionEvent, key: GuardKey & { id: number }, set: Record<string, unknown>): Promise<JobRecord | null> {
+    if (!freesSlot(event)) return this.guardErrors(() => this.writeStatement((db) => this.applyTransition(db, event, key, set)));
+    return this.guardErrors(() =>
+      this.writeTransaction(async (db) => {
+        // A job's key never changes, so reading it before taking the key's lock is safe.
+        const row = (await db.selectFrom(this.tables.jobs).select("concurrency_key").where("id", "=", key.id).executeTakeFirst()) as
+          | { concurrency_key: string | null }
+          | undefined;
+        const ck = row?.concurrency_key ?? null;
+        if (ck !== null) await this.lockKey(db, ck);
+        const moved = await this.applyTransition(db, event, key, set);
+        if (moved && ck !== null) await this.rebalance(db, ck, key.now);
+        return moved;
+      }),
+    );
+  }
+
+  /**
+   * Admits due scheduled jobs: unkeyed ones straight to ready (one
+   * transaction, rows other stagers hold are skipped), keyed ones per key
+   * under the key's lock through `rebalance`. Reads first, so an idle poll
+   * writes nothing.
+   */
+  protected async stageDue(now: number): Promise<void> {
+    const due = () =>
+      this.db
+        .selectFrom(this.tables.jobs)
+        .where("state", "in", TRANSITIONS.stage.from)
+        .where("run_at", "<=", now);
+    const unkeyed = await due().select("id").where("concurrency_key", "is", null).limit(1).execute();
+    if (unkeyed.length > 0) {
+      await this.writeTransaction(async (db) => {
+        let q = this.guard(db.selectFrom(this.tables.jobs).select("id"), "stage", { now })
+          .where("concurrency_key", "is", null)
+          .orderBy("run_at")
+          .orderBy("id")
+          .limit(1000);
+        if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
+        const ids = (await q.execute()).map((r) => Number(r.id));
+        if (ids.length === 0) return;
+        await this.guard(db.updateTable(this.tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", {
+          now,
+        }).execute();
+      });
+    }
+    const keys = await due().select("concurrency_key").distinct().where("concurrency_key", "is not", null).limit(100).execute();
+    for (const { concurrency_key } of keys as { concurrency_key: string }[]) {
+      await this.writeTransaction(async (db) => {
+        await this.lockKey(db, concurrency_key);
+        await this.rebalance(db, concurrency_key, now);
+      });
+    }
+  }
+
+  /**
+   * Locks a concurrency key's row for the rest of the transaction, creating
+   * it (or setting its limit) when `limit` is given. Every transaction that
+   * changes which jobs of a key hold slots takes this lock BEFORE touching
+   * the key's job rows; claim, which does not change holders, never takes it.
+   */
+  protected async lockKey(db: AnyDb, name: string, limit?: number): Promise<void> {
+    if (limit !== undefined) {
+      const insert = db.insertInto(this.tables.keys).values({ name, max_holders: limit });
+      await (this.supportsOnConflict
+        ? insert.onConflict((oc) => oc.column("name").doUpdateSet({ max_holders: limit }))
+        : insert.onDuplicateKeyUpdate({ max_holders: limit })
+      ).execute();
+      return;
+    }
+    let q = db.selectFrom(this.tables.keys).select("name").where("name", "=", name);
+    if (this.supportsSkipLocked) q = q.forUpdate();
+    await q.execute();
+  }
+
+  protected async countHolders(db: AnyDb, key: string): Promise<number> {
+    const r = await db
+      .selectFrom(this.tables.jobs)
+      .select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll().as("n"))
+      .where("concurrency_key", "=", key)
+      .where("state", "in", SLOT_HOLDING_STATES)
+      .executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /**
+   * Makes key `name` exact, under its lock: while it has free slots
+   * (limit − holders), the next waiting jobs (blocked, or scheduled and due;
+   * by priority, run_at, id) are admitted; due scheduled jobs beyond that are
+   * blocked. Idempotent. Called in the same transaction as every write that
+   * frees a slot, so no blocked job waits while its key has room.
+   */
+  protected async rebalance(db: AnyDb, name: string, now: number): Promise<void> {
+    const key = (await db.selectFrom(this.tables.keys).select("max_holders").where("name", "=", name).executeTakeFirst()) as
+      | { max_holders: number }
+      | undefined;
+    if (!key) return;
+    let free = freeSlots(Number(key.max_holders), await this.countHolders(db, name));
+    const waiting = (await db
+      .selectFrom(this.tables.jobs)
+      .select(["id", "state"])
+      .where("concurrency_key", "=", name)
+      .where((eb: ExpressionBuilder<any, any>) =>
+        eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
+      )
+      .orderBy("priority")
+      .orderBy("run_at")
+      .orderBy("id")
+      .limit(free + 100)
+      .execute()) as { id: number | string; state: JobState }[];
+    for (const w of waiting) {
+      const id = Number(w.id);
+      if (free > 0) {
+        const event = w.state === "blocked" ? "unblock" : "stage";
+        if (await this.applyTransition(db, event, { id, now }, {})) free--;
+      } else if (w.state === "scheduled") {
+        await this.applyTransition(db, "stageBlocked", { id, now }, {});
+      }
+    }
+  }
+}
