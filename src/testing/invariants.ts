@@ -26,6 +26,12 @@ export interface OperationEvent {
    * is visible before): a tighter lower bound than `start` for its effects.
    */
   firstStatement?: number;
+  /**
+   * When its last statement was released (the COMMIT, or the one
+   * autocommitted statement): its writes are visible to other sessions no
+   * earlier than this.
+   */
+  lastStatement?: number;
   /** For a claim: the limit asked for. */
   readonly limit?: number;
   /** Per job written (or attempted): the op and what the adapter returned (null: rejected). */
@@ -195,14 +201,19 @@ export const historyInvariants: Invariant[] = [
 
 const SLOT_HOLDERS: readonly string[] = ["ready", "running"];
 
-/** The earliest logical time an operation's writes can take effect. */
-const effectsFrom = (o: OperationEvent) => o.firstStatement ?? o.start;
+/**
+ * The earliest logical time another session can see an operation's writes:
+ * the release of its last statement (its COMMIT, or its one autocommitted
+ * statement). Assumes the adapter's transactions (the no-transactions
+ * mutation breaks it, on purpose).
+ */
+const effectsFrom = (o: OperationEvent) => o.lastStatement ?? o.firstStatement ?? o.start;
 
 /**
  * Jobs definitely running at logical time `t`: returned by a claim that
  * ended by `t` (or running at the start), and no accepted write that could
  * have ended that run (complete, fail, release, expire, cancel, with any
- * token) started by `t`. Conservative: a job counted here was running at
+ * token) could be visible by `t` (see `effectsFrom`). Conservative: a job counted here was running at
  * `t` in every linearization.
  */
 function runningAt(run: RunRecord, t: number): JobRecord[] {
@@ -303,7 +314,7 @@ export const controlInvariants: Invariant[] = [
           if (queue === undefined) continue;
           const resumed = ops.some((o) => o.name === "resume" && o.error === undefined && o.control?.queue === queue && effectsFrom(o) < c.end);
           if (resumed) continue;
-          const pausedBy = l.pausedAtStart.includes(queue) ? "the setup" : ops.find((o) => o.name === "pause" && o.error === undefined && o.control?.queue === queue && o.end < effectsFrom(c))?.label;
+          const pausedBy = l.pausedAtStart.includes(queue) ? "the setup" : ops.find((o) => o.name === "pause" && o.error === undefined && o.control?.queue === queue && o.end < (c.firstStatement ?? c.start))?.label;
           if (pausedBy) out.push(`${c.label} returned job #${e.id} of queue ${queue}, paused by ${pausedBy}`);
         }
       }

@@ -85,7 +85,7 @@ const queue = fc.constantFrom(0, 0, 1, 2);
  * not), 2–`maxWorkers` workers of 1–2 steps each.
  */
 export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
-  return fc.integer({ min: 1, max: 4 }).chain((n) => {
+  return fc.integer({ min: 1, max: 5 }).chain((n) => {
     const job = fc.nat({ max: n - 1 });
     const step: fc.Arbitrary<WorkerStep> = fc.oneof(
       { weight: 5, arbitrary: fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome }) },
@@ -107,7 +107,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     return fc.record({
       jobs: fc.array(
         fc.record({
-          start: fc.constantFrom<JobStart>("ready", "ready", "future", "running-live", "running-live", "running-expired"),
+          start: fc.constantFrom<JobStart>("ready", "ready", "ready", "future", "running-live", "running-live", "running-expired"),
           priority: fc.integer({ min: 0, max: 1 }),
           maxAttempts: fc.integer({ min: 1, max: 2 }),
           queue,
@@ -390,7 +390,10 @@ export async function runScenario(
   statements.begin(s);
   statements.onRelease = (connection) => {
     const e = current.get(connection);
-    if (e && e.end === 0 && e.firstStatement === undefined) e.firstStatement = tick();
+    if (!e || e.end !== 0) return;
+    const t = tick();
+    e.firstStatement ??= t;
+    e.lastStatement = t;
   };
   let timedOut = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
