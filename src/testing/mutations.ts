@@ -257,12 +257,6 @@ export const MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
-    id: "claim-no-limit",
-    description: "claim's candidate SELECT without LIMIT: over-claims (more than `limit` jobs)",
-    appliesTo: everywhere,
-    plugins: () => [rewritePlugin({ select: (n) => (isClaimSelect(n) ? { ...n, limit: undefined } : n) })],
-  },
-  {
     id: "claim-unlocked-no-recheck",
     description:
       "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state re-check " +

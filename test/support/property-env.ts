@@ -12,7 +12,7 @@ import {
 } from "../../src/testing/schedule/scheduled-dialect.ts";
 import type { ScheduleEnv, ScheduledWorker } from "../../src/testing/schedule/concurrent.ts";
 import type { Mutation, MutationTarget } from "../../src/testing/mutations.ts";
-import { MYSQL_URL, PG_URL, REQUIRE_ALL, type TargetName } from "./targets.ts";
+import { MYSQL_URL, PG_URL, REQUIRE_ALL, dropPgDatabase, type TargetName } from "./targets.ts";
 
 /**
  * Fixed connection sets for the property tests: per adapter, `workers`
@@ -213,11 +213,7 @@ export async function openPropertyEnv(name: TargetName, mutation?: Mutation): Pr
 export async function dropPropertyDatabases(names: readonly TargetName[]): Promise<void> {
   const database = `docket_prop_${runId}`;
   if (names.includes("postgres")) {
-    const pg = (await import("pg")).default;
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await c.end();
+    await dropPgDatabase(PG_URL, database).catch(() => undefined);
   }
   if (names.includes("mysql")) {
     const mysqlp = (await import("mysql2/promise")).default;

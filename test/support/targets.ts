@@ -27,6 +27,27 @@ function nextPrefix(): string {
   return `c${(stores++).toString(36)}_`;
 }
 
+/**
+ * Drops a test database. pg's Pool.end() resolves before its sockets close,
+ * and FORCE would kill a closing connection, which then raises an unhandled
+ * error in this process: wait (up to 5 s) for its connections to go first.
+ */
+export async function dropPgDatabase(rootUrl: string, database: string): Promise<void> {
+  const pg = (await import("pg")).default;
+  const c = new pg.Client({ connectionString: rootUrl });
+  await c.connect();
+  try {
+    for (let i = 0; i < 100; i++) {
+      const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [database]);
+      if (r.rows[0].n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
+}
+
 /** The URL with its database path replaced. */
 function withDatabase(url: string, database: string): string {
   const u = new URL(url);
@@ -79,17 +100,7 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
     },
     async dispose() {
       await admin.end();
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      // pg's Pool.end() resolves before its sockets close; FORCE would kill a closing connection,
-      // which then raises an unhandled error in this process. Wait for them to go first.
-      for (let i = 0; i < 100; i++) {
-        const r = await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [database]);
-        if (r.rows[0].n === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await c.end();
+      await dropPgDatabase(PG_URL, database);
     },
   };
 }

@@ -124,36 +124,62 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         if (this.supportsSkipLocked) controls = controls.forUpdate();
         const queueRows = (await controls.execute()) as { name: string; paused: number | boolean; max_running: number | null }[];
         const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
-        const capped = new Map(queueRows.filter((r) => r.max_running !== null && !paused.has(r.name)).map((r) => [r.name, Number(r.max_running)]));
-        const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.has(q));
-        const groups: { queues: string[]; limit: number }[] = [];
-        if (uncapped.length > 0) groups.push({ queues: uncapped, limit: params.limit });
-        for (const [queue, cap] of capped) {
-          const room = cap - (await this.countRunning(db, "queue", queue));
-          if (room > 0) groups.push({ queues: [queue], limit: Math.min(room, params.limit) });
-        }
-        const candidates: { id: number; task: string; priority: number; run_at: number }[] = [];
-        for (const g of groups) {
-          let q = this.guard(db.selectFrom(this.tables.jobs).select(["id", "task", "priority", "run_at"]), "claim", { now: params.now })
-            .where("queue", "in", g.queues)
-            .orderBy("priority")
-            .orderBy("run_at")
-            .orderBy("id")
-            .limit(g.limit);
-          if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
-          for (const r of await q.execute()) candidates.push({ id: Number(r.id), task: r.task, priority: Number(r.priority), run_at: Number(r.run_at) });
-        }
-        candidates.sort((a, b) => a.priority - b.priority || a.run_at - b.run_at || a.id - b.id);
-        const taskRoom = await this.taskRoom(db, [...new Set(candidates.map((c) => c.task))]);
+        const capped = queueRows.filter((r) => r.max_running !== null && !paused.has(r.name));
+        const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
+        const queueRoom = new Map<string, number>();
+        for (const r of capped) queueRoom.set(r.name, Number(r.max_running) - (await this.countRunning(db, "queue", r.name)));
+        // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full.
+        // A job of a full task must not hide the jobs behind it, so passes repeat without the
+        // exhausted tasks until the limit is reached or nothing is left.
+        const taskRoom = new Map<string, number>();
+        const checkedTasks = new Set<string>();
+        const exhausted = new Set<string>();
         const chosen: number[] = [];
-        for (const c of candidates) {
-          if (chosen.length >= params.limit) break;
-          const room = taskRoom.get(c.task);
-          if (room !== undefined) {
-            if (room <= 0) continue;
-            taskRoom.set(c.task, room - 1);
+        for (;;) {
+          const need = params.limit - chosen.length;
+          const groups: { queues: string[]; limit: number }[] = [];
+          if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
+          for (const [queue, room] of queueRoom) if (room > 0) groups.push({ queues: [queue], limit: Math.min(room, need) });
+          if (need <= 0 || groups.length === 0) break;
+          const candidates: { id: number; task: string; queue: string; priority: number; run_at: number }[] = [];
+          for (const g of groups) {
+            let q = this.guard(db.selectFrom(this.tables.jobs).select(["id", "task", "queue", "priority", "run_at"]), "claim", { now: params.now })
+              .where("queue", "in", g.queues)
+              .orderBy("priority")
+              .orderBy("run_at")
+              .orderBy("id")
+              .limit(g.limit);
+            if (chosen.length > 0) q = q.where("id", "not in", chosen);
+            if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
+            if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
+            for (const r of await q.execute()) {
+              candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), run_at: Number(r.run_at) });
+            }
           }
-          chosen.push(c.id);
+          if (candidates.length === 0) break;
+          candidates.sort((x, y) => x.priority - y.priority || x.run_at - y.run_at || x.id - y.id);
+          const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t));
+          for (const [task, room] of await this.taskRoom(db, unseen)) taskRoom.set(task, room);
+          for (const t of unseen) checkedTasks.add(t);
+          let passedOver = false;
+          for (const c of candidates) {
+            if (chosen.length >= params.limit) break;
+            const qRoom = queueRoom.get(c.queue);
+            if (qRoom !== undefined && qRoom <= 0) continue;
+            const tRoom = taskRoom.get(c.task);
+            if (tRoom !== undefined) {
+              if (tRoom <= 0) {
+                exhausted.add(c.task);
+                passedOver = true;
+                continue;
+              }
+              taskRoom.set(c.task, tRoom - 1);
+              if (tRoom - 1 === 0) exhausted.add(c.task);
+            }
+            if (qRoom !== undefined) queueRoom.set(c.queue, qRoom - 1);
+            chosen.push(c.id);
+          }
+          if (!passedOver) break;
         }
         if (chosen.length === 0) return [];
         const update = this.guard(db.updateTable(this.tables.jobs).set(set).where("id", "in", chosen), "claim", { now: params.now });

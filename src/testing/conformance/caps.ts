@@ -38,6 +38,18 @@ export const capCases: ConformanceCase[] = [
     },
   },
   {
+    name: "caps › a job whose task cap is full does not hide the jobs behind it",
+    async run(t) {
+      await t.adapter.setTaskControl({ task: "u", maxRunning: 1 });
+      await insert(t, { task: "u" });
+      assert.equal((await claim(t, 1))[0]?.task, "u");
+      await insert(t, { task: "u" });
+      await insert(t, { task: "u" });
+      const other = await insert(t, { task: "t" });
+      assert.deepEqual((await claim(t, 1)).map((j) => j.id), [other.id]);
+    },
+  },
+  {
     name: "caps › a job passed over by a full cap keeps no trace of the attempt (R9)",
     async run(t) {
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });

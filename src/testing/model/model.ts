@@ -281,45 +281,29 @@ export class ReferenceModel {
   }
 
   /**
-   * Stages, then claims like the adapter: paused queues skipped; uncapped
-   * queues give their first `limit` ready jobs, a capped queue its first
-   * min(cap − running, limit); the union in claim order, skipping jobs whose
-   * task cap is full, up to `limit`.
+   * Stages, then claims like the adapter: paused queues skipped; then the
+   * greedy rule over the ready jobs of the other queues in claim order: a job
+   * is taken unless its queue's cap or its task's cap is full, up to `limit`.
    */
   claim(p: { queues: readonly string[]; limit: number; now: number; leaseToken: string; leaseExpiresAt: number }): ModelJob[] {
     if (p.limit <= 0 || p.queues.length === 0) return [];
     this.stageDue(p.now);
     const op: JobOp = { kind: "claim", now: p.now, leaseToken: p.leaseToken, leaseExpiresAt: p.leaseExpiresAt };
     const queues = [...new Set(p.queues)].filter((q) => !this.queueControls.get(q)?.paused);
-    const groups: { queues: string[]; limit: number }[] = [];
-    const uncapped = queues.filter((q) => (this.queueControls.get(q)?.maxRunning ?? null) === null);
-    if (uncapped.length > 0) groups.push({ queues: uncapped, limit: p.limit });
-    for (const q of queues) {
-      const cap = this.queueControls.get(q)?.maxRunning ?? null;
-      if (cap === null) continue;
-      const room = cap - this.running("queue", q);
-      if (room > 0) groups.push({ queues: [q], limit: Math.min(room, p.limit) });
-    }
-    const candidates = groups.flatMap((g) =>
-      [...this.jobs.values()]
-        .filter((j) => g.queues.includes(j.queue) && applyJobOp(j, op) !== null)
-        .sort(claimOrder)
-        .slice(0, g.limit),
-    );
-    candidates.sort(claimOrder);
+    const room = (kind: "queue" | "task", name: string): number => {
+      const cap = (kind === "queue" ? this.queueControls.get(name) : this.taskControls.get(name))?.maxRunning ?? null;
+      return cap === null ? Infinity : cap - this.running(kind, name);
+    };
+    const queueRoom = new Map(queues.map((q) => [q, room("queue", q)]));
     const taskRoom = new Map<string, number>();
-    for (const t of new Set(candidates.map((c) => c.task))) {
-      const cap = this.taskControls.get(t)?.maxRunning ?? null;
-      if (cap !== null) taskRoom.set(t, cap - this.running("task", t));
-    }
     const chosen: ModelJob[] = [];
-    for (const c of candidates) {
+    const ready = [...this.jobs.values()].filter((j) => queues.includes(j.queue) && applyJobOp(j, op) !== null).sort(claimOrder);
+    for (const c of ready) {
       if (chosen.length >= p.limit) break;
-      const room = taskRoom.get(c.task);
-      if (room !== undefined) {
-        if (room <= 0) continue;
-        taskRoom.set(c.task, room - 1);
-      }
+      if (!taskRoom.has(c.task)) taskRoom.set(c.task, room("task", c.task));
+      if (queueRoom.get(c.queue)! <= 0 || taskRoom.get(c.task)! <= 0) continue;
+      queueRoom.set(c.queue, queueRoom.get(c.queue)! - 1);
+      taskRoom.set(c.task, taskRoom.get(c.task)! - 1);
       chosen.push(c);
     }
     return chosen.map((j) => this.#write(j.id, op)!);
