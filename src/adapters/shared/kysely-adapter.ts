@@ -169,9 +169,10 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
             const tRoom = taskRoom.get(c.task);
             if (tRoom !== undefined) {
               if (tRoom <= 0) {
+                // Stop here: a group's window may hide, behind this job, one that precedes the rest of the pass.
                 exhausted.add(c.task);
                 passedOver = true;
-                continue;
+                break;
               }
               taskRoom.set(c.task, tRoom - 1);
               if (tRoom - 1 === 0) exhausted.add(c.task);

@@ -50,6 +50,20 @@ export const capCases: ConformanceCase[] = [
     },
   },
   {
+    name: "caps › a claim takes jobs greedily in claim order across capped queues and tasks",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "a", maxRunning: 1 });
+      await t.adapter.setTaskControl({ task: "u", maxRunning: 1 });
+      const now = t.clock.now();
+      const bu = await insert(t, { queue: "b", task: "u" });
+      const at = await insert(t, { queue: "a", task: "t", state: "scheduled", runAt: now + 500 });
+      await insert(t, { queue: "a", task: "u" });
+      t.clock.advance(1001);
+      await insert(t, { queue: "b", task: "t" });
+      assert.deepEqual((await claim(t, 2, t.adapter, ["a", "b"])).map((j) => j.id), [bu.id, at.id]);
+    },
+  },
+  {
     name: "caps › a job passed over by a full cap keeps no trace of the attempt (R9)",
     async run(t) {
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });
