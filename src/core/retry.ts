@@ -57,3 +57,14 @@ export function planFailure(attempt: number, maxAttempts: number, now: number, p
   if (attempt >= maxAttempts) return { kind: "bury" };
   return { kind: "retry", runAt: now + backoffDelay(attempt, policy, random) };
 }
+
+/**
+ * Pause before the next try after `consecutive` (>= 1) failures in a row of
+ * an infrastructure call (a claim, an outcome write): `baseMs * 2^(n-1)`,
+ * capped at `maxMs`, minus up to half of it at random so that many workers
+ * do not retry in step. Always an integer in [ceil(delay / 2), delay].
+ */
+export function errorBackoffDelay(consecutive: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+  const exact = Math.min(maxMs, baseMs * Math.pow(2, Math.max(0, Math.min(consecutive - 1, 30))));
+  return Math.ceil(exact - (exact / 2) * random());
+}

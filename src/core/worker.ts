@@ -1,20 +1,29 @@
 import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
+import { errorBackoffDelay } from "./retry.ts";
+import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
+import { describeThrown, messageOf } from "./thrown.ts";
 import { validateInteger, validateName } from "./validate.ts";
+
+export { describeThrown } from "./thrown.ts";
 
 /** What a handler gets besides its payload. */
 export interface JobContext<P = unknown> {
   job: Job<P>;
   /**
    * Aborted when the worker stops (graceful shutdown), when the job's lease
-   * is lost (cancelled, or reclaimed after missed heartbeats). A handler
-   * should stop soon after; whatever it returns then is not recorded.
+   * is lost (cancelled, or reclaimed after missed heartbeats), or when the
+   * job's timeout passes. A handler should stop soon after; whatever it
+   * returns then is not recorded.
    */
   signal: AbortSignal;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
+
+/** Which step of the worker an `error` event comes from. */
+export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "connection";
 
 /** Emitted only by the winner of a transition: each fires at most once per attempt. */
 export type WorkerEvent =
@@ -24,10 +33,26 @@ export type WorkerEvent =
   | { type: "dead"; job: Job; error: string }
   | { type: "released"; job: Job }
   | { type: "lost"; job: Job; reason: string }
-  | { type: "error"; error: DocketError | Error };
+  /** `retryInMs`: when the failed step is tried again (claims and outcome writes back off). */
+  | { type: "error"; error: DocketError | Error; operation: WorkerOperation; retryInMs?: number };
+
+/** Where the worker reports what it survived. `console` fits; `null` silences it. */
+export interface WorkerLogger {
+  warn(message: string, ...details: unknown[]): void;
+}
 
 export interface WorkerOptions<T extends TaskMap> {
+  /**
+   * One handler per task. The worker claims only jobs of these tasks, so a
+   * job of a task it cannot run waits for a worker that can (a rolling
+   * deploy does not spend attempts on old workers).
+   */
   handlers: { [K in keyof T]?: Handler<T[K]> };
+  /**
+   * A catch-all: when given, the worker claims jobs of EVERY task and runs
+   * this for the tasks that have no entry in `handlers`.
+   */
+  fallback?: Handler<unknown>;
   /** Queues to take jobs from. Default: the docket's default queue. */
   queues?: string[];
   /** Handlers running at once in this worker. Default 10. */
@@ -42,31 +67,70 @@ export interface WorkerOptions<T extends TaskMap> {
   reclaimMs?: number;
   /** How long `stop()` lets aborted handlers finish before releasing their jobs. Default 10 000 ms. */
   shutdownTimeoutMs?: number;
+  /**
+   * Default time limit of one attempt, for jobs that carry no `timeoutMs` of
+   * their own (per job or per task). Past it the handler's signal aborts and
+   * the attempt fails with a timeout reason. Default: none.
+   */
+  timeoutMs?: number;
   /** Observer of transitions this worker won, and of errors it survived. Must not throw. */
   onEvent?: (event: WorkerEvent) => void;
+  /**
+   * Where errors the worker survived (claim, heartbeat, outcome writes,
+   * connection loss) and lost leases are reported, besides `onEvent`.
+   * Default `console`; `null` silences it.
+   */
+  logger?: WorkerLogger | null;
 }
 
-interface InFlight {
-  record: JobRecord;
-  controller: AbortController;
+/** First pause after a failed claim or outcome write; doubles per failure in a row. */
+const ERROR_BACKOFF_BASE_MS = 100;
+/** Longest pause between tries after failures in a row. */
+const ERROR_BACKOFF_MAX_MS = 30_000;
+
+/** One attempt of one job in this worker, from claim to outcome. Identified by `attemptKey`. */
+interface Attempt {
+  readonly record: JobRecord;
+  readonly controller: AbortController;
   done: Promise<void>;
-  /** The handler returned; its outcome is being written. Heartbeats leave it alone. */
-  settling: boolean;
+  /**
+   * running: the handler has not settled (heartbeats keep the lease, also
+   * while stopping); settling: its outcome is being written; retrying: an
+   * outcome write failed and is tried again (heartbeats keep the lease).
+   */
+  phase: "running" | "settling" | "retrying";
+  /** When the lease ends unless a heartbeat extends it, as last written. */
+  leaseExpiresAt: number;
 }
+
+type Outcome =
+  | { kind: "succeeded" }
+  | { kind: "failed"; error: string }
+  /** Interrupted by shutdown: hand back without spending an attempt. */
+  | { kind: "released" };
 
 /**
  * Runs handlers for claimed jobs. Guarantees:
  * - a job is run only after its claim committed, under a lease this worker
- *   heartbeats; every write about it is fenced by that lease;
- * - a handler that throws anything (or returns a rejected promise) is a
- *   failed attempt with the reason stored, never a crashed worker;
- * - a job whose task has no handler here is failed with that reason;
- * - `stop()` aborts in-flight handlers, waits up to `shutdownTimeoutMs`, then
- *   releases unfinished jobs back to ready (not counted as an attempt).
+ *   heartbeats until the handler settles (also while stopping); every write
+ *   about it is fenced by that lease;
+ * - only jobs of tasks it has handlers for are claimed (all tasks with `fallback`);
+ * - a handler that throws anything (or returns a rejected promise, or
+ *   passes its timeout) is a failed attempt with the reason stored, never a
+ *   crashed worker;
+ * - an outcome write that fails (connection lost) is retried with backoff
+ *   while the lease is still ours, heartbeating it meanwhile;
+ * - failed claims back off exponentially (with jitter) and reset on success;
+ * - the claim loop yields to the event loop between claims, so timers
+ *   (heartbeats, sweeps, the application's) run during a backlog;
+ * - `stop()` aborts in-flight handlers, waits up to `shutdownTimeoutMs`
+ *   (heartbeating them), then releases unfinished jobs back to ready (not
+ *   counted as an attempt).
  */
 export class Worker<T extends TaskMap = TaskMap> {
   readonly #docket: Docket<T>;
   readonly #handlers: Map<string, Handler<unknown>>;
+  readonly #fallback: Handler<unknown> | null;
   readonly #queues: string[];
   readonly #concurrency: number;
   readonly #leaseMs: number;
@@ -74,14 +138,23 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #pollMs: number;
   readonly #reclaimMs: number;
   readonly #shutdownTimeoutMs: number;
+  readonly #timeoutMs: number | null;
   readonly #onEvent: (event: WorkerEvent) => void;
-  readonly #inFlight = new Map<number, InFlight>();
+  readonly #logger: WorkerLogger | null;
+  /**
+   * In-flight attempts by `attemptKey` (job id and lease token; one claim's
+   * jobs share a token): an attempt's bookkeeping never touches another
+   * attempt of the same job.
+   */
+  readonly #inFlight = new Map<string, Attempt>();
   #running = false;
   #stopping = false;
+  #abandon = false;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   #wakePending = false;
   #timers: ReturnType<typeof setInterval>[] = [];
+  #unsubscribe: (() => void) | null = null;
 
   constructor(docket: Docket<T>, options: WorkerOptions<T>) {
     if (!options || typeof options.handlers !== "object" || options.handlers === null) {
@@ -92,7 +165,12 @@ export class Worker<T extends TaskMap = TaskMap> {
     for (const [task, handler] of Object.entries(options.handlers)) {
       if (handler === undefined) continue;
       if (typeof handler !== "function") throw new InvalidArgumentError(`handler for ${JSON.stringify(task)} must be a function`);
-      this.#handlers.set(task, handler as Handler<unknown>);
+      this.#handlers.set(validateName(task, "handlers key (task name)"), handler as Handler<unknown>);
+    }
+    if (options.fallback !== undefined && typeof options.fallback !== "function") throw new InvalidArgumentError("fallback must be a function");
+    this.#fallback = options.fallback ?? null;
+    if (this.#handlers.size === 0 && !this.#fallback) {
+      throw new InvalidArgumentError("worker({ handlers }) needs at least one handler (or a fallback)");
     }
     this.#queues = (options.queues ?? [docket.defaultQueue]).map((q) => validateName(q, "queue"));
     if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
@@ -102,7 +180,14 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#pollMs = validateInteger(options.pollMs ?? 1000, "pollMs", 1, 3600_000);
     this.#reclaimMs = validateInteger(options.reclaimMs ?? Math.floor(this.#leaseMs / 2), "reclaimMs", 10, 24 * 3600_000);
     this.#shutdownTimeoutMs = validateInteger(options.shutdownTimeoutMs ?? 10_000, "shutdownTimeoutMs", 0, 24 * 3600_000);
+    this.#timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 1, 24 * 3600_000);
+    if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new InvalidArgumentError("onEvent must be a function");
     this.#onEvent = options.onEvent ?? (() => undefined);
+    const logger = options.logger === undefined ? console : options.logger;
+    if (logger !== null && (typeof logger !== "object" || typeof logger.warn !== "function")) {
+      throw new InvalidArgumentError("logger must have a warn(message) method, or be null");
+    }
+    this.#logger = logger;
   }
 
   /** Jobs currently being handled by this worker. */
@@ -115,19 +200,22 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (this.#running) return Promise.resolve();
     this.#running = true;
     this.#stopping = false;
+    this.#abandon = false;
     this.#timers = [
       setInterval(() => void this.#heartbeatAll(), this.#heartbeatMs),
       setInterval(() => void this.#reclaim(), this.#reclaimMs),
     ];
+    this.#unsubscribe = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" })) ?? null;
     this.#loop = this.#claimLoop();
     return Promise.resolve();
   }
 
   /**
    * Graceful stop: no new claims; in-flight handlers are aborted and get up
-   * to `timeoutMs` to finish (their results are recorded as usual); jobs
-   * still running after that are released back to ready. Resolves when no
-   * job of this worker is left running.
+   * to `timeoutMs` to finish (their results are recorded as usual, and their
+   * leases heartbeated meanwhile); jobs whose handler is still running after
+   * that are released back to ready. Resolves when no job of this worker is
+   * left running.
    */
   async stop(options: { timeoutMs?: number } = {}): Promise<void> {
     if (!this.#running) return;
@@ -135,51 +223,91 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#stopping = true;
     this.#signalWake();
     await this.#loop;
-    for (const f of this.#inFlight.values()) f.controller.abort(new Error("worker stopping"));
-    const all = Promise.all([...this.#inFlight.values()].map((f) => f.done));
+    for (const a of this.#inFlight.values()) a.controller.abort(new Error("worker stopping"));
+    const all = Promise.all([...this.#inFlight.values()].map((a) => a.done));
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
-    for (const f of [...this.#inFlight.values()]) await this.#release(f.record);
+    // Outcome writes still retrying stop here; their leases expire and the sweep decides.
+    this.#abandon = true;
+    for (const a of [...this.#inFlight.values()]) {
+      if (a.phase === "running") await this.#writeOutcome(a, { kind: "released" });
+      else this.#inFlight.delete(attemptKey(a.record));
+    }
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
     this.#running = false;
   }
 
+  /**
+   * Stops gracefully on the first SIGINT or SIGTERM (or `signals`), in Node
+   * and Deno, so in-flight jobs finish or are released instead of waiting
+   * for their leases to expire. After the stop, `onStopped` runs; without
+   * one, the signal is delivered again so the process ends as it would have
+   * (unless the application listens to it too). A second signal during the
+   * stop gets the runtime's default behaviour. Returns an unsubscribe function.
+   */
+  stopOnSignals(options: { signals?: readonly ShutdownSignal[]; onStopped?: (signal: ShutdownSignal) => unknown } = {}): () => void {
+    const signals = options.signals ?? SHUTDOWN_SIGNALS;
+    return onceOnSignals(signals, (signal) => {
+      this.#logger?.warn(`docket worker: ${signal} received, stopping (in-flight jobs finish or are released)`);
+      void this.stop().then(
+        async () => {
+          if (options.onStopped) await options.onStopped(signal);
+          else reraise(signal);
+        },
+        (error) => this.#emit({ type: "error", error: error as Error, operation: "release" }),
+      );
+    });
+  }
+
   async #claimLoop(): Promise<void> {
+    let failures = 0;
     while (!this.#stopping) {
       const free = this.#concurrency - this.#inFlight.size;
       let full = false;
       if (free > 0) {
         const claimed = await this.#claim(free);
+        if (!Array.isArray(claimed)) {
+          const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
+          this.#emit({ type: "error", error: claimed.error, operation: "claim", retryInMs: pause });
+          await this.#sleep(pause, false);
+          continue;
+        }
+        failures = 0;
         for (const record of claimed) this.#run(record);
         full = claimed.length === free;
       }
       if (this.#stopping) break;
       // A full batch means more may be waiting: a finishing job wakes the loop to claim again.
-      if (!full || this.#inFlight.size >= this.#concurrency) await this.#sleep(this.#pollMs);
+      if (!full || this.#inFlight.size >= this.#concurrency) await this.#sleep(this.#pollMs, true);
+      // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
+      else await yieldToEventLoop();
     }
   }
 
-  async #claim(limit: number): Promise<JobRecord[]> {
+  /** The claimed jobs, or what the claim threw. */
+  async #claim(limit: number): Promise<JobRecord[] | { error: Error }> {
     const now = this.#docket.clock.now();
     try {
       return await this.#docket.adapter.claim({
         queues: this.#queues,
+        tasks: this.#fallback ? undefined : [...this.#handlers.keys()],
         limit,
         now,
         leaseToken: crypto.randomUUID(),
         leaseExpiresAt: now + this.#leaseMs,
       });
     } catch (error) {
-      this.#emit({ type: "error", error: error as Error });
-      return [];
+      return { error: error as Error };
     }
   }
 
-  /** Sleeps up to `ms`; a wake-up signalled before or during the sleep ends it at once. */
-  #sleep(ms: number): Promise<void> {
-    if (this.#wakePending) {
+  /** Sleeps up to `ms`; a stop ends it at once, and so does a wake-up when `wakeable`. */
+  #sleep(ms: number, wakeable: boolean): Promise<void> {
+    if (wakeable && this.#wakePending) {
       this.#wakePending = false;
       return Promise.resolve();
     }
@@ -191,7 +319,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         self.#wake = null;
         resolve();
       }
-      this.#wake = done;
+      this.#wake = wakeable ? done : () => (this.#stopping ? done() : undefined);
     });
   }
 
@@ -201,88 +329,153 @@ export class Worker<T extends TaskMap = TaskMap> {
   }
 
   #run(record: JobRecord): void {
-    const controller = new AbortController();
-    const entry: InFlight = { record, controller, done: Promise.resolve(), settling: false };
-    this.#inFlight.set(record.id, entry);
-    entry.done = this.#execute(entry).finally(() => {
-      this.#inFlight.delete(record.id);
+    const attempt: Attempt = {
+      record,
+      controller: new AbortController(),
+      done: Promise.resolve(),
+      phase: "running",
+      leaseExpiresAt: record.leaseExpiresAt ?? 0,
+    };
+    const key = attemptKey(record);
+    this.#inFlight.set(key, attempt);
+    attempt.done = this.#execute(attempt).finally(() => {
+      this.#inFlight.delete(key);
       this.#signalWake();
     });
   }
 
-  async #execute(entry: InFlight): Promise<void> {
-    const { record, controller } = entry;
+  async #execute(attempt: Attempt): Promise<void> {
+    const { record, controller } = attempt;
     const job = toJob(record);
     this.#emit({ type: "started", job });
-    let failure: string | null = null;
+    const failure = await this.#runHandler(job, controller);
+    if (!this.#inFlight.has(attemptKey(record))) return; // lost at a heartbeat: reported there
+    attempt.phase = "settling";
+    const outcome: Outcome =
+      failure === null
+        ? { kind: "succeeded" }
+        : this.#stopping && controller.signal.aborted && !isTimeout(controller.signal)
+          ? { kind: "released" }
+          : { kind: "failed", error: failure };
+    await this.#writeOutcome(attempt, outcome);
+  }
+
+  /** Runs the handler under the job's timeout; null when it succeeded, else the failure reason. Never throws. */
+  async #runHandler(job: Job, controller: AbortController): Promise<string | null> {
+    const handler = this.#handlers.get(job.task) ?? this.#fallback;
+    if (!handler) return `no handler for task ${JSON.stringify(job.task)} in this worker`;
+    const timeoutMs = job.timeoutMs ?? this.#timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timeout: JobTimeoutError | null = null;
     try {
-      const handler = this.#handlers.get(record.task);
-      if (!handler) throw new Error(`no handler for task ${JSON.stringify(record.task)} in this worker`);
-      await handler(job.payload, { job, signal: controller.signal });
-    } catch (thrown) {
-      failure = describeThrown(thrown);
-    }
-    entry.settling = true;
-    if (this.#inFlight.get(record.id) !== entry) return;
-    const docket = this.#docket;
-    const now = docket.clock.now();
-    const fence = { id: record.id, leaseToken: record.leaseToken!, now };
-    try {
-      if (failure === null) {
-        const done = await docket.adapter.complete(fence);
-        this.#emitOutcome(done, record, { type: "succeeded" });
-      } else if (this.#stopping && controller.signal.aborted) {
-        // Interrupted by shutdown: hand the job back instead of spending an attempt.
-        await this.#release(record);
+      const run = Promise.resolve().then(() => handler(job.payload, { job, signal: controller.signal }));
+      if (timeoutMs === null) {
+        await run;
       } else {
-        const plan = docket.planFailure(record, now);
-        const failed = await docket.adapter.fail({ ...fence, error: failure, retryAt: plan.kind === "retry" ? plan.runAt : null });
-        this.#emitOutcome(failed, record, failed?.state === "dead" ? { type: "dead", error: failure } : { type: "retry", error: failure });
+        const timedOut = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            timeout = new JobTimeoutError(timeoutMs);
+            controller.abort(timeout);
+            reject(timeout);
+          }, timeoutMs);
+        });
+        run.catch(() => undefined); // a handler that fails after its timeout is already recorded
+        await Promise.race([run, timedOut]);
       }
-    } catch (error) {
-      this.#emit({ type: "error", error: error as Error });
+      return null;
+    } catch (thrown) {
+      // Compared by identity: `instanceof` on a thrown Proxy runs its traps.
+      return timeout !== null && thrown === timeout ? (timeout as JobTimeoutError).message : describeThrown(thrown);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  #emitOutcome(
-    result: JobRecord | null,
-    claimed: JobRecord,
-    event: { type: "succeeded" } | { type: "retry" | "dead"; error: string },
-  ): void {
-    if (result) this.#emit({ ...event, job: toJob(result) } as WorkerEvent);
-    else this.#emit({ type: "lost", job: toJob(claimed), reason: "lease no longer held (cancelled or reclaimed)" });
-  }
-
-  async #release(record: JobRecord): Promise<void> {
-    try {
-      const released = await this.#docket.adapter.release({ id: record.id, leaseToken: record.leaseToken!, now: this.#docket.clock.now() });
-      this.#inFlight.delete(record.id);
-      if (released) this.#emit({ type: "released", job: toJob(released) });
-    } catch (error) {
-      this.#emit({ type: "error", error: error as Error });
+  /**
+   * Writes the attempt's outcome, fenced by its lease. A write that throws is
+   * retried with backoff while the lease can still be ours (heartbeats keep
+   * it meanwhile); a write that matches nothing means the lease was lost.
+   */
+  async #writeOutcome(attempt: Attempt, outcome: Outcome): Promise<void> {
+    const { record } = attempt;
+    const operation = outcome.kind === "succeeded" ? "complete" : outcome.kind === "failed" ? "fail" : "release";
+    for (let failures = 0; ; ) {
+      const now = this.#docket.clock.now();
+      const fence = { id: record.id, leaseToken: record.leaseToken!, now };
+      try {
+        let result: JobRecord | null;
+        if (outcome.kind === "succeeded") {
+          result = await this.#docket.adapter.complete(fence);
+        } else if (outcome.kind === "released") {
+          result = await this.#docket.adapter.release(fence);
+        } else {
+          const plan = this.#docket.planFailure(record, now);
+          result = await this.#docket.adapter.fail({ ...fence, error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null });
+        }
+        // After a failed try, the earlier write may have committed without its answer reaching us.
+        if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
+        this.#inFlight.delete(attemptKey(record));
+        this.#emitOutcome(result, record, outcome);
+        return;
+      } catch (error) {
+        failures++;
+        attempt.phase = "retrying";
+        const pause = errorBackoffDelay(failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
+        const ours = this.#inFlight.has(attemptKey(record)) && !this.#abandon;
+        if (!ours || this.#docket.clock.now() + pause >= attempt.leaseExpiresAt) {
+          this.#emit({ type: "error", error: error as Error, operation });
+          this.#inFlight.delete(attemptKey(record));
+          this.#emit({ type: "lost", job: toJob(record), reason: `could not record the outcome (${operation}) before the lease ended` });
+          return;
+        }
+        this.#emit({ type: "error", error: error as Error, operation, retryInMs: pause });
+        await new Promise((r) => setTimeout(r, pause));
+      }
     }
   }
 
+  /** The job as this attempt's outcome left it, if the job shows that outcome; else null. */
+  async #committedEarlier(record: JobRecord, outcome: Outcome): Promise<JobRecord | null> {
+    const now = await this.#docket.adapter.get({ id: record.id });
+    if (!now || now.leaseToken !== null || now.updatedAt < record.updatedAt) return null;
+    if (outcome.kind === "succeeded") return now.state === "succeeded" && now.attempt === record.attempt ? now : null;
+    if (outcome.kind === "released") return now.state === "ready" && now.attempt === record.attempt - 1 ? now : null;
+    return (now.state === "dead" || now.state === "scheduled") && now.attempt === record.attempt && now.lastError === outcome.error ? now : null;
+  }
+
+  #emitOutcome(result: JobRecord | null, claimed: JobRecord, outcome: Outcome): void {
+    if (!result) {
+      this.#emit({ type: "lost", job: toJob(claimed), reason: "lease no longer held (cancelled or reclaimed)" });
+      return;
+    }
+    const job = toJob(result);
+    if (outcome.kind === "succeeded") this.#emit({ type: "succeeded", job });
+    else if (outcome.kind === "released") this.#emit({ type: "released", job });
+    else this.#emit({ type: result.state === "dead" ? "dead" : "retry", job, error: outcome.error });
+  }
+
+  /** Extends the lease of every attempt whose handler has not settled, and of every outcome write being retried. */
   async #heartbeatAll(): Promise<void> {
     const now = this.#docket.clock.now();
-    for (const entry of [...this.#inFlight.values()]) {
-      if (entry.controller.signal.aborted || entry.settling) continue;
+    for (const attempt of [...this.#inFlight.values()]) {
+      if (attempt.phase === "settling") continue;
+      const key = attemptKey(attempt.record);
+      const leaseExpiresAt = now + this.#leaseMs;
       try {
-        const kept = await this.#docket.adapter.heartbeat({
-          id: entry.record.id,
-          leaseToken: entry.record.leaseToken!,
-          now,
-          leaseExpiresAt: now + this.#leaseMs,
-        });
-        // Lost only if the job is still ours and its handler still running: a completion that
-        // committed while this heartbeat was in flight also makes the heartbeat miss.
-        if (!kept && !entry.settling && this.#inFlight.get(entry.record.id) === entry) {
-          entry.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
-          this.#inFlight.delete(entry.record.id);
-          this.#emit({ type: "lost", job: toJob(entry.record), reason: "lease lost at heartbeat" });
+        const kept = await this.#docket.adapter.heartbeat({ id: attempt.record.id, leaseToken: attempt.record.leaseToken!, now, leaseExpiresAt });
+        if (kept) {
+          attempt.leaseExpiresAt = leaseExpiresAt;
+          continue;
+        }
+        // Lost only while the handler still runs: a completion that committed while this
+        // heartbeat was in flight also makes it miss, and a retried write finds out itself.
+        if (attempt.phase === "running" && this.#inFlight.get(key) === attempt) {
+          attempt.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
+          this.#inFlight.delete(key);
+          this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });
         }
       } catch (error) {
-        this.#emit({ type: "error", error: error as Error });
+        this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
       }
     }
   }
@@ -291,11 +484,22 @@ export class Worker<T extends TaskMap = TaskMap> {
     try {
       await this.#docket.reclaimExpired();
     } catch (error) {
-      this.#emit({ type: "error", error: error as Error });
+      this.#emit({ type: "error", error: error as Error, operation: "reclaim" });
     }
   }
 
   #emit(event: WorkerEvent): void {
+    if (this.#logger && (event.type === "error" || event.type === "lost")) {
+      try {
+        if (event.type === "error") {
+          const retry = event.retryInMs === undefined ? "" : ` (retrying in ${event.retryInMs} ms)`;
+          this.#logger.warn(`docket worker: ${event.operation} failed${retry}: ${messageOf(event.error)}`);
+        }
+        else this.#logger.warn(`docket worker: job ${event.job.id} (${event.job.task}) lost: ${event.reason}`);
+      } catch {
+        // A logger's failure must not affect the job.
+      }
+    }
     try {
       this.#onEvent(event);
     } catch {
@@ -304,20 +508,25 @@ export class Worker<T extends TaskMap = TaskMap> {
   }
 }
 
-const MAX_ERROR_LENGTH = 8000;
-
-/** A stored reason for anything a handler can throw, including non-Errors. */
-export function describeThrown(thrown: unknown): string {
-  let text: string;
-  if (thrown instanceof Error) text = thrown.stack ?? `${thrown.name}: ${thrown.message}`;
-  else if (thrown === undefined) text = "handler threw undefined";
-  else if (typeof thrown === "string") text = thrown.length > 0 ? thrown : "handler threw an empty string";
-  else {
-    try {
-      text = `handler threw ${typeof thrown}: ${JSON.stringify(thrown) ?? String(thrown)}`;
-    } catch {
-      text = `handler threw ${typeof thrown}`;
-    }
+/** The abort reason of a handler that ran past its timeout. */
+export class JobTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`attempt timed out after ${timeoutMs} ms (timeoutMs)`);
+    this.name = "JobTimeoutError";
   }
-  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
+}
+
+function isTimeout(signal: AbortSignal): boolean {
+  return signal.reason instanceof JobTimeoutError;
+}
+
+/** One attempt's identity: its job and the lease token its claim stamped. */
+function attemptKey(record: JobRecord): string {
+  return `${record.id}:${record.leaseToken}`;
+}
+
+/** Resolves on the next macrotask turn (setImmediate where the runtime has it). */
+function yieldToEventLoop(): Promise<void> {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  return new Promise((resolve) => (immediate ? immediate(resolve) : setTimeout(resolve, 0)));
 }

@@ -10,6 +10,9 @@ import { raceCases } from "./races.ts";
 import { retryCases } from "./retry.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
+import { workerFaultCases } from "./worker-faults.ts";
+import { workerLeaseCases } from "./worker-lease.ts";
+import { workerLoopCases } from "./worker-loop.ts";
 
 /** Every conformance case, in a stable order. Run each with `runCase`. */
 export function conformanceCases(): ConformanceCase[] {
@@ -25,5 +28,8 @@ export function conformanceCases(): ConformanceCase[] {
     ...raceCases,
     ...concurrencyCases,
     ...workerCases,
+    ...workerLeaseCases,
+    ...workerLoopCases,
+    ...workerFaultCases,
   ];
 }

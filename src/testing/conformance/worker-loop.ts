@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { Docket } from "../../core/docket.ts";
+import type { WorkerEvent } from "../../core/worker.ts";
+import type { ConformanceCase } from "../harness.ts";
+import { withFaults } from "./faults.ts";
+import { eventually, sleep } from "./helpers.ts";
+
+const FAST = { pollMs: 10, leaseMs: 400, heartbeatMs: 50, reclaimMs: 50, logger: null };
+
+export const workerLoopCases: ConformanceCase[] = [
+  {
+    // Issue 8 item 2: a synchronous driver resolved every statement without a macrotask.
+    name: "worker › timers keep firing and heartbeats are written while a backlog drains",
+    slow: true,
+    async run(t) {
+      const faulty = withFaults(t.adapter);
+      const d = new Docket({ adapter: faulty.adapter });
+      const backlog = 1_000;
+      await d.enqueue("hold", {}, { priority: -1 });
+      await d.enqueueMany(Array.from({ length: backlog }, (_, i) => ({ task: "noop", payload: i })));
+      let handled = 0;
+      let ticks = 0;
+      let heartbeatsBefore = 0;
+      let heartbeatsDuring = -1;
+      let drained!: () => void;
+      const allHandled = new Promise<void>((r) => (drained = r));
+      const interval = setInterval(() => void (handled < backlog && ticks++), 20);
+      const w = d.worker({
+        ...FAST,
+        concurrency: 8,
+        handlers: {
+          hold: () => allHandled,
+          noop: () => {
+            if (handled === 0) heartbeatsBefore = faulty.calls.get("heartbeat") ?? 0;
+            if (++handled === backlog) {
+              heartbeatsDuring = (faulty.calls.get("heartbeat") ?? 0) - heartbeatsBefore;
+              drained();
+            }
+          },
+        },
+      });
+      try {
+        await w.start();
+        await allHandled;
+        await eventually(async () => (await d.list({ state: "succeeded", limit: 10_000 })).length === backlog + 1, 20_000, "all jobs succeeded");
+      } finally {
+        clearInterval(interval);
+        await w.stop();
+      }
+      assert.ok(ticks >= 3, `a 20 ms interval fired ${ticks} times while ${backlog} jobs drained`);
+      assert.ok(heartbeatsDuring >= 1, `heartbeats written while the backlog drained: ${heartbeatsDuring}`);
+    },
+  },
+  {
+    // Issue 8 item 13: a rolling deploy must not spend attempts of new tasks on old workers.
+    name: "worker › claims only jobs of tasks it has handlers for; a fallback worker claims every task",
+    slow: true,
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter });
+      const unknown = await d.enqueue("new.task", {}, { priority: -1 });
+      const known = await d.enqueue("old.task", {});
+      const old = d.worker({ ...FAST, handlers: { "old.task": () => undefined } });
+      await old.start();
+      await eventually(async () => (await d.get(known.id))?.state === "succeeded", 10_000, "known task ran");
+      await sleep(100); // several more claim polls
+      await old.stop();
+      const waiting = await d.get(unknown.id);
+      assert.equal(waiting?.state, "ready");
+      assert.equal(waiting?.attempt, 0);
+      assert.equal(waiting?.lastError, null);
+      const seen: string[] = [];
+      const catchAll = d.worker({ ...FAST, handlers: {}, fallback: (_p, ctx) => void seen.push(ctx.job.task) });
+      await catchAll.start();
+      await eventually(async () => (await d.get(unknown.id))?.state === "succeeded", 10_000, "fallback ran the new task");
+      await catchAll.stop();
+      assert.deepEqual(seen, ["new.task"]);
+    },
+  },
+  {
+    // Issue 8 item 15: a hung handler in a live process held its job forever.
+    name: "worker › a handler past its job's timeoutMs is aborted and the attempt fails with a timeout reason",
+    slow: true,
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter, retry: { baseMs: 5, jitter: 0 } });
+      const perJob = await d.enqueue("hang", {}, { timeoutMs: 100, maxAttempts: 1 });
+      const byWorker = await d.enqueue("hang", {}, { maxAttempts: 1 });
+      let aborted = 0;
+      const events: WorkerEvent[] = [];
+      const w = d.worker({
+        ...FAST,
+        timeoutMs: 150,
+        onEvent: (e) => events.push(e),
+        handlers: {
+          hang: (_p, ctx) =>
+            new Promise(() => ctx.signal.addEventListener("abort", () => void aborted++)), // never settles
+        },
+      });
+      await w.start();
+      await eventually(async () => (await d.deadLetters.list()).length === 2, 10_000, "both attempts failed");
+      await w.stop({ timeoutMs: 0 });
+      assert.match((await d.get(perJob.id))?.lastError ?? "", /timed out after 100 ms/);
+      assert.match((await d.get(byWorker.id))?.lastError ?? "", /timed out after 150 ms/);
+      assert.equal(aborted, 2);
+      assert.equal(events.filter((e) => e.type === "dead").length, 2);
+    },
+  },
+];
