@@ -35,12 +35,14 @@ export interface DocketAdapter {
   enqueue(params: EnqueueParams): Promise<JobRecord[]>;
 
   /**
-   * First admits due scheduled jobs (scheduled → ready, or → blocked when
-   * their concurrency key is full; see `admit`). Then, in ONE transaction,
-   * moves up to `limit` ready jobs of the given queues to running, ordered by
-   * priority (smaller first), then run_at, then id, skipping paused queues
-   * and never exceeding a queue's or a task's cap (the cap check, counting
-   * only jobs already running, and the claim are atomic). Every claimed job
+   * First admits due scheduled jobs (scheduled → ready, or, when their
+   * concurrency key is full, → blocked or → cancelled by the job's stored
+   * `onConflict`; see `admit`). Then, in ONE transaction, moves up to
+   * `limit` ready jobs of the given queues (and of `tasks`, when given) to
+   * running, ordered by priority (smaller first), then run_at, then id,
+   * skipping paused queues and never exceeding a queue's or a task's cap (the
+   * cap check, counting only jobs already running, and the claim are
+   * atomic). Every claimed job
    * gets `leaseToken`, `leaseExpiresAt` and attempt + 1. Rows another claimer
    * holds are skipped, never waited for and never claimed twice: two
    * concurrent claims return disjoint sets. A job passed over (cap full)
@@ -129,6 +131,8 @@ export interface NewJob {
    * a scheduled one when it falls due. The key's stored limit becomes `limit`.
    */
   concurrency?: ConcurrencySpec | null;
+  /** Time limit of one attempt in ms, stored with the job; null: none of its own. */
+  timeoutMs?: number | null;
 }
 
 export interface QueueControl {
@@ -149,6 +153,11 @@ export interface EnqueueParams {
 
 export interface ClaimParams {
   queues: readonly string[];
+  /**
+   * When given, only jobs of these tasks are claimed; jobs of other tasks are
+   * left exactly as they were (an empty list claims nothing). Undefined: any task.
+   */
+  tasks?: readonly string[];
   limit: number;
   now: number;
   leaseToken: string;

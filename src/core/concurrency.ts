@@ -48,6 +48,11 @@ export function admit(holders: number, limit: number, onConflict: OnConflict): "
   return onConflict === "block" ? "blocked" : "discarded";
 }
 
+/** The reason stored on a job discarded because its key `key` (limit `limit`) was full when it was admitted. */
+export function discardReason(key: string, limit: number): string {
+  return `discarded: concurrency key ${JSON.stringify(key)} is full (limit ${limit})`;
+}
+
 /** Free slots of a key, never negative. */
 export function freeSlots(limit: number, holders: number): number {
   return Math.max(0, limit - holders);

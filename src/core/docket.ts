@@ -8,6 +8,7 @@ import type { JobState } from "./states.ts";
 import {
   MAX_ATTEMPTS_LIMIT,
   MAX_PRIORITY,
+  MAX_TIMEOUT_MS,
   MIN_PRIORITY,
   serializePayload,
   validateDuration,
@@ -36,6 +37,8 @@ export interface TaskOptions<P = unknown> {
   maxAttempts?: number;
   backoff?: BackoffOptions;
   concurrency?: TaskConcurrency<P>;
+  /** Time limit of one attempt of this task's jobs, in ms (see EnqueueOptions.timeoutMs). */
+  timeoutMs?: number;
 }
 
 export interface DocketOptions<T extends TaskMap> {
@@ -73,6 +76,12 @@ export interface EnqueueOptions {
    * stored cancelled (`"discard"`). Overrides the task's concurrency.
    */
   concurrency?: { key: string; limit: number; onConflict?: OnConflict };
+  /**
+   * Time limit of one attempt, in ms (integer, 1 ms to 24 h). Past it the
+   * handler's signal aborts and the attempt fails with a timeout reason.
+   * Overrides the task's; stored with the job. Default: the worker's `timeoutMs`.
+   */
+  timeoutMs?: number;
 }
 
 export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
@@ -300,7 +309,9 @@ export class Docket<T extends TaskMap = TaskMap> {
     }
     const payload = serializePayload(item.payload, this.maxPayloadBytes);
     const concurrency = this.#concurrencyFor(item, defaults, at);
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency };
+    const timeout = o.timeoutMs ?? defaults.timeoutMs;
+    const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs };
   }
 
   #concurrencyFor(item: EnqueueItem<T>, defaults: TaskOptions, at: string): ConcurrencySpec | null {
@@ -325,6 +336,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     if (o.priority !== undefined) validateInteger(o.priority, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
     if (o.maxAttempts !== undefined) validateInteger(o.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
     if (o.backoff !== undefined) validateRetryPolicy({ ...this.retry, ...o.backoff });
+    if (o.timeoutMs !== undefined) validateInteger(o.timeoutMs, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
     if (o.concurrency !== undefined) {
       const key = typeof o.concurrency.key === "function" ? "computed" : o.concurrency.key;
       validateConcurrency({ ...o.concurrency, key }, at);

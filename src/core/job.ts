@@ -17,6 +17,10 @@ export interface JobRecord {
   backoff: string | null;
   /** The concurrency key, or null. */
   concurrencyKey: string | null;
+  /** What happens when the key is full at admission (also when a delayed or retried job falls due); null without a key. */
+  onConflict: "block" | "discard" | null;
+  /** Time limit of one attempt in ms, or null (the worker's default applies). */
+  timeoutMs: number | null;
   leaseToken: string | null;
   leaseExpiresAt: number | null;
   createdAt: number;

@@ -26,6 +26,8 @@ export const TRANSITIONS = {
   stage: { from: ["scheduled"], to: "ready", fence: "due" },
   /** A due scheduled job whose concurrency key is full waits for a slot. */
   stageBlocked: { from: ["scheduled"], to: "blocked", fence: "due" },
+  /** A due scheduled job whose key is full and whose policy is "discard" is dropped, with the reason. */
+  stageDiscard: { from: ["scheduled"], to: "cancelled", fence: "due" },
   /** A blocked job gets the slot that just freed. */
   unblock: { from: ["blocked"], to: "ready", fence: "none" },
   /** A ready job starts running under a fresh lease. */

@@ -5,6 +5,8 @@ export const MAX_NAME_LENGTH = 191;
 export const MIN_PRIORITY = -1_000_000;
 export const MAX_PRIORITY = 1_000_000;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
+/** Longest per-attempt timeout: 24 h. */
+export const MAX_TIMEOUT_MS = 24 * 3600_000;
 
 export function validateName(value: unknown, what: string): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_LENGTH) {

@@ -347,6 +347,7 @@ interface AdmitSource {
   now: number;
 }
 
+/** The concurrent schedules enqueue keys with onConflict "block" only, so stageDiscard never happens there. */
 const ADMIT_KINDS = ["stage", "stageBlocked", "unblock"] as const;
 
 /**

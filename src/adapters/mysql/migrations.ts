@@ -84,5 +84,15 @@ export function migrations(prefix: string): readonly Migration[] {
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      version: 6,
+      statements: [
+        `ALTER TABLE ${jobs}
+          ADD COLUMN on_conflict VARCHAR(8) NULL,
+          ADD COLUMN timeout_ms BIGINT NULL,
+          ADD CONSTRAINT ${jobs}_on_conflict_valid CHECK (on_conflict IS NULL OR on_conflict IN ('block', 'discard')),
+          ADD CONSTRAINT ${jobs}_timeout_valid CHECK (timeout_ms IS NULL OR timeout_ms >= 1)`,
+      ],
+    },
   ];
 }

@@ -58,5 +58,12 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 5,
       statements: [`CREATE TABLE ${prefix}tasks (name text PRIMARY KEY, max_running integer CHECK (max_running IS NULL OR max_running >= 1))`],
     },
+    {
+      version: 6,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN on_conflict text CONSTRAINT ${jobs}_on_conflict_valid CHECK (on_conflict IS NULL OR on_conflict IN ('block', 'discard'))`,
+        `ALTER TABLE ${jobs} ADD COLUMN timeout_ms bigint CONSTRAINT ${jobs}_timeout_valid CHECK (timeout_ms IS NULL OR timeout_ms >= 1)`,
+      ],
+    },
   ];
 }

@@ -14,7 +14,7 @@ import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import type { JobState } from "../../core/states.ts";
-import { admit } from "../../core/concurrency.ts";
+import { admit, discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { AnyDb } from "./base.ts";
 import { SlotAdapter } from "./slots.ts";
@@ -42,6 +42,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       max_attempts: j.maxAttempts,
       backoff: j.backoff,
       concurrency_key: j.concurrency?.key ?? null,
+      on_conflict: j.concurrency?.onConflict ?? null,
+      timeout_ms: j.timeoutMs ?? null,
       created_at: now,
       updated_at: now,
       finished_at: null as number | null,
@@ -68,7 +70,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
             if (decision === "discarded") {
               row.state = "cancelled";
               row.finished_at = now;
-              row.last_error = `discarded: concurrency key ${JSON.stringify(job.concurrency.key)} is full (limit ${job.concurrency.limit})`;
+              row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
             }
           }
           records.push(...(await this.insertRows(db, [row])));
@@ -103,7 +105,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
-    if (params.limit <= 0 || params.queues.length === 0) return [];
+    if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
     await this.guardErrors(() => this.stageDue(params.now));
     const rule = TRANSITIONS.claim;
     const set = {
@@ -150,6 +152,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
               .orderBy("id")
               .limit(g.limit);
             if (chosen.length > 0) q = q.where("id", "not in", chosen);
+            if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
             if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
             if (this.supportsSkipLocked) q = q.forUpdate().skipLocked();
             for (const r of await q.execute()) {

@@ -18,6 +18,8 @@ export interface JobRow {
   max_attempts: number | string;
   backoff: string | null;
   concurrency_key: string | null;
+  on_conflict: string | null;
+  timeout_ms: number | string | bigint | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
   created_at: number | string | bigint;
@@ -48,6 +50,8 @@ export function rowToRecord(row: JobRow): JobRecord {
     maxAttempts: int(row.max_attempts),
     backoff: row.backoff,
     concurrencyKey: row.concurrency_key,
+    onConflict: row.on_conflict === "block" || row.on_conflict === "discard" ? row.on_conflict : null,
+    timeoutMs: intOrNull(row.timeout_ms),
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),
     createdAt: int(row.created_at),

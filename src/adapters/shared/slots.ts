@@ -2,7 +2,7 @@ import type { ExpressionBuilder } from "kysely";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
 import { SLOT_HOLDING_STATES, type JobState } from "../../core/states.ts";
-import { freeSlots } from "../../core/concurrency.ts";
+import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import { AdapterBase, type AnyDb, type GuardKey } from "./base.ts";
 
 /**
@@ -103,21 +103,24 @@ export abstract class SlotAdapter extends AdapterBase {
   }
 
   /**
-   * Makes key `name` exact, under its lock: while it has free slots
-   * (limit − holders), the next waiting jobs (blocked, or scheduled and due;
-   * by priority, run_at, id) are admitted; due scheduled jobs beyond that are
-   * blocked. Idempotent. Called in the same transaction as every write that
-   * frees a slot, so no blocked job waits while its key has room.
+   * Makes key `name` exact, under its lock: the waiting jobs (blocked, or
+   * scheduled and due; by priority, run_at, id) are admitted while the key
+   * has free slots (limit − holders); a due scheduled job beyond that is
+   * blocked or, when its stored policy is "discard", cancelled with the
+   * reason (the core's `admit` decides). Idempotent. Called in the same
+   * transaction as every write that frees a slot, so no blocked job waits
+   * while its key has room.
    */
   protected async rebalance(db: AnyDb, name: string, now: number): Promise<void> {
     const key = (await db.selectFrom(this.tables.keys).select("max_holders").where("name", "=", name).executeTakeFirst()) as
       | { max_holders: number }
       | undefined;
     if (!key) return;
-    let free = freeSlots(Number(key.max_holders), await this.countHolders(db, name));
+    const limit = Number(key.max_holders);
+    let holders = await this.countHolders(db, name);
     const waiting = (await db
       .selectFrom(this.tables.jobs)
-      .select(["id", "state"])
+      .select(["id", "state", "on_conflict"])
       .where("concurrency_key", "=", name)
       .where((eb: ExpressionBuilder<any, any>) =>
         eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
@@ -125,15 +128,21 @@ export abstract class SlotAdapter extends AdapterBase {
       .orderBy("priority")
       .orderBy("run_at")
       .orderBy("id")
-      .limit(free + 100)
-      .execute()) as { id: number | string; state: JobState }[];
+      .limit(freeSlots(limit, holders) + 100)
+      .execute()) as { id: number | string; state: JobState; on_conflict: string | null }[];
     for (const w of waiting) {
       const id = Number(w.id);
-      if (free > 0) {
-        const event = w.state === "blocked" ? "unblock" : "stage";
-        if (await this.applyTransition(db, event, { id, now }, {})) free--;
-      } else if (w.state === "scheduled") {
+      if (w.state === "blocked") {
+        if (holders < limit && (await this.applyTransition(db, "unblock", { id, now }, {}))) holders++;
+        continue;
+      }
+      const decision = admit(holders, limit, w.on_conflict === "discard" ? "discard" : "block");
+      if (decision === "ready") {
+        if (await this.applyTransition(db, "stage", { id, now }, {})) holders++;
+      } else if (decision === "blocked") {
         await this.applyTransition(db, "stageBlocked", { id, now }, {});
+      } else {
+        await this.applyTransition(db, "stageDiscard", { id, now }, { finished_at: now, last_error: discardReason(name, limit) });
       }
     }
   }

@@ -58,5 +58,12 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 5,
       statements: [`CREATE TABLE ${prefix}tasks (name TEXT PRIMARY KEY, max_running INTEGER CHECK (max_running IS NULL OR max_running >= 1))`],
     },
+    {
+      version: 6,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN on_conflict TEXT CHECK (on_conflict IS NULL OR on_conflict IN ('block', 'discard'))`,
+        `ALTER TABLE ${jobs} ADD COLUMN timeout_ms INTEGER CHECK (timeout_ms IS NULL OR timeout_ms >= 1)`,
+      ],
+    },
   ];
 }

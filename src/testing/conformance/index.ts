@@ -1,13 +1,16 @@
 import type { ConformanceCase } from "../harness.ts";
 import { capCases } from "./caps.ts";
 import { claimCases } from "./claim.ts";
+import { claimTaskCases } from "./claim-tasks.ts";
 import { concurrencyCases } from "./concurrency.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { keyCases } from "./keys.ts";
+import { keyPolicyCases } from "./keys-policy.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
 import { retryCases } from "./retry.ts";
+import { timeoutCases } from "./timeouts.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
 import { workerFaultCases } from "./worker-faults.ts";
@@ -19,11 +22,14 @@ export function conformanceCases(): ConformanceCase[] {
   return [
     ...migrateCases,
     ...enqueueCases,
+    ...timeoutCases,
     ...claimCases,
+    ...claimTaskCases,
     ...transitionCases,
     ...leaseCases,
     ...retryCases,
     ...keyCases,
+    ...keyPolicyCases,
     ...capCases,
     ...raceCases,
     ...concurrencyCases,

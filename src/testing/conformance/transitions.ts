@@ -39,6 +39,7 @@ async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): 
       return a.replay({ id: job.id, now });
     case "stage":
     case "stageBlocked":
+    case "stageDiscard":
       // Admission of due jobs runs at the start of every claim; claim from a queue nobody uses.
       t.clock.advance(60_000);
       await a.claim({ queues: ["__no_such_queue__"], limit: 1, now: t.clock.now(), leaseToken: token(), leaseExpiresAt: t.clock.now() + LEASE_MS });
@@ -65,8 +66,8 @@ async function moved(t: CaseContext, job: JobRecord, event: TransitionEvent): Pr
 
 /** Every legal move of the core table succeeds, and lands in the table's target state. */
 function legalCases(): ConformanceCase[] {
-  // stageBlocked needs a full key: covered by the concurrency cases.
-  return TRANSITION_EVENTS.filter((e) => e !== "stageBlocked").flatMap((event) =>
+  // stageBlocked and stageDiscard need a full key: covered by the key cases.
+  return TRANSITION_EVENTS.filter((e) => e !== "stageBlocked" && e !== "stageDiscard").flatMap((event) =>
     TRANSITIONS[event].from.map((from: JobState) => ({
       name: `${event} › moves a ${from} job to ${TRANSITIONS[event].to}`,
       async run(t: CaseContext) {

@@ -2,6 +2,7 @@ import type { JobRecord } from "../../core/job.ts";
 import type { JobState } from "../../core/states.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
 import { TRANSITIONS, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
+import { discardReason } from "../../core/concurrency.ts";
 
 /**
  * The reference model of docket's storage: an in-memory, obviously
@@ -34,6 +35,9 @@ export interface ModelJob {
   lastError: string | null;
   /** The job's concurrency key, or null. */
   concurrencyKey: string | null;
+  /** The key's policy when full at admission, or null. */
+  onConflict: "block" | "discard" | null;
+  timeoutMs: number | null;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -52,6 +56,8 @@ export const MODEL_FIELDS = [
   "finishedAt",
   "lastError",
   "concurrencyKey",
+  "onConflict",
+  "timeoutMs",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -77,6 +83,8 @@ export type JobOp =
   /** Staging/admission (scheduled → ready | blocked, blocked → ready): the side effect of a claim, or of a key's rebalance. */
   | { kind: "stage"; now: number }
   | { kind: "stageBlocked"; now: number }
+  /** A due scheduled job with policy "discard" whose key is full; `reason` as the core's discardReason. */
+  | { kind: "stageDiscard"; now: number; reason: string }
   | { kind: "unblock"; now: number }
   | { kind: "claim"; now: number; leaseToken: string; leaseExpiresAt: number }
   | { kind: "heartbeat"; now: number; leaseToken: string; leaseExpiresAt: number }
@@ -105,6 +113,7 @@ const CLEAR_LEASE = { leaseToken: null, leaseExpiresAt: null } as const;
 const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<ModelJob> } = {
   stage: () => ({}),
   stageBlocked: () => ({}),
+  stageDiscard: (_j, op) => ({ finishedAt: op.now, lastError: (op as { reason: string }).reason }),
   unblock: () => ({}),
   claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   heartbeat: (_j, op) => ({ leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
@@ -170,6 +179,7 @@ export interface ModelNewJob {
   runAt: number;
   maxAttempts: number;
   concurrency?: { key: string; limit: number; onConflict: "block" | "discard" } | null;
+  timeoutMs?: number | null;
 }
 
 export interface ModelQueueControl {
@@ -181,11 +191,6 @@ export interface ModelQueueControl {
 export interface ModelTaskControl {
   task: string;
   maxRunning: number | null;
-}
-
-/** The reason stored on a job discarded at enqueue (core/adapter.ts contract). */
-export function discardReason(key: string, limit: number): string {
-  return `discarded: concurrency key ${JSON.stringify(key)} is full (limit ${limit})`;
 }
 
 /** Whether `event` moves a job out of a slot-holding state, i.e. the write rebalances the job's key in its transaction. */
@@ -232,6 +237,8 @@ export class ReferenceModel {
         finishedAt: null,
         lastError: null,
         concurrencyKey: j.concurrency?.key ?? null,
+        onConflict: j.concurrency?.onConflict ?? null,
+        timeoutMs: j.timeoutMs ?? null,
       };
       const c = j.concurrency;
       if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
@@ -250,7 +257,7 @@ export class ReferenceModel {
     return n;
   }
 
-  /** Makes `key` exact: waiting jobs (blocked, or scheduled and due) admitted in claim order while there is room; due scheduled beyond that blocked. */
+  /** Makes `key` exact: waiting jobs (blocked, or scheduled and due) admitted in claim order while there is room; due scheduled beyond that blocked, or discarded by their policy. */
   rebalance(key: string, now: number): void {
     const limit = this.keyLimits.get(key);
     if (limit === undefined) return;
@@ -262,7 +269,8 @@ export class ReferenceModel {
       if (free > 0) {
         if (this.#write(w.id, { kind: w.state === "blocked" ? "unblock" : "stage", now })) free--;
       } else if (w.state === "scheduled") {
-        this.#write(w.id, { kind: "stageBlocked", now });
+        if (w.onConflict === "discard") this.#write(w.id, { kind: "stageDiscard", now, reason: discardReason(key, limit) });
+        else this.#write(w.id, { kind: "stageBlocked", now });
       }
     }
   }
