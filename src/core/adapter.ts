@@ -1,6 +1,7 @@
 import type { JobRecord } from "./job.ts";
 import type { JobState } from "./states.ts";
 import type { ConcurrencySpec } from "./concurrency.ts";
+import type { DocketError } from "./errors.ts";
 
 /**
  * The storage contract. An adapter owns atomicity, never policy: the core
@@ -113,6 +114,16 @@ export interface DocketAdapter {
 
   /** Releases connections the adapter opened itself. Idempotent. */
   close(): Promise<void>;
+
+  /**
+   * Optional. Subscribes to errors that happen outside any call, e.g. a
+   * pooled connection dropped by the server while idle or checked out. Such
+   * an error never escapes as an unhandled event; the adapter reports it
+   * here (as a DocketError with the native error as `cause`) and recovers by
+   * opening new connections. Errors of calls are thrown by the calls as usual.
+   * Returns a function that unsubscribes.
+   */
+  onError?(listener: (error: DocketError) => void): () => void;
 }
 
 export interface NewJob {

@@ -11,6 +11,7 @@ export type DocketErrorCode =
   | "NOT_FOUND"
   | "INVALID_STATE"
   | "SCHEMA_TOO_NEW"
+  | "SCHEMA_MISSING"
   | "ADAPTER_ERROR"
   | "CLOSED";
 
@@ -81,6 +82,15 @@ export class InvalidStateError extends DocketError {
 export class SchemaTooNewError extends DocketError {
   constructor(found: number, known: number) {
     super("SCHEMA_TOO_NEW", `database schema is at version ${found}, this docket knows up to ${known}`);
+  }
+}
+
+/** docket's tables do not exist in this database (or under this table prefix): `migrate()` was not run. */
+export class SchemaMissingError extends DocketError {
+  readonly table: string;
+  constructor(table: string, options?: { cause?: unknown }) {
+    super("SCHEMA_MISSING", `table ${table} does not exist: call migrate() (docket.migrate()) before using docket`, options);
+    this.table = table;
   }
 }
 

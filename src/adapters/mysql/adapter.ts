@@ -4,7 +4,12 @@ import { migrations } from "./migrations.ts";
 import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
 
 export interface MysqlAdapterOptions {
-  /** A mysql2 (callback API) pool. The caller keeps ownership: `close()` does not end it. */
+  /**
+   * A mysql2 (callback API) pool. The caller keeps ownership: `close()` does
+   * not end it. Attach an `'error'` listener to its connections
+   * (`pool.on("connection", c => c.on("error", …))`) so a connection the
+   * server kills is not an unhandled event; docket does this for pools it opens.
+   */
   pool?: MysqlPool;
   /** Or a connection URI; docket opens (and on `close()` ends) its own pool. */
   uri?: string;
@@ -40,8 +45,11 @@ export class MysqlAdapter extends KyselyAdapter {
     const limit = options.connectionLimit ?? 10;
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
     const prefix = options.tablePrefix ?? "docket_";
-    const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit)) });
+    // The pool is opened lazily, after construction: errors reach `this` through this sink.
+    const sink = { report: (_error: unknown): void => undefined };
+    const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit, (error) => sink.report(error))) });
     super(createKysely(dialect, options.instrument), prefix, pool === undefined);
+    sink.report = (error) => this.reportBackgroundError(error);
     this.#prefix = prefix;
   }
 
@@ -52,6 +60,12 @@ export class MysqlAdapter extends KyselyAdapter {
   /** MySQL spells upsert `INSERT … ON DUPLICATE KEY UPDATE`. */
   override get supportsOnConflict(): boolean {
     return false;
+  }
+
+  /** errno 1146 ER_NO_SUCH_TABLE: Table 'db.x' doesn't exist. */
+  protected override missingTable(error: unknown): string | null {
+    if ((error as { errno?: unknown })?.errno !== 1146) return null;
+    return /Table '(?:[^'.]+\.)?([^']+)'/.exec(String((error as Error).message))?.[1] ?? `${this.#prefix}jobs`;
   }
 
   protected migrations(): readonly Migration[] {
@@ -87,8 +101,14 @@ export class MysqlAdapter extends KyselyAdapter {
   }
 }
 
-async function openMysqlPool(uri: string, connectionLimit: number): Promise<MysqlPool> {
+/**
+ * Opens a mysql2 pool whose every connection has an `'error'` listener, so a
+ * connection the server kills is reported to `report`, never an unhandled event.
+ */
+async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
   const mod = await import("mysql2");
   const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;
-  return mysql.createPool({ uri, connectionLimit }) as unknown as MysqlPool;
+  const pool = mysql.createPool({ uri, connectionLimit });
+  pool.on("connection", (connection) => void connection.on("error", report));
+  return pool as unknown as MysqlPool;
 }

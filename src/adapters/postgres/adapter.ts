@@ -2,9 +2,16 @@ import { PostgresDialect, sql, type PostgresPool } from "kysely";
 import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { migrations } from "./migrations.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
+import { guardedPool } from "./pool.ts";
 
 export interface PostgresAdapterOptions {
-  /** A `pg.Pool` (or compatible). The caller keeps ownership: `close()` does not end it. */
+  /**
+   * A `pg.Pool` (or compatible). The caller keeps ownership: `close()` does
+   * not end it. docket guards every client it checks out (an `'error'`
+   * listener), but the pool's own `'error'` event, for a client dropped
+   * while idle, is the caller's: attach `pool.on("error", …)`, or Node ends
+   * the process when the server drops an idle connection.
+   */
   pool?: PostgresPool;
   /** Or a connection string; docket opens (and on `close()` ends) its own pool. */
   connectionString?: string;
@@ -34,8 +41,14 @@ export class PostgresAdapter extends KyselyAdapter {
     const max = options.max ?? 10;
     if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
     const prefix = options.tablePrefix ?? "docket_";
-    const dialect = new PostgresDialect({ pool: pool ?? (() => openPgPool(connectionString!, max)) });
+    // The pool is opened lazily, after construction: errors reach `this` through this sink.
+    const sink = { report: (_error: unknown): void => undefined };
+    const report = (error: unknown) => sink.report(error);
+    const dialect = new PostgresDialect({
+      pool: pool ? guardedPool(pool, report, false) : async () => guardedPool(await openPgPool(connectionString!, max), report, true),
+    });
     super(createKysely(dialect, options.instrument), prefix, pool === undefined);
+    sink.report = (error) => this.reportBackgroundError(error);
     this.#prefix = prefix;
   }
 
@@ -45,6 +58,12 @@ export class PostgresAdapter extends KyselyAdapter {
 
   override get supportsSkipLocked(): boolean {
     return true;
+  }
+
+  /** SQLSTATE 42P01 undefined_table; the name is in the message: relation "x" does not exist. */
+  protected override missingTable(error: unknown): string | null {
+    if ((error as { code?: unknown })?.code !== "42P01") return null;
+    return /relation "([^"]+)"/.exec(String((error as Error).message))?.[1] ?? `${this.#prefix}jobs`;
   }
 
   protected migrations(): readonly Migration[] {

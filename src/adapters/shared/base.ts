@@ -1,5 +1,5 @@
 import { Kysely, sql, type Dialect, type KyselyPlugin } from "kysely";
-import { AdapterError, DocketError, SchemaTooNewError } from "../../core/errors.ts";
+import { AdapterError, DocketError, SchemaMissingError, SchemaTooNewError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
@@ -54,6 +54,7 @@ export abstract class AdapterBase {
   protected readonly tables: TableNames;
   protected readonly db: AnyDb;
   readonly #ownsDb: boolean;
+  readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
 
   constructor(db: AnyDb, tablePrefix: string, ownsDb: boolean) {
@@ -104,12 +105,44 @@ export abstract class AdapterBase {
   /** Runs `fn` while holding a lock that serializes migrations across processes. */
   protected abstract withMigrationLock<T>(fn: (db: AnyDb) => Promise<T>): Promise<T>;
 
+  /** See DocketAdapter.onError. */
+  onError(listener: (error: DocketError) => void): () => void {
+    this.#errorListeners.add(listener);
+    return () => void this.#errorListeners.delete(listener);
+  }
+
+  /** Hands an error that happened outside any call to every `onError` listener; never throws. */
+  protected reportBackgroundError(error: unknown): void {
+    const mapped = this.toDocketError(error);
+    for (const listener of this.#errorListeners) {
+      try {
+        listener(mapped);
+      } catch {
+        // A listener's failure must not turn a handled error into an unhandled one.
+      }
+    }
+  }
+
   /** Closes what the dialect opened beyond the kysely instance. */
   protected async closeExtra(): Promise<void> {}
 
-  /** Maps any thrown value to a DocketError; native errors become AdapterError with `cause`. */
+  /**
+   * The table an error says does not exist, or null when it says something
+   * else. Each dialect reads its own error codes; default: never.
+   */
+  protected missingTable(_error: unknown): string | null {
+    return null;
+  }
+
+  /**
+   * Maps any thrown value to a DocketError: a missing table becomes
+   * SchemaMissingError, other native errors AdapterError; both keep the
+   * native error as `cause`.
+   */
   protected toDocketError(error: unknown): DocketError {
     if (error instanceof DocketError) return error;
+    const missing = this.missingTable(error);
+    if (missing !== null) return new SchemaMissingError(missing, { cause: error });
     const message = error instanceof Error ? error.message : String(error);
     return new AdapterError(`${this.name}: ${message}`, { cause: error });
   }

@@ -65,6 +65,12 @@ export class SqliteAdapter extends KyselyAdapter {
     return true;
   }
 
+  /** SQLITE_ERROR "no such table: x" (better-sqlite3 and node:sqlite alike). */
+  protected override missingTable(error: unknown): string | null {
+    const match = /no such table: (\S+)/.exec(String((error as Error | undefined)?.message));
+    return match ? match[1]! : null;
+  }
+
   protected migrations(): readonly Migration[] {
     return migrations(this.#prefix);
   }

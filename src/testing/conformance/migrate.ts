@@ -5,6 +5,26 @@ import { insert } from "./helpers.ts";
 
 export const migrateCases: ConformanceCase[] = [
   {
+    name: "migrate › before migrate(), every call says so: SCHEMA_MISSING naming the table and 'call migrate()'",
+    unmigrated: true,
+    async run(t) {
+      const d = t.docket();
+      const calls: [string, () => Promise<unknown>][] = [
+        ["enqueue", () => d.enqueue("t", {})],
+        ["claim", () => t.adapter.claim({ queues: ["default"], limit: 1, now: t.clock.now(), leaseToken: "x", leaseExpiresAt: t.clock.now() + 1 })],
+        ["get", () => d.get(1)],
+        ["list", () => d.list()],
+      ];
+      for (const [what, call] of calls) {
+        await assert.rejects(call(), (e: { code?: string; message?: string; table?: string }) => {
+          assert.equal(e.code, "SCHEMA_MISSING", `${what}: ${e.message}`);
+          assert.match(e.message ?? "", new RegExp(`table ${t.store.tablePrefix}\\w+ does not exist: call migrate\\(\\)`, "i"), what);
+          return true;
+        });
+      }
+    },
+  },
+  {
     name: "migrate › a second run applies nothing and keeps the data",
     async run(t) {
       const job = await insert(t);
