@@ -21,6 +21,14 @@ export interface SqliteAdapterOptions {
   instrument?: InstrumentOptions;
   /** How long a write waits for another PROCESS's write lock. Default 5000 ms. */
   busyTimeoutMs?: number;
+  /**
+   * SQLite's `synchronous` setting. "full" (default): a commit is on disk
+   * when the call returns, so what docket reported as written survives a
+   * power loss or an OS crash. "normal": faster commits in WAL mode, but a
+   * power loss or OS crash (not a process crash) can drop the last commits,
+   * i.e. enqueued jobs or recorded outcomes the caller was told are stored.
+   */
+  synchronous?: "full" | "normal";
 }
 
 /**
@@ -49,12 +57,17 @@ export class SqliteAdapter extends KyselyAdapter {
     }
     const busy = options.busyTimeoutMs ?? 5000;
     if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
+    const synchronous = options.synchronous ?? "full";
+    if (synchronous !== "full" && synchronous !== "normal") {
+      throw new InvalidArgumentError(`synchronous must be "full" or "normal", got ${JSON.stringify(synchronous)}`);
+    }
     const prefix = options.tablePrefix ?? "docket_";
     const dialect = new SqliteDialect({
       database: database ?? (() => openSqliteFile(filename!)),
       onCreateConnection: async (conn) => {
         await conn.executeQuery(CompiledQuery.raw(`PRAGMA busy_timeout = ${busy}`));
         if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
+        await conn.executeQuery(CompiledQuery.raw(`PRAGMA synchronous = ${synchronous.toUpperCase()}`));
       },
     });
     super(createKysely(dialect, options.instrument), prefix, database === undefined);
