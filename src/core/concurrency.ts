@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "./errors.ts";
-import { validateInteger, validateName } from "./validate.ts";
+import { checkKeys, validateInteger, validateName } from "./validate.ts";
 
 /** What happens to a job whose concurrency key is full when it is admitted. */
 export const ON_CONFLICT = ["block", "discard"] as const;
@@ -22,6 +22,7 @@ export const MAX_CAP = 1_000_000;
 
 export function validateConcurrency(value: unknown, at: string): ConcurrencySpec {
   if (typeof value !== "object" || value === null) throw new InvalidArgumentError(`${at}concurrency must be an object { key, limit, onConflict }`);
+  checkKeys(value, ["key", "limit", "onConflict"], `${at}concurrency`);
   const v = value as Partial<ConcurrencySpec>;
   const key = validateName(v.key, `${at}concurrency.key`);
   const limit = validateInteger(v.limit, `${at}concurrency.limit`, 1, MAX_KEY_LIMIT);

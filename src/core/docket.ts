@@ -3,13 +3,14 @@ import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict
 import { systemClock, type Clock } from "./clock.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
-import { DEFAULT_RETRY_POLICY, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
-import type { JobState } from "./states.ts";
+import { DEFAULT_RETRY_POLICY, RETRY_POLICY_KEYS, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
+import { JOB_STATES, isJobState, type JobState } from "./states.ts";
 import {
   MAX_ATTEMPTS_LIMIT,
   MAX_PRIORITY,
   MAX_TIMEOUT_MS,
   MIN_PRIORITY,
+  checkKeys,
   serializePayload,
   validateDuration,
   validateInteger,
@@ -123,6 +124,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
       throw new InvalidArgumentError("new Docket({ adapter }) needs an adapter");
     }
+    checkKeys(options, DOCKET_OPTION_KEYS, "new Docket(options)");
     this.adapter = options.adapter;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
@@ -170,8 +172,18 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   async list(options: ListOptions = {}): Promise<Job[]> {
+    checkKeys(options, LIST_OPTION_KEYS, "list(options)");
     const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
-    const records = await this.adapter.list({ ...options, limit });
+    if (options.state !== undefined && !isJobState(options.state)) {
+      throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(options.state)}`);
+    }
+    const records = await this.adapter.list({
+      limit,
+      state: options.state,
+      queue: options.queue === undefined ? undefined : validateName(options.queue, "queue"),
+      task: options.task === undefined ? undefined : validateName(options.task, "task"),
+      afterId: options.afterId === undefined ? undefined : validateInteger(options.afterId, "afterId", 0, Number.MAX_SAFE_INTEGER),
+    });
     return records.map((r) => toJob(r));
   }
 
@@ -216,7 +228,10 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** The dead-letter list: jobs that used up their attempts. */
   readonly deadLetters = {
     /** Dead jobs, oldest id first. */
-    list: (options: Omit<ListOptions, "state"> = {}): Promise<Job[]> => this.list({ ...options, state: "dead" }),
+    list: (options: Omit<ListOptions, "state"> = {}): Promise<Job[]> => {
+      checkKeys(options, LIST_OPTION_KEYS.filter((k) => k !== "state"), "deadLetters.list(options)");
+      return this.list({ ...options, state: "dead" });
+    },
     /**
      * Puts a dead job back to ready with a fresh attempt budget. Of several
      * concurrent replays of one job exactly one succeeds; the others get
@@ -274,7 +289,9 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** The retry policy that applies to `job`: docket default, then task, then the job's own overrides. */
   retryPolicyFor(job: JobRecord): RetryPolicy {
     const task = this.#tasks?.get(job.task);
-    const own = job.backoff === null ? undefined : (JSON.parse(job.backoff) as Partial<RetryPolicy>);
+    // Only known fields: a row written by an older docket may hold others.
+    const stored = job.backoff === null ? {} : (JSON.parse(job.backoff) as Record<string, unknown>);
+    const own = Object.fromEntries(Object.entries(stored).filter(([k]) => (BACKOFF_KEYS as readonly string[]).includes(k))) as Partial<RetryPolicy>;
     return resolveRetryPolicy(this.retry, task?.backoff, own, { maxAttempts: job.maxAttempts });
   }
 
@@ -285,6 +302,7 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   #newJob(item: EnqueueItem<T>, now: number, at: string): NewJob {
     if (!item || typeof item !== "object") throw new InvalidArgumentError(`${at || "item"} must be an object`);
+    if (at) checkKeys(item, ["task", "payload", "options"], `${at.slice(0, -1)}`);
     const task = item.task;
     if (typeof task !== "string" || task.length === 0) throw new UnknownTaskError(String(task), `${at}task must be a non-empty string`);
     validateName(task, `${at}task`);
@@ -295,7 +313,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       defaults = registered;
     }
     const o = item.options ?? {};
-    if (typeof o !== "object") throw new InvalidArgumentError(`${at}options must be an object`);
+    checkKeys(o, ENQUEUE_OPTION_KEYS, `${at}options`);
     if (o.runAt !== undefined && o.delay !== undefined) throw new InvalidArgumentError(`${at}runAt and delay are exclusive`);
     const runAt =
       o.runAt !== undefined ? validateTime(o.runAt, `${at}runAt`) : o.delay !== undefined ? now + validateDuration(o.delay, `${at}delay`) : now;
@@ -304,6 +322,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     const maxAttempts = validateInteger(o.maxAttempts ?? defaults.maxAttempts ?? this.retry.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
     let backoff: string | null = null;
     if (o.backoff !== undefined) {
+      checkKeys(o.backoff, BACKOFF_KEYS, `${at}options.backoff`);
       validateRetryPolicy({ ...this.retry, ...o.backoff, maxAttempts });
       backoff = JSON.stringify(o.backoff);
     }
@@ -316,7 +335,7 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   #concurrencyFor(item: EnqueueItem<T>, defaults: TaskOptions, at: string): ConcurrencySpec | null {
     const own = item.options?.concurrency;
-    if (own !== undefined) return validateConcurrency(own, at);
+    if (own !== undefined) return validateConcurrency(own, `${at}options.`);
     const task = defaults.concurrency;
     if (task === undefined) return null;
     let key: unknown = task.key;
@@ -332,6 +351,8 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   #validateTaskOptions(name: string, o: TaskOptions): void {
     const at = `tasks.${name}.`;
+    checkKeys(o, TASK_OPTION_KEYS, `tasks.${name}`);
+    if (o.backoff !== undefined) checkKeys(o.backoff, BACKOFF_KEYS, `${at}backoff`);
     if (o.queue !== undefined) validateName(o.queue, `${at}queue`);
     if (o.priority !== undefined) validateInteger(o.priority, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
     if (o.maxAttempts !== undefined) validateInteger(o.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
@@ -343,6 +364,12 @@ export class Docket<T extends TaskMap = TaskMap> {
     }
   }
 }
+
+const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random"] as const;
+const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
+const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");
+const LIST_OPTION_KEYS = ["state", "queue", "task", "afterId", "limit"] as const;
 
 function validateId(id: unknown): number {
   return validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);

@@ -1,4 +1,8 @@
 import { InvalidArgumentError } from "./errors.ts";
+import { MAX_DELAY_MS, checkKeys } from "./validate.ts";
+
+/** The fields of a retry policy, for option checks. */
+export const RETRY_POLICY_KEYS = ["maxAttempts", "baseMs", "factor", "maxMs", "jitter"] as const;
 
 /**
  * Retry policy: how many attempts a job gets and how long to wait between
@@ -26,6 +30,7 @@ export function resolveRetryPolicy(base: RetryPolicy, ...overrides: (Partial<Ret
   const merged = { ...base };
   for (const o of overrides) {
     if (!o) continue;
+    checkKeys(o, RETRY_POLICY_KEYS, "a retry policy");
     for (const [k, v] of Object.entries(o)) if (v !== undefined) (merged as Record<string, number>)[k] = v as number;
   }
   validateRetryPolicy(merged);
@@ -37,15 +42,17 @@ export function validateRetryPolicy(p: RetryPolicy): void {
     throw new InvalidArgumentError(`maxAttempts must be an integer >= 1, got ${String(p.maxAttempts)}`);
   }
   for (const key of ["baseMs", "maxMs"] as const) {
-    if (!Number.isFinite(p[key]) || p[key] < 0) throw new InvalidArgumentError(`${key} must be a finite number >= 0, got ${String(p[key])}`);
+    if (!Number.isFinite(p[key]) || p[key] < 0 || p[key] > MAX_DELAY_MS) {
+      throw new InvalidArgumentError(`${key} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${String(p[key])}`);
+    }
   }
   if (!Number.isFinite(p.factor) || p.factor < 1) throw new InvalidArgumentError(`factor must be a finite number >= 1, got ${String(p.factor)}`);
   if (!Number.isFinite(p.jitter) || p.jitter < 0 || p.jitter > 1) throw new InvalidArgumentError(`jitter must be in [0, 1], got ${String(p.jitter)}`);
 }
 
-/** Delay in ms before the next attempt, after `attempt` (1-based) failed. `random` returns [0, 1). */
+/** Delay in whole ms before the next attempt, after `attempt` (1-based) failed; at most `maxMs`. `random` returns [0, 1). */
 export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const exact = Math.min(policy.maxMs, policy.baseMs * Math.pow(policy.factor, Math.max(0, attempt - 1)));
+  const exact = policy.baseMs === 0 ? 0 : Math.min(policy.maxMs, policy.baseMs * Math.pow(policy.factor, Math.max(0, attempt - 1)));
   const spread = exact * policy.jitter * random();
   return Math.round(exact - spread);
 }

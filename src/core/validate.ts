@@ -8,10 +8,36 @@ export const MAX_ATTEMPTS_LIMIT = 1_000_000;
 /** Longest per-attempt timeout: 24 h. */
 export const MAX_TIMEOUT_MS = 24 * 3600_000;
 
+/** Latest accepted run time: 9999-12-31T23:59:59.999Z, within every adapter's bigint and JS Date. */
+export const MAX_TIME_MS = 253_402_300_799_999;
+/** Longest accepted delay (and backoff): 100 years. */
+export const MAX_DELAY_MS = 100 * 365 * 24 * 3600_000;
+/**
+ * Deepest accepted payload nesting, in arrays and objects: MariaDB's
+ * JSON_VALID rejects 32 levels, so no adapter may store more than 31.
+ */
+export const MAX_PAYLOAD_DEPTH = 31;
+
+/** Why `text` cannot be stored as it is on every adapter, or null. */
+function unstorable(text: string): string | null {
+  if (text.includes("\u0000")) return "contains a NUL character (\\u0000), which PostgreSQL cannot store";
+  if (!isWellFormed(text)) return "contains a lone surrogate (invalid UTF-16), which cannot be stored as UTF-8";
+  return null;
+}
+
+function isWellFormed(text: string): boolean {
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  if (typeof native === "function") return native.call(text);
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
+/** A task, queue or key name: 1 to 191 UTF-16 units, well-formed, no NUL (it must round-trip on every adapter). */
 export function validateName(value: unknown, what: string): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_LENGTH) {
     throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${describe(value)}`);
   }
+  const why = unstorable(value);
+  if (why !== null) throw new InvalidArgumentError(`${what} ${why}`);
   return value;
 }
 
@@ -22,67 +48,140 @@ export function validateInteger(value: unknown, what: string, min: number, max: 
   return value;
 }
 
+/** A delay in ms: a finite number in [0, 100 years], rounded to whole milliseconds. */
 export function validateDuration(value: unknown, what: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new InvalidArgumentError(`${what} must be a finite number of milliseconds >= 0, got ${describe(value)}`);
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > MAX_DELAY_MS) {
+    throw new InvalidArgumentError(`${what} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${describe(value)}`);
   }
-  return value;
-}
-
-/** Epoch ms from a Date or a number; rejects invalid dates, NaN and infinities. */
-export function validateTime(value: unknown, what: string): number {
-  const ms = value instanceof Date ? value.getTime() : value;
-  if (typeof ms !== "number" || !Number.isSafeInteger(Math.trunc(ms)) || !Number.isFinite(ms)) {
-    throw new InvalidArgumentError(`${what} must be a valid Date or epoch milliseconds, got ${describe(value)}`);
-  }
-  return Math.trunc(ms);
+  return Math.round(value);
 }
 
 /**
- * Serializes a payload as JSON, strictly: only null, booleans, finite
- * numbers, strings, arrays and plain objects are accepted, so what a handler
- * reads back equals what was enqueued. Anything JSON.stringify would drop or
- * change silently (undefined, functions, symbols, NaN, Infinity, Dates, Maps,
- * class instances) is rejected with the path to the offending value, as are
- * bigints, cycles and payloads over `maxBytes` (UTF-8).
+ * Epoch ms from a Date or a number, rounded to whole milliseconds, between
+ * 1970-01-01 and 9999-12-31 (the same range on every adapter); rejects
+ * invalid dates, NaN and infinities.
+ */
+export function validateTime(value: unknown, what: string): number {
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== "number" || !Number.isFinite(ms) || Math.round(ms) < 0 || Math.round(ms) > MAX_TIME_MS) {
+    throw new InvalidArgumentError(`${what} must be a valid Date or epoch milliseconds between 1970-01-01 and 9999-12-31, got ${describe(value)}`);
+  }
+  return Math.round(ms);
+}
+
+/**
+ * Rejects keys of `value` (an options object) that are not in `known`, naming
+ * the key and the closest known one, so a misspelt option is never ignored.
+ * `value` undefined passes; anything but a plain object is rejected.
+ */
+export function checkKeys(value: unknown, known: readonly string[], what: string): void {
+  if (value === undefined) return;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(`${what} must be an object, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue;
+    const near = closest(key, known);
+    throw new InvalidArgumentError(
+      `unknown option ${JSON.stringify(key)} in ${what}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}; known: ${known.join(", ")}`,
+    );
+  }
+}
+
+/** A known word `word` abbreviates or extends, else the nearest by edit distance if near enough to be a misspelling. */
+function closest(word: string, known: readonly string[]): string | null {
+  const lower = word.toLowerCase();
+  const prefixed = known.find((k) => lower.length >= 3 && (k.toLowerCase().startsWith(lower) || lower.startsWith(k.toLowerCase())));
+  if (prefixed) return prefixed;
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = editDistance(word.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * Serializes a payload as JSON, strictly, by one rule for every adapter: only
+ * null, booleans, finite numbers, strings, arrays and plain objects are
+ * accepted, nested at most 31 deep; strings and keys must be well-formed
+ * UTF-16 without NUL. What a handler reads back then equals what was
+ * enqueued on every adapter (except -0, which JSON writes as 0). Anything
+ * else (undefined, functions, symbols, NaN, Infinity, Dates, Maps, class
+ * instances, bigints, cycles) is an InvalidPayloadError naming the path, as
+ * is a payload over `maxBytes` (UTF-8) a PayloadTooLargeError. Iterative:
+ * no input can overflow the stack.
  */
 export function serializePayload(payload: unknown, maxBytes: number): string {
-  checkJson(payload, "payload", new Set());
+  checkJson(payload);
   const text = JSON.stringify(payload);
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return text;
 }
 
-function checkJson(value: unknown, path: string, seen: Set<object>): void {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return;
-    case "number":
-      if (!Number.isFinite(value)) throw new InvalidPayloadError(`${path} is ${value}, which JSON cannot represent`);
-      return;
-    case "object": {
-      if (value === null) return;
-      if (seen.has(value)) throw new InvalidPayloadError(`${path} is a circular reference`);
-      const proto = Object.getPrototypeOf(value);
-      if (Array.isArray(value)) {
-        seen.add(value);
-        value.forEach((item, i) => checkJson(item, `${path}[${i}]`, seen));
-        seen.delete(value);
-        return;
-      }
-      if (proto !== Object.prototype && proto !== null) {
-        const kind = (value as object).constructor?.name ?? "object";
-        throw new InvalidPayloadError(`${path} is a ${kind}; payloads hold plain JSON data only (convert it first, e.g. a Date with toISOString())`);
-      }
-      seen.add(value);
-      for (const [k, v] of Object.entries(value)) checkJson(v, `${path}.${k}`, seen);
-      seen.delete(value);
-      return;
+function checkJson(root: unknown): void {
+  // Depth-first with an explicit stack; `open` holds the containers on the current path (cycle check).
+  const stack: { value: unknown; path: string; depth: number; exit?: object }[] = [{ value: root, path: "payload", depth: 0 }];
+  const open = new Set<object>();
+  while (stack.length > 0) {
+    const { value, path, depth, exit } = stack.pop()!;
+    if (exit) {
+      open.delete(exit);
+      continue;
     }
-    default:
-      throw new InvalidPayloadError(`${path} is ${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}, which JSON cannot represent`);
+    switch (typeof value) {
+      case "boolean":
+        continue;
+      case "string": {
+        const why = unstorable(value);
+        if (why !== null) throw new InvalidPayloadError(`${path} ${why}`);
+        continue;
+      }
+      case "number":
+        if (!Number.isFinite(value)) throw new InvalidPayloadError(`${path} is ${value}, which JSON cannot represent`);
+        continue;
+      case "object": {
+        if (value === null) continue;
+        if (open.has(value)) throw new InvalidPayloadError(`${path} is a circular reference`);
+        if (depth + 1 > MAX_PAYLOAD_DEPTH) {
+          throw new InvalidPayloadError(`${path} nests deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects, the most every adapter stores`);
+        }
+        const isArray = Array.isArray(value);
+        if (!isArray) {
+          const proto = Object.getPrototypeOf(value);
+          if (proto !== Object.prototype && proto !== null) {
+            const kind = (value as object).constructor?.name ?? "object";
+            throw new InvalidPayloadError(`${path} is a ${kind}; payloads hold plain JSON data only (convert it first, e.g. a Date with toISOString())`);
+          }
+        }
+        open.add(value);
+        stack.push({ value: undefined, path, depth, exit: value });
+        const entries: [string, unknown][] = isArray ? Array.from(value as unknown[], (v, i) => [String(i), v]) : Object.entries(value);
+        for (let i = entries.length - 1; i >= 0; i--) {
+          const [k, v] = entries[i]!;
+          if (!isArray) {
+            const why = unstorable(k);
+            if (why !== null) throw new InvalidPayloadError(`${path} has a key that ${why}`);
+          }
+          stack.push({ value: v, path: isArray ? `${path}[${k}]` : `${path}.${k}`, depth: depth + 1 });
+        }
+        continue;
+      }
+      default:
+        throw new InvalidPayloadError(`${path} is ${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}, which JSON cannot represent`);
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import { toJob, type Job, type JobRecord } from "./job.ts";
 import { errorBackoffDelay } from "./retry.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { describeThrown, messageOf } from "./thrown.ts";
-import { validateInteger, validateName } from "./validate.ts";
+import { checkKeys, validateInteger, validateName } from "./validate.ts";
 
 export { describeThrown } from "./thrown.ts";
 
@@ -83,6 +83,21 @@ export interface WorkerOptions<T extends TaskMap> {
   logger?: WorkerLogger | null;
 }
 
+const WORKER_OPTION_KEYS = [
+  "handlers",
+  "fallback",
+  "queues",
+  "concurrency",
+  "leaseMs",
+  "heartbeatMs",
+  "pollMs",
+  "reclaimMs",
+  "shutdownTimeoutMs",
+  "timeoutMs",
+  "onEvent",
+  "logger",
+] as const satisfies readonly (keyof WorkerOptions<TaskMap>)[];
+
 /** First pause after a failed claim or outcome write; doubles per failure in a row. */
 const ERROR_BACKOFF_BASE_MS = 100;
 /** Longest pause between tries after failures in a row. */
@@ -160,6 +175,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (!options || typeof options.handlers !== "object" || options.handlers === null) {
       throw new InvalidArgumentError("worker({ handlers }) needs a handlers object");
     }
+    checkKeys(options, WORKER_OPTION_KEYS, "worker(options)");
     this.#docket = docket;
     this.#handlers = new Map();
     for (const [task, handler] of Object.entries(options.handlers)) {
@@ -218,6 +234,7 @@ export class Worker<T extends TaskMap = TaskMap> {
    * left running.
    */
   async stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    checkKeys(options, ["timeoutMs"], "stop(options)");
     if (!this.#running) return;
     const timeoutMs = validateInteger(options.timeoutMs ?? this.#shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
     this.#stopping = true;
@@ -250,7 +267,11 @@ export class Worker<T extends TaskMap = TaskMap> {
    * stop gets the runtime's default behaviour. Returns an unsubscribe function.
    */
   stopOnSignals(options: { signals?: readonly ShutdownSignal[]; onStopped?: (signal: ShutdownSignal) => unknown } = {}): () => void {
+    checkKeys(options, ["signals", "onStopped"], "stopOnSignals(options)");
     const signals = options.signals ?? SHUTDOWN_SIGNALS;
+    if (!Array.isArray(signals) || signals.length === 0 || signals.some((s) => typeof s !== "string" || !/^SIG[A-Z0-9]+$/.test(s))) {
+      throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${String(signals)}`);
+    }
     return onceOnSignals(signals, (signal) => {
       this.#logger?.warn(`docket worker: ${signal} received, stopping (in-flight jobs finish or are released)`);
       void this.stop().then(

@@ -2,6 +2,7 @@ import { MysqlDialect, sql, type MysqlPool } from "kysely";
 import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { migrations } from "./migrations.ts";
 import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
+import { checkKeys } from "../../core/validate.ts";
 
 export interface MysqlAdapterOptions {
   /**
@@ -38,6 +39,7 @@ export class MysqlAdapter extends KyselyAdapter {
   readonly #prefix: string;
 
   constructor(options: MysqlAdapterOptions) {
+    checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument"], "mysqlAdapter(options)");
     const { pool, uri } = options;
     if ((pool === undefined) === (uri === undefined)) {
       throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");

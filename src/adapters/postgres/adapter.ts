@@ -1,6 +1,7 @@
 import { PostgresDialect, sql, type PostgresPool } from "kysely";
 import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { migrations } from "./migrations.ts";
+import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import { guardedPool } from "./pool.ts";
 
@@ -34,6 +35,7 @@ export class PostgresAdapter extends KyselyAdapter {
   readonly #prefix: string;
 
   constructor(options: PostgresAdapterOptions) {
+    checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument"], "postgresAdapter(options)");
     const { pool, connectionString } = options;
     if ((pool === undefined) === (connectionString === undefined)) {
       throw new InvalidArgumentError("postgresAdapter needs exactly one of `pool` or `connectionString`");

@@ -2,6 +2,7 @@ import { CompiledQuery, SqliteDialect, sql, type SqliteDatabase } from "kysely";
 import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type Migration } from "../shared/kysely-adapter.ts";
 import { Mutex } from "../shared/mutex.ts";
 import { migrations } from "./migrations.ts";
+import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
 
@@ -51,6 +52,7 @@ export class SqliteAdapter extends KyselyAdapter {
   readonly #prefix: string;
 
   constructor(options: SqliteAdapterOptions) {
+    checkKeys(options, ["database", "filename", "tablePrefix", "instrument", "busyTimeoutMs", "synchronous"], "sqliteAdapter(options)");
     const { database, filename } = options;
     if ((database === undefined) === (filename === undefined)) {
       throw new InvalidArgumentError("sqliteAdapter needs exactly one of `database` or `filename`");

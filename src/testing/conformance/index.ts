@@ -4,6 +4,7 @@ import { claimCases } from "./claim.ts";
 import { claimTaskCases } from "./claim-tasks.ts";
 import { concurrencyCases } from "./concurrency.ts";
 import { enqueueCases } from "./enqueue.ts";
+import { inputCases } from "./input.ts";
 import { keyCases } from "./keys.ts";
 import { keyPolicyCases } from "./keys-policy.ts";
 import { leaseCases } from "./lease.ts";
@@ -23,6 +24,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...migrateCases,
     ...enqueueCases,
     ...timeoutCases,
+    ...inputCases,
     ...claimCases,
     ...claimTaskCases,
     ...transitionCases,
