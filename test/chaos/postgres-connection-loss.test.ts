@@ -50,7 +50,7 @@ describe("postgres: connection loss", () => {
       const runs = new Map<number, number>();
       let report: Record<string, number> | null = null;
       let stderr = "";
-      child = spawn(process.execPath, ["--import", "tsx", CHILD, url], { stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(process.execPath, ["--import", "tsx", CHILD, "postgres", url], { stdio: ["pipe", "pipe", "pipe"] });
       child.stderr!.on("data", (d) => (stderr += d));
       let buffered = "";
       child.stdout!.on("data", (d) => {

@@ -1,15 +1,17 @@
 /**
- * Child process of the PostgreSQL connection-loss test: runs one worker
- * through the public API (postgresAdapter({ connectionString })) until the
+ * Child process of the connection-loss tests: runs one worker through the
+ * public API (postgresAdapter({ connectionString }) or mysqlAdapter({ uri })) until the
  * parent writes "stop" on stdin. Prints one JSON line per handler run
  * ({"ran": id}) and, at the end, {"report": {...}}. A crash shows as a
- * non-zero exit without the report. Usage: chaos-worker.ts <url>
+ * non-zero exit without the report. Usage: chaos-worker.ts <postgres|mysql> <url>
  */
 import { Docket } from "../../src/core/docket.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
+import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 
-const [url] = process.argv.slice(2) as [string];
-const docket = new Docket({ adapter: postgresAdapter({ connectionString: url, max: 4 }) });
+const [kind, url] = process.argv.slice(2) as [string, string];
+const adapter = kind === "mysql" ? mysqlAdapter({ uri: url, connectionLimit: 4 }) : postgresAdapter({ connectionString: url, max: 4 });
+const docket = new Docket({ adapter });
 const counts = { errors: 0, connectionErrors: 0, lost: 0, succeeded: 0 };
 const worker = docket.worker({
   concurrency: 8,
