@@ -274,13 +274,9 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     return onceOnSignals(signals, (signal) => {
       this.#logger?.warn(`docket worker: ${signal} received, stopping (in-flight jobs finish or are released)`);
-      void this.stop().then(
-        async () => {
-          if (options.onStopped) await options.onStopped(signal);
-          else reraise(signal);
-        },
-        (error) => this.#emit({ type: "error", error: error as Error, operation: "release" }),
-      );
+      void this.stop()
+        .then(() => (options.onStopped ? options.onStopped(signal) : reraise(signal)))
+        .catch((error) => this.#emit({ type: "error", error: error as Error, operation: "release" }));
     });
   }
 
