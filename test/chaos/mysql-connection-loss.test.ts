@@ -1,11 +1,9 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Docket } from "../../src/core/docket.ts";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
+import { startChaosChild, type ChaosChild } from "../support/chaos-child.ts";
 import { MYSQL_URL, REQUIRE_ALL } from "../support/targets.ts";
 
-const CHILD = join(import.meta.dirname, "../support/chaos-worker.ts");
 const JOBS = 400;
 const MIN_KILLS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -31,38 +29,20 @@ describe("mysql: connection loss", () => {
     const u = new URL(MYSQL_URL);
     u.pathname = `/${database}`;
     const url = u.toString();
-    let child: ReturnType<typeof spawn> | null = null;
+    let child: ChaosChild | null = null;
     try {
       await admin.query(`CREATE DATABASE ${database}`);
       const producer = new Docket({ adapter: mysqlAdapter({ uri: url, connectionLimit: 2 }) });
       await producer.migrate();
       await producer.enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ task: "work", payload: i })));
       await producer.close();
-      const runs = new Map<number, number>();
-      let report: Record<string, number> | null = null;
-      let stderr = "";
-      child = spawn(process.execPath, ["--import", "tsx", CHILD, "mysql", url], { stdio: ["pipe", "pipe", "pipe"] });
-      child.stderr!.on("data", (d) => (stderr += d));
-      let buffered = "";
-      child.stdout!.on("data", (d) => {
-        buffered += d;
-        const lines = buffered.split("\n");
-        buffered = lines.pop()!;
-        for (const line of lines) {
-          const m = JSON.parse(line) as { ran?: number; report?: Record<string, number> };
-          if (m.ran !== undefined) runs.set(m.ran, (runs.get(m.ran) ?? 0) + 1);
-          if (m.report) report = m.report;
-        }
-      });
-      const exited = new Promise<number | null>((resolve) => child!.on("exit", (code) => resolve(code)));
-      let childExit: number | null | undefined;
-      void exited.then((code) => (childExit = code));
+      child = startChaosChild("mysql", url);
       const succeeded = async () =>
         Number(((await admin.query(`SELECT count(*) AS n FROM ${database}.docket_jobs WHERE state = 'succeeded'`)) as [{ n: number }[], unknown])[0][0]!.n);
       let kills = 0;
       const deadline = Date.now() + 120_000;
       for (;;) {
-        expect(childExit, `worker process died: ${stderr}`).toBeUndefined();
+        expect(child.exitCode(), `worker process died: ${child.stderr()}`).toBeUndefined();
         if (Date.now() > deadline) throw new Error(`not drained in 120 s: ${await succeeded()} of ${JOBS} succeeded`);
         if (kills < MIN_KILLS) {
           const [rows] = (await admin.query("SELECT id FROM information_schema.processlist WHERE db = ? AND id <> connection_id()", [database])) as [{ id: number }[], unknown];
@@ -74,8 +54,8 @@ describe("mysql: connection loss", () => {
         if ((await succeeded()) === JOBS) break;
         await sleep(200);
       }
-      child.stdin!.write("stop\n");
-      const code = await exited;
+      const { code, report } = await child.stop();
+      const runs = child.runs;
       const missing = Array.from({ length: JOBS }, (_, i) => i).filter((i) => !runs.has(i));
       const figures = {
         jobs: JOBS,
@@ -88,12 +68,12 @@ describe("mysql: connection loss", () => {
         ranTwice: [...runs.values()].filter((n) => n > 1).length,
       };
       console.log(`mysql connection-loss figures: ${JSON.stringify(figures)}`);
-      expect(code, stderr).toBe(0);
+      expect(code, child.stderr()).toBe(0);
       expect(missing).toEqual([]);
       expect(figures.succeeded).toBe(JOBS);
       expect(kills).toBeGreaterThanOrEqual(MIN_KILLS);
     } finally {
-      child?.kill("SIGKILL");
+      child?.kill();
       await admin.query(`DROP DATABASE IF EXISTS ${database}`).catch(() => undefined);
       await admin.end();
     }

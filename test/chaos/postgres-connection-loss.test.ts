@@ -1,12 +1,10 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Docket } from "../../src/core/docket.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { postgresBinDir, startPrivatePostgres } from "../support/private-postgres.ts";
+import { startChaosChild, type ChaosChild } from "../support/chaos-child.ts";
 import { REQUIRE_ALL } from "../support/targets.ts";
 
-const CHILD = join(import.meta.dirname, "../support/chaos-worker.ts");
 const JOBS = 600;
 const MIN_TERMINATIONS = 50;
 const RESTARTS = 2;
@@ -37,7 +35,7 @@ describe("postgres: connection loss", () => {
       admin.on("error", () => undefined); // the restarts drop it too
       await admin.connect();
     };
-    let child: ReturnType<typeof spawn> | null = null;
+    let child: ChaosChild | null = null;
     try {
       await connectAdmin();
       await admin.query("CREATE DATABASE chaos");
@@ -47,25 +45,7 @@ describe("postgres: connection loss", () => {
       await producer.enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ task: "work", payload: i })));
       await producer.close();
 
-      const runs = new Map<number, number>();
-      let report: Record<string, number> | null = null;
-      let stderr = "";
-      child = spawn(process.execPath, ["--import", "tsx", CHILD, "postgres", url], { stdio: ["pipe", "pipe", "pipe"] });
-      child.stderr!.on("data", (d) => (stderr += d));
-      let buffered = "";
-      child.stdout!.on("data", (d) => {
-        buffered += d;
-        const lines = buffered.split("\n");
-        buffered = lines.pop()!;
-        for (const line of lines) {
-          const m = JSON.parse(line) as { ran?: number; report?: Record<string, number> };
-          if (m.ran !== undefined) runs.set(m.ran, (runs.get(m.ran) ?? 0) + 1);
-          if (m.report) report = m.report;
-        }
-      });
-      const exited = new Promise<number | null>((resolve) => child!.on("exit", (code) => resolve(code)));
-      let childExit: number | null | undefined;
-      void exited.then((code) => (childExit = code));
+      child = startChaosChild("postgres", url);
 
       let terminations = 0;
       let restarts = 0;
@@ -85,7 +65,7 @@ describe("postgres: connection loss", () => {
       };
       const deadline = Date.now() + 120_000;
       for (;;) {
-        expect(childExit, `worker process died: ${stderr}`).toBeUndefined();
+        expect(child.exitCode(), `worker process died: ${child.stderr()}`).toBeUndefined();
         if (Date.now() > deadline) throw new Error(`not drained in 120 s: ${await succeeded()} of ${JOBS} succeeded`);
         if (terminations < MIN_TERMINATIONS) {
           const r = await admin.query("SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = 'chaos' AND pid <> pg_backend_pid()");
@@ -102,8 +82,8 @@ describe("postgres: connection loss", () => {
         if ((await succeeded()) === JOBS) break;
         await sleep(200);
       }
-      child.stdin!.write("stop\n");
-      const code = await exited;
+      const { code, report } = await child.stop();
+      const runs = child.runs;
       const missing = Array.from({ length: JOBS }, (_, i) => i).filter((i) => !runs.has(i));
       const twice = [...runs.values()].filter((n) => n > 1).length;
       const figures = {
@@ -119,14 +99,14 @@ describe("postgres: connection loss", () => {
         ranTwice: twice,
       };
       console.log(`postgres connection-loss figures: ${JSON.stringify(figures)}`);
-      expect(code, stderr).toBe(0);
+      expect(code, child.stderr()).toBe(0);
       expect(figures.succeeded).toBe(JOBS);
       expect(missing).toEqual([]);
       expect(terminations).toBeGreaterThanOrEqual(MIN_TERMINATIONS);
       expect(restarts).toBe(RESTARTS);
       expect(report!.errors, "the dropped connections were reported as worker error events").toBeGreaterThan(0);
     } finally {
-      child?.kill("SIGKILL");
+      child?.kill();
       await admin.end().catch(() => undefined);
       await server.destroy();
     }
