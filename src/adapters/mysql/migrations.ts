@@ -94,5 +94,10 @@ export function migrations(prefix: string): readonly Migration[] {
           ADD CONSTRAINT ${jobs}_timeout_valid CHECK (timeout_ms IS NULL OR timeout_ms >= 1)`,
       ],
     },
+    {
+      // SQLite's index fix (see its migration 7); MySQL's indexes already lead with state.
+      version: 7,
+      statements: [],
+    },
   ];
 }
