@@ -119,6 +119,8 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly defaultQueue: string;
   readonly random: () => number;
   readonly #tasks: Map<string, TaskOptions> | null;
+  /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
+  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>) => void>();
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -163,7 +165,19 @@ export class Docket<T extends TaskMap = TaskMap> {
     const now = this.clock.now();
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
     const records = await this.adapter.enqueue({ jobs, now });
+    const ready = new Set(records.filter((r) => r.state === "ready").map((r) => r.queue));
+    if (ready.size > 0) for (const listener of this.#enqueueListeners) listener(ready);
     return records.map((r) => toJob<T[keyof T]>(r));
+  }
+
+  /**
+   * Calls `listener` with the queues of the ready jobs every committed
+   * enqueue of THIS docket stored, so its workers start them at once instead
+   * of at their next poll. Returns an unsubscribe function. For workers.
+   */
+  onEnqueued(listener: (queues: ReadonlySet<string>) => void): () => void {
+    this.#enqueueListeners.add(listener);
+    return () => void this.#enqueueListeners.delete(listener);
   }
 
   async get(id: number): Promise<Job | null> {

@@ -221,7 +221,14 @@ export class Worker<T extends TaskMap = TaskMap> {
       setInterval(() => void this.#heartbeatAll(), this.#heartbeatMs),
       setInterval(() => void this.#reclaim(), this.#reclaimMs),
     ];
-    this.#unsubscribe = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" })) ?? null;
+    const unsubscribeErrors = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" }));
+    const unsubscribeEnqueues = this.#docket.onEnqueued((queues) => {
+      if (this.#queues.some((q) => queues.has(q))) this.#signalWake();
+    });
+    this.#unsubscribe = () => {
+      unsubscribeErrors?.();
+      unsubscribeEnqueues();
+    };
     this.#loop = this.#claimLoop();
     return Promise.resolve();
   }

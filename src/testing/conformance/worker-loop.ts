@@ -104,4 +104,25 @@ export const workerLoopCases: ConformanceCase[] = [
       assert.equal(events.filter((e) => e.type === "dead").length, 2);
     },
   },
+  {
+    // Issue 9 item 4 (part): an enqueue in the worker's own process wakes it.
+    name: "worker › a job enqueued through the worker's own docket starts at once, not at the next poll",
+    slow: true,
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter });
+      const ran: number[] = [];
+      const w = d.worker({ ...FAST, pollMs: 600_000, handlers: { now: (p) => void ran.push(p as number) } });
+      await w.start();
+      await sleep(100); // the first claim found nothing: the worker sleeps for pollMs (10 minutes)
+      const other = await d.enqueue("now", 0, { queue: "elsewhere" });
+      const job = await d.enqueue("now", 1);
+      try {
+        await eventually(async () => (await d.get(job.id))?.state === "succeeded", 5_000, "the job ran long before the 10-minute poll");
+      } finally {
+        await w.stop();
+      }
+      assert.deepEqual(ran, [1]);
+      assert.equal((await d.get(other.id))?.state, "ready", "a job of a queue the worker does not serve stays");
+    },
+  },
 ];
