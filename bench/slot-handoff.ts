@@ -35,18 +35,12 @@
  * a worker that did not free the slot only notices it at its next poll, so
  * there the worst case is bounded by pollMs.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Docket } from "../src/core/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
+import { ADAPTERS, openDatabase, type AdapterName, type Database } from "./databases.ts";
 
-type AdapterName = "sqlite" | "postgres" | "mysql";
-const ADAPTERS: readonly AdapterName[] = ["sqlite", "postgres", "mysql"];
-const PG_URL = process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const MYSQL_URL = process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/mysql";
 
 const { values: args } = parseArgs({
   options: {
@@ -70,66 +64,6 @@ if (args.adapter !== undefined && !ADAPTERS.includes(args.adapter as AdapterName
 }
 const selected: AdapterName[] = args.adapter ? [args.adapter as AdapterName] : [...ADAPTERS];
 const hr = () => performance.timeOrigin + performance.now();
-const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-
-interface Database {
-  /** A fresh adapter on a fresh, empty store for one scenario. */
-  open(scenario: number): Promise<DocketAdapter>;
-  dispose(): Promise<void>;
-}
-
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-async function openDatabase(name: AdapterName): Promise<Database> {
-  if (name === "sqlite") {
-    const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
-    const dir = mkdtempSync(join(tmpdir(), "docket-bench-"));
-    return {
-      open: async (n) => sqliteAdapter({ filename: join(dir, `s${n}.db`) }),
-      dispose: async () => rmSync(dir, { recursive: true, force: true }),
-    };
-  }
-  const database = `docket_bench_${runId}`;
-  if (name === "postgres") {
-    const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
-    const pg = (await import("pg")).default;
-    const admin = async (sql: string) => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    };
-    await admin(`CREATE DATABASE ${database}`);
-    const url = withDatabase(PG_URL, database);
-    return {
-      open: async (n) => postgresAdapter({ connectionString: url, tablePrefix: `s${n}_`, max: 4 }),
-      dispose: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
-    };
-  }
-  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
-  const mysql = (await import("mysql2/promise")).default;
-  const admin = async (sql: string) => {
-    const c = await mysql.createConnection({ uri: MYSQL_URL });
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${database}`);
-  const url = withDatabase(MYSQL_URL, database);
-  return {
-    open: async (n) => mysqlAdapter({ uri: url, tablePrefix: `s${n}_`, connectionLimit: 4 }),
-    dispose: () => admin(`DROP DATABASE IF EXISTS ${database}`),
-  };
-}
 
 interface Scenario {
   name: string;

@@ -1,0 +1,67 @@
+/**
+ * Benchmark (not a test): how long a job waits between its enqueue and its
+ * handler's start when the worker is idle, on each adapter, with the default
+ * pollMs (1 s).
+ *
+ *   npx tsx bench/start-latency.ts [--adapter sqlite|postgres|mysql] [--jobs 30]
+ *
+ * Two ways to enqueue, each on a fresh store with one idle worker:
+ *  - same docket:  through the worker's own Docket (same process): an enqueue
+ *                  wakes the worker at once;
+ *  - other docket: through another Docket on its own connection, as another
+ *                  process would: the worker finds the job at its next poll.
+ * Jobs are enqueued one at a time, each after the previous one started and a
+ * random pause (0–100 ms), so the worker is asleep when the job arrives.
+ */
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { Docket } from "../src/core/docket.ts";
+import { ADAPTERS, openDatabase, type AdapterName } from "./databases.ts";
+
+const { values: args } = parseArgs({ options: { adapter: { type: "string" }, jobs: { type: "string", default: "30" } }, strict: true });
+const JOBS = Number(args.jobs);
+const selected: AdapterName[] = args.adapter ? [args.adapter as AdapterName] : [...ADAPTERS];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+console.log(`start latency, idle worker, pollMs 1000 (default), ${JOBS} jobs; ms`);
+console.log(`${"adapter".padEnd(9)}${"enqueued through".padEnd(18)}${"p50".padStart(9)}${"p99".padStart(9)}`);
+for (const name of selected) {
+  const db = await openDatabase(name);
+  try {
+    for (const [i, mode] of (["same docket", "other docket"] as const).entries()) {
+      const adapter = await db.open(i);
+      const producerAdapter = mode === "same docket" ? adapter : await db.open(i);
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      const producer = mode === "same docket" ? docket : new Docket({ adapter: producerAdapter });
+      const enqueuedAt = new Map<number, number>();
+      const latencies: number[] = [];
+      let started!: () => void;
+      const worker = docket.worker({
+        logger: null,
+        handlers: {
+          "bench.job": (n) => {
+            latencies.push(performance.now() - enqueuedAt.get(n as number)!);
+            started();
+          },
+        },
+      });
+      await worker.start();
+      await sleep(50);
+      for (let n = 0; n < JOBS; n++) {
+        await sleep(Math.random() * 100);
+        const done = new Promise<void>((r) => (started = r));
+        enqueuedAt.set(n, performance.now());
+        await producer.enqueue("bench.job", n);
+        await done;
+      }
+      await worker.stop();
+      await adapter.close();
+      if (producerAdapter !== adapter) await producerAdapter.close();
+      console.log(`${name.padEnd(9)}${mode.padEnd(18)}${quantile(latencies, 0.5).toFixed(2).padStart(9)}${quantile(latencies, 0.99).toFixed(2).padStart(9)}`);
+    }
+  } finally {
+    await db.dispose();
+  }
+}
