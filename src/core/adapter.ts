@@ -106,6 +106,15 @@ export interface DocketAdapter {
   /** Every stored queue and task control. */
   listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }>;
 
+  /**
+   * Deletes up to `limit` jobs whose state is one of `states` (finished
+   * states only: succeeded, cancelled, dead) and whose `finished_at <=
+   * finishedBefore`, oldest first, in ONE transaction. Rows another
+   * transaction holds are skipped (a concurrent replay or purge wins), so
+   * many purgers at once delete each job once. Returns how many it deleted.
+   */
+  purge(params: PurgeParams): Promise<number>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 
@@ -189,6 +198,12 @@ export interface FailParams extends FencedParams {
   error: string;
   /** When set, retry at this time; when null, the job goes to dead. */
   retryAt: number | null;
+}
+
+export interface PurgeParams {
+  states: readonly JobState[];
+  finishedBefore: number;
+  limit: number;
 }
 
 export interface ListParams {

@@ -7,6 +7,7 @@ import { DEFAULT_RETRY_POLICY, RETRY_POLICY_KEYS, planFailure, resolveRetryPolic
 import { JOB_STATES, isJobState, type JobState } from "./states.ts";
 import {
   MAX_ATTEMPTS_LIMIT,
+  MAX_DELAY_MS,
   MAX_PRIORITY,
   MAX_TIMEOUT_MS,
   MIN_PRIORITY,
@@ -58,6 +59,18 @@ export interface DocketOptions<T extends TaskMap> {
   clock?: Clock;
   /** Source of randomness in [0, 1) for backoff jitter. Default Math.random. */
   random?: () => number;
+  /**
+   * How long finished jobs are kept before `purgeFinished()` (which every
+   * worker runs about once a minute) deletes them. `finishedMs`: succeeded
+   * and cancelled jobs, default 7 days; `deadMs`: dead letters, default 30
+   * days. `null` keeps them forever.
+   */
+  retention?: RetentionOptions;
+}
+
+export interface RetentionOptions {
+  finishedMs?: number | null;
+  deadMs?: number | null;
 }
 
 export interface EnqueueOptions {
@@ -118,6 +131,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly maxPayloadBytes: number;
   readonly defaultQueue: string;
   readonly random: () => number;
+  readonly retention: { finishedMs: number | null; deadMs: number | null };
   readonly #tasks: Map<string, TaskOptions> | null;
   /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>) => void>();
@@ -133,6 +147,13 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.retry = resolveRetryPolicy(DEFAULT_RETRY_POLICY, options.retry);
     this.maxPayloadBytes = validateInteger(options.maxPayloadBytes ?? 1024 * 1024, "maxPayloadBytes", 2, 1 << 30);
     this.defaultQueue = validateName(options.defaultQueue ?? "default", "defaultQueue");
+    checkKeys(options.retention, ["finishedMs", "deadMs"], "retention");
+    const keep = (value: number | null | undefined, fallback: number, what: string) =>
+      value === null ? null : validateInteger(value ?? fallback, what, 0, MAX_DELAY_MS);
+    this.retention = {
+      finishedMs: keep(options.retention?.finishedMs, 7 * DAY_MS, "retention.finishedMs"),
+      deadMs: keep(options.retention?.deadMs, 30 * DAY_MS, "retention.deadMs"),
+    };
     if (options.tasks) {
       this.#tasks = new Map();
       for (const [name, task] of Object.entries(options.tasks) as [string, TaskOptions][]) {
@@ -237,6 +258,23 @@ export class Docket<T extends TaskMap = TaskMap> {
       if (moved) result[moved.state === "dead" ? "dead" : "retried"]++;
     }
     return result;
+  }
+
+  /**
+   * One retention pass: deletes up to `limit` succeeded or cancelled jobs
+   * finished more than `retention.finishedMs` ago, and up to `limit` dead
+   * ones finished more than `retention.deadMs` ago, oldest first. Safe to run
+   * in every process at once; workers run it about once a minute.
+   */
+  async purgeFinished(options: { limit?: number } = {}): Promise<{ deleted: number }> {
+    checkKeys(options, ["limit"], "purgeFinished(options)");
+    const limit = validateInteger(options.limit ?? 1000, "limit", 1, 100_000);
+    const now = this.clock.now();
+    let deleted = 0;
+    const { finishedMs, deadMs } = this.retention;
+    if (finishedMs !== null) deleted += await this.adapter.purge({ states: ["succeeded", "cancelled"], finishedBefore: now - finishedMs, limit });
+    if (deadMs !== null) deleted += await this.adapter.purge({ states: ["dead"], finishedBefore: now - deadMs, limit });
+    return { deleted };
   }
 
   /** The dead-letter list: jobs that used up their attempts. */
@@ -379,7 +417,8 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 }
 
-const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random"] as const;
+const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention"] as const;
+const DAY_MS = 24 * 3600_000;
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");

@@ -23,7 +23,7 @@ export interface JobContext<P = unknown> {
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
 
 /** Which step of the worker an `error` event comes from. */
-export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "connection";
+export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "purge" | "connection";
 
 /** Emitted only by the winner of a transition: each fires at most once per attempt. */
 export type WorkerEvent =
@@ -98,6 +98,9 @@ const WORKER_OPTION_KEYS = [
   "logger",
 ] as const satisfies readonly (keyof WorkerOptions<TaskMap>)[];
 
+/** How often a worker runs the retention pass (`docket.purgeFinished()`). */
+const PURGE_EVERY_MS = 60_000;
+
 /** First pause after a failed claim or outcome write; doubles per failure in a row. */
 const ERROR_BACKOFF_BASE_MS = 100;
 /** Longest pause between tries after failures in a row. */
@@ -170,6 +173,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #wakePending = false;
   #timers: ReturnType<typeof setInterval>[] = [];
   #unsubscribe: (() => void) | null = null;
+  #lastPurge = Number.NEGATIVE_INFINITY;
 
   constructor(docket: Docket<T>, options: WorkerOptions<T>) {
     if (!options || typeof options.handlers !== "object" || options.handlers === null) {
@@ -504,11 +508,20 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
   }
 
+  /** The sweep: expired leases every tick; finished jobs past their retention at most every PURGE_EVERY_MS. */
   async #reclaim(): Promise<void> {
     try {
       await this.#docket.reclaimExpired();
     } catch (error) {
       this.#emit({ type: "error", error: error as Error, operation: "reclaim" });
+    }
+    const now = this.#docket.clock.now();
+    if (now - this.#lastPurge < PURGE_EVERY_MS) return;
+    this.#lastPurge = now;
+    try {
+      await this.#docket.purgeFinished();
+    } catch (error) {
+      this.#emit({ type: "error", error: error as Error, operation: "purge" });
     }
   }
 

@@ -7,13 +7,14 @@ import type {
   FencedParams,
   HeartbeatParams,
   ListParams,
+  PurgeParams,
   QueueControl,
   TaskControl,
 } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
-import type { JobState } from "../../core/states.ts";
+import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { AnyDb } from "./base.ts";
@@ -322,6 +323,23 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         | undefined;
       return row ? rowToRecord(row) : null;
     });
+  }
+
+  async purge(params: PurgeParams): Promise<number> {
+    if (params.limit <= 0 || params.states.length === 0) return 0;
+    if (params.states.some((s) => !TERMINAL_STATES.includes(s))) throw new AdapterError(`${this.name}: purge takes finished states only`);
+    // deno-lint-ignore no-explicit-any
+    const finished = (q: any) => q.where("state", "in", [...params.states]).where("finished_at", "<=", params.finishedBefore);
+    return this.guardErrors(() =>
+      this.writeTransaction(async (db) => {
+        let pick = finished(db.selectFrom(this.tables.jobs).select("id")).orderBy("finished_at").orderBy("id").limit(params.limit);
+        if (this.supportsSkipLocked) pick = pick.forUpdate().skipLocked();
+        const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
+        if (ids.length === 0) return 0;
+        const result = await finished(db.deleteFrom(this.tables.jobs).where("id", "in", ids)).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+    );
   }
 
   async list(params: ListParams): Promise<JobRecord[]> {

@@ -10,6 +10,7 @@ import { keyPolicyCases } from "./keys-policy.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
+import { retentionCases } from "./retention.ts";
 import { retryCases } from "./retry.ts";
 import { timeoutCases } from "./timeouts.ts";
 import { transitionCases } from "./transitions.ts";
@@ -30,6 +31,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...transitionCases,
     ...leaseCases,
     ...retryCases,
+    ...retentionCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
