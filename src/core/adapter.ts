@@ -188,6 +188,14 @@ export interface FencedParams {
   id: number;
   leaseToken: string;
   now: number;
+  /**
+   * Optional: the job's concurrency key as the caller last read it (a job's
+   * key never changes). With `null`, an adapter may apply a slot-freeing
+   * write as one statement without reading the key first; it must then
+   * check in that write that the job has no key, and take the full path when
+   * it has. Omitted: the adapter reads the key itself.
+   */
+  concurrencyKey?: string | null;
 }
 
 export interface HeartbeatParams extends FencedParams {

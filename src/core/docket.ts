@@ -252,6 +252,7 @@ export class Docket<T extends TaskMap = TaskMap> {
         id: job.id,
         leaseToken: job.leaseToken!,
         now,
+        concurrencyKey: job.concurrencyKey,
         error: `lease expired at ${new Date(job.leaseExpiresAt!).toISOString()} (worker stopped heartbeating)`,
         retryAt: plan.kind === "retry" ? plan.runAt : null,
       });

@@ -429,7 +429,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const operation = outcome.kind === "succeeded" ? "complete" : outcome.kind === "failed" ? "fail" : "release";
     for (let failures = 0; ; ) {
       const now = this.#docket.clock.now();
-      const fence = { id: record.id, leaseToken: record.leaseToken!, now };
+      const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
       try {
         let result: JobRecord | null;
         if (outcome.kind === "succeeded") {

@@ -187,16 +187,19 @@ export abstract class AdapterBase {
    * The one guarded write: `UPDATE jobs SET state = rule.to, … WHERE id = ?
    * AND state IN (rule.from) AND <fence>`, inside the caller's transaction.
    * Returns the updated record, or null when no row matched (the caller lost
-   * a race or the move is illegal).
+   * a race or the move is illegal). With `unkeyedOnly`, a job that has a
+   * concurrency key matches nothing either.
    */
   protected async applyTransition(
     db: AnyDb,
     event: TransitionEvent,
     key: GuardKey & { id: number },
     set: Record<string, unknown>,
+    options: { unkeyedOnly?: boolean } = {},
   ): Promise<JobRecord | null> {
     const values = { ...set, state: TRANSITIONS[event].to, updated_at: key.now };
-    const update = this.guard(db.updateTable(this.tables.jobs).set(values), event, key);
+    let update = this.guard(db.updateTable(this.tables.jobs).set(values), event, key);
+    if (options.unkeyedOnly) update = update.where("concurrency_key", "is", null);
     if (this.supportsReturning) {
       const row = (await update.returningAll().executeTakeFirst()) as JobRow | undefined;
       return row ? rowToRecord(row) : null;

@@ -18,8 +18,20 @@ export abstract class SlotAdapter extends AdapterBase {
    * concurrency slot, the job's key is locked first and rebalanced in the
    * same transaction (the next blocked job is promoted before commit).
    */
-  protected transition(event: TransitionEvent, key: GuardKey & { id: number }, set: Record<string, unknown>): Promise<JobRecord | null> {
+  protected transition(
+    event: TransitionEvent,
+    key: GuardKey & { id: number; concurrencyKey?: string | null },
+    set: Record<string, unknown>,
+  ): Promise<JobRecord | null> {
     if (!freesSlot(event)) return this.guardErrors(() => this.writeStatement((db) => this.applyTransition(db, event, key, set)));
+    if (key.concurrencyKey === null) {
+      // The caller says the job has no key: no key to lock or rebalance, so one guarded statement,
+      // which itself checks that the job has no key; a miss (lost race, or a key after all) takes the full path.
+      return this.guardErrors(async () => {
+        const moved = await this.writeStatement((db) => this.applyTransition(db, event, key, set, { unkeyedOnly: true }));
+        return moved ?? this.transition(event, { ...key, concurrencyKey: undefined }, set);
+      });
+    }
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
         // A job's key never changes, so reading it before taking the key's lock is safe.

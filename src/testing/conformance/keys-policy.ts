@@ -73,4 +73,28 @@ export const keyPolicyCases: ConformanceCase[] = [
       assert.equal(job.onConflict, null);
     },
   },
+  {
+    name: "keys › a slot-freeing write told the job has no key (a wrong hint) still frees the slot and promotes the next job",
+    async run(t) {
+      const a = await insert(t, keyed("k", "block"));
+      const b = await insert(t, keyed("k", "block"));
+      assert.equal(b.state, "blocked");
+      const [running] = await claim(t, 1);
+      assert.equal(running?.id, a.id);
+      const done = await t.adapter.complete({ id: a.id, leaseToken: running!.leaseToken!, now: t.clock.now(), concurrencyKey: null });
+      assert.equal(done?.state, "succeeded");
+      assert.equal((await t.adapter.get({ id: b.id }))?.state, "ready", "the blocked job was promoted in the same write");
+    },
+  },
+  {
+    name: "keys › a slot-freeing write with the right 'no key' hint moves an unkeyed job, and a lost race still returns null",
+    async run(t) {
+      await insert(t);
+      const [running] = await claim(t, 1);
+      const fence = { id: running!.id, leaseToken: running!.leaseToken!, now: t.clock.now(), concurrencyKey: null };
+      assert.equal((await t.adapter.complete(fence))?.state, "succeeded");
+      assert.equal(await t.adapter.complete(fence), null);
+      assert.equal(await t.adapter.fail({ ...fence, error: "x", retryAt: null }), null);
+    },
+  },
 ];
