@@ -31,13 +31,21 @@ function isWellFormed(text: string): boolean {
   return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 }
 
-/** A task, queue or key name: 1 to 191 UTF-16 units, well-formed, no NUL (it must round-trip on every adapter). */
+/**
+ * A task, queue or key name: 1 to 191 UTF-16 units, well-formed, no NUL, not
+ * ending in a space. It must round-trip and match only itself on every
+ * adapter: MariaDB compares VARCHARs ignoring trailing spaces (PAD SPACE, even
+ * under utf8mb4_bin), so there "a " would match "a".
+ */
 export function validateName(value: unknown, what: string): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_LENGTH) {
     throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${describe(value)}`);
   }
   const why = unstorable(value);
   if (why !== null) throw new InvalidArgumentError(`${what} ${why}`);
+  if (value.endsWith(" ")) {
+    throw new InvalidArgumentError(`${what} ends with a space, got ${describe(value)}: MariaDB ignores trailing spaces when comparing, so it would match the name without them`);
+  }
   return value;
 }
 
@@ -121,39 +129,55 @@ function editDistance(a: string, b: string): number {
  * else (undefined, functions, symbols, NaN, Infinity, Dates, Maps, class
  * instances, bigints, cycles) is an InvalidPayloadError naming the path, as
  * is a payload over `maxBytes` (UTF-8) a PayloadTooLargeError. Iterative:
- * no input can overflow the stack.
+ * no input can overflow the stack. The text is written from a copy made
+ * while checking, so what is stored is exactly what was checked: each value
+ * is read once (a getter is not asked again), `toJSON` is never called, and
+ * only array elements and own enumerable string keys are kept.
  */
 export function serializePayload(payload: unknown, maxBytes: number): string {
-  checkJson(payload);
-  const text = JSON.stringify(payload);
+  const text = JSON.stringify(checkedCopy(payload));
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return text;
 }
 
-function checkJson(root: unknown): void {
+type Slot = { value: unknown; path: string; depth: number; into: Record<string, unknown> | unknown[]; key: string | number };
+
+/** A copy of `root` in plain arrays and null-prototype objects, or an InvalidPayloadError naming the path of the first offence. */
+function checkedCopy(root: unknown): unknown {
   // Depth-first with an explicit stack; `open` holds the containers on the current path (cycle check).
-  const stack: { value: unknown; path: string; depth: number; exit?: object }[] = [{ value: root, path: "payload", depth: 0 }];
+  const top: unknown[] = [];
+  const stack: (Slot | { exit: object })[] = [{ value: root, path: "payload", depth: 0, into: top, key: 0 }];
   const open = new Set<object>();
   while (stack.length > 0) {
-    const { value, path, depth, exit } = stack.pop()!;
-    if (exit) {
-      open.delete(exit);
+    const slot = stack.pop()!;
+    if ("exit" in slot) {
+      open.delete(slot.exit);
       continue;
     }
+    const { value, path, depth, into, key } = slot;
+    const put = (v: unknown): void => {
+      (into as Record<string | number, unknown>)[key] = v;
+    };
     switch (typeof value) {
       case "boolean":
+        put(value);
         continue;
       case "string": {
         const why = unstorable(value);
         if (why !== null) throw new InvalidPayloadError(`${path} ${why}`);
+        put(value);
         continue;
       }
       case "number":
         if (!Number.isFinite(value)) throw new InvalidPayloadError(`${path} is ${value}, which JSON cannot represent`);
+        put(value);
         continue;
       case "object": {
-        if (value === null) continue;
+        if (value === null) {
+          put(null);
+          continue;
+        }
         if (open.has(value)) throw new InvalidPayloadError(`${path} is a circular reference`);
         if (depth + 1 > MAX_PAYLOAD_DEPTH) {
           throw new InvalidPayloadError(`${path} nests deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects, the most every adapter stores`);
@@ -167,15 +191,17 @@ function checkJson(root: unknown): void {
           }
         }
         open.add(value);
-        stack.push({ value: undefined, path, depth, exit: value });
+        stack.push({ exit: value });
         const entries: [string, unknown][] = isArray ? Array.from(value as unknown[], (v, i) => [String(i), v]) : Object.entries(value);
+        const copy: Record<string, unknown> | unknown[] = isArray ? new Array<unknown>(entries.length) : (Object.create(null) as Record<string, unknown>);
+        put(copy);
         for (let i = entries.length - 1; i >= 0; i--) {
           const [k, v] = entries[i]!;
           if (!isArray) {
             const why = unstorable(k);
             if (why !== null) throw new InvalidPayloadError(`${path} has a key that ${why}`);
           }
-          stack.push({ value: v, path: isArray ? `${path}[${k}]` : `${path}.${k}`, depth: depth + 1 });
+          stack.push({ value: v, path: isArray ? `${path}[${k}]` : `${path}.${k}`, depth: depth + 1, into: copy, key: isArray ? i : k });
         }
         continue;
       }
@@ -183,6 +209,7 @@ function checkJson(root: unknown): void {
         throw new InvalidPayloadError(`${path} is ${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}, which JSON cannot represent`);
     }
   }
+  return top[0];
 }
 
 function describe(value: unknown): string {

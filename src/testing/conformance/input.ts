@@ -52,7 +52,21 @@ export const PAYLOAD_CORPUS: PayloadCase[] = [
   { name: "a key with a NUL", payload: () => ({ "a\u0000": 1 }), rejected: /^payload has a key that contains a NUL/ },
   { name: "a key with a lone surrogate", payload: () => ({ x: { "\ud800": 1 } }), rejected: /^payload\.x has a key that contains a lone surrogate/ },
   { name: "a sparse array", payload: () => [1, , 3], rejected: /^payload\[1\] is undefined/ }, // eslint-disable-line no-sparse-arrays
+  // What is stored is what was checked: toJSON and getters are not consulted a second time.
+  { name: "an array with an own toJSON", payload: () => Object.assign([1, "a"], { toJSON: () => "a\u0000b" }), stored: [1, "a"] },
+  { name: "a getter that changes its value", payload: () => getterOnce("ok", "a\ud800"), stored: { s: "ok" } },
+  { name: "an accessor returning a NUL on first read", payload: () => getterOnce("a\u0000b", "ok"), rejected: /^payload\.s contains a NUL character/ },
 ];
+
+/** An object whose `s` getter returns `first` on its first read and `then` afterwards. */
+function getterOnce(first: string, then: string): unknown {
+  let reads = 0;
+  return {
+    get s() {
+      return reads++ === 0 ? first : then;
+    },
+  };
+}
 
 const NAME_191 = "😀".repeat(95) + "x"; // 191 UTF-16 units, 96 characters
 
@@ -62,6 +76,14 @@ async function count(t: CaseContext): Promise<number> {
 
 async function rejectsWith(call: () => Promise<unknown>, code: string, message: RegExp): Promise<void> {
   await assert.rejects(call, (e: { code?: string; message?: string }) => {
+    assert.equal(e.code, code, e.message);
+    assert.match(e.message ?? "", message);
+    return true;
+  });
+}
+
+function throwsWith(call: () => unknown, code: string, message: RegExp): void {
+  assert.throws(call, (e: { code?: string; message?: string }) => {
     assert.equal(e.code, code, e.message);
     assert.match(e.message ?? "", message);
     return true;
@@ -113,6 +135,31 @@ export const inputCases: ConformanceCase[] = [
       assert.deepEqual([back?.task, back?.queue, back?.concurrencyKey], [NAME_191, NAME_191, NAME_191]);
       const claimed = await t.adapter.claim({ queues: [NAME_191], tasks: [NAME_191], limit: 1, now: t.clock.now(), leaseToken: "x", leaseExpiresAt: t.clock.now() + 1000 });
       assert.deepEqual(claimed.map((j) => j.id), [job.id], "a job with such names is claimed by its task name");
+    },
+  },
+  {
+    name: "input › a name ending in a space is InvalidArgumentError: MariaDB compares names ignoring trailing spaces, so it would match another name there only",
+    async run(t) {
+      const d = t.docket();
+      for (const bad of ["t ", "t  ", " "]) {
+        await rejectsWith(() => d.enqueue(bad, {}), "INVALID_ARGUMENT", /^task ends with a space/);
+        await rejectsWith(() => d.enqueue("t", {}, { queue: bad }), "INVALID_ARGUMENT", /^queue ends with a space/);
+        await rejectsWith(() => d.enqueue("t", {}, { concurrency: { key: bad, limit: 1 } }), "INVALID_ARGUMENT", /^options\.concurrency\.key ends with a space/);
+        await rejectsWith(() => d.resumeQueue(bad), "INVALID_ARGUMENT", /^queue ends with a space/);
+        await rejectsWith(() => d.list({ task: bad }), "INVALID_ARGUMENT", /^task ends with a space/);
+      }
+      throwsWith(() => t.docket({ defaultQueue: "q " }), "INVALID_ARGUMENT", /^defaultQueue ends with a space/);
+      throwsWith(() => d.worker({ handlers: { t: () => undefined }, queues: ["q "], logger: null }), "INVALID_ARGUMENT", /^queue ends with a space/);
+      throwsWith(() => d.worker({ handlers: { "t ": () => undefined }, logger: null }), "INVALID_ARGUMENT", /ends with a space/);
+      assert.equal(await count(t), 0);
+      // Other leading and trailing whitespace is kept and matched exactly on every adapter.
+      const spaced = await d.enqueue(" t\t", {}, { queue: " q\t", concurrency: { key: "k\t", limit: 1 } });
+      const plain = await d.enqueue("t", {}, { queue: "q", concurrency: { key: "k", limit: 1 } });
+      assert.deepEqual([spaced.state, plain.state], ["ready", "ready"], "keys k and k\\t are distinct");
+      assert.deepEqual((await d.list({ task: "t" })).map((j) => j.id), [plain.id]);
+      assert.deepEqual((await d.list({ queue: " q\t" })).map((j) => j.id), [spaced.id]);
+      const claimed = await t.adapter.claim({ queues: ["q"], tasks: ["t"], limit: 10, now: t.clock.now(), leaseToken: "x", leaseExpiresAt: t.clock.now() + 1000 });
+      assert.deepEqual(claimed.map((j) => j.id), [plain.id]);
     },
   },
   {
