@@ -3,7 +3,7 @@ import { KyselyAdapter, createKysely, type AnyDb, type InstrumentOptions, type M
 import { migrations } from "./migrations.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
-import { guardedPool } from "./pool.ts";
+import { guardedPool, type GuardedPool } from "./pool.ts";
 
 export interface PostgresAdapterOptions {
   /**
@@ -33,6 +33,7 @@ export interface PostgresAdapterOptions {
 export class PostgresAdapter extends KyselyAdapter {
   readonly name = "postgres";
   readonly #prefix: string;
+  readonly #callerPool: GuardedPool | null;
 
   constructor(options: PostgresAdapterOptions) {
     checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument"], "postgresAdapter(options)");
@@ -46,12 +47,19 @@ export class PostgresAdapter extends KyselyAdapter {
     // The pool is opened lazily, after construction: errors reach `this` through this sink.
     const sink = { report: (_error: unknown): void => undefined };
     const report = (error: unknown) => sink.report(error);
+    const guarded = pool ? guardedPool(pool, report, false) : null;
     const dialect = new PostgresDialect({
-      pool: pool ? guardedPool(pool, report, false) : async () => guardedPool(await openPgPool(connectionString!, max), report, true),
+      pool: guarded ? guarded.pool : async () => guardedPool(await openPgPool(connectionString!, max), report, true).pool,
     });
     super(createKysely(dialect, options.instrument), prefix, pool === undefined);
     sink.report = (error) => this.reportBackgroundError(error);
     this.#prefix = prefix;
+    this.#callerPool = guarded;
+  }
+
+  /** The caller's pool outlives this adapter: take docket's listeners off it. */
+  protected override async closeExtra(): Promise<void> {
+    this.#callerPool?.detach();
   }
 
   override get supportsReturning(): boolean {
