@@ -8,8 +8,9 @@ import { guardedPool, type GuardedPool } from "./pool.ts";
 export interface PostgresAdapterOptions {
   /**
    * A `pg.Pool` (or compatible). The caller keeps ownership: `close()` does
-   * not end it. docket guards every client it checks out (an `'error'`
-   * listener), but the pool's own `'error'` event, for a client dropped
+   * not end it. Until `close()`, docket guards every client checked out of
+   * it (an `'error'` listener from checkout to release, reporting to
+   * `onError`), but the pool's own `'error'` event, for a client dropped
    * while idle, is the caller's: attach `pool.on("error", …)`, or Node ends
    * the process when the server drops an idle connection.
    */
