@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DocketAdapter } from "../src/core/adapter.ts";
+import type { InstrumentOptions } from "../src/adapters/shared/base.ts";
 
 export type AdapterName = "sqlite" | "postgres" | "mysql";
 export const ADAPTERS: readonly AdapterName[] = ["sqlite", "postgres", "mysql"];
@@ -16,7 +17,9 @@ const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
 export interface Database {
   /** A fresh adapter on a fresh, empty store for one scenario. */
-  open(scenario: number): Promise<DocketAdapter>;
+  open(scenario: number, options?: OpenOptions): Promise<DocketAdapter>;
+  /** Where scenario `scenario`'s store is, for another process to open with `openSpec`. */
+  spec(scenario: number): StoreSpec;
   dispose(): Promise<void>;
 }
 
@@ -26,12 +29,41 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+/** Options every adapter takes that a benchmark may set. */
+export interface OpenOptions {
+  instrument?: InstrumentOptions;
+}
+
+/** A store's location, serializable to a child process. */
+export interface StoreSpec {
+  adapter: AdapterName;
+  /** SQLite file, or the server URL with its database. */
+  location: string;
+  prefix: string;
+}
+
+/** Opens the store `spec` names (from `Database.spec`), in any process. */
+export async function openSpec(spec: StoreSpec, options: OpenOptions = {}): Promise<DocketAdapter> {
+  if (spec.adapter === "sqlite") {
+    const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
+    return sqliteAdapter({ filename: spec.location, tablePrefix: spec.prefix, ...options });
+  }
+  if (spec.adapter === "postgres") {
+    const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
+    return postgresAdapter({ connectionString: spec.location, tablePrefix: spec.prefix, max: 4, ...options });
+  }
+  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
+  return mysqlAdapter({ uri: spec.location, tablePrefix: spec.prefix, connectionLimit: 4, ...options });
+}
+
 export async function openDatabase(name: AdapterName): Promise<Database> {
   if (name === "sqlite") {
     const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
     const dir = mkdtempSync(join(tmpdir(), "docket-bench-"));
+    const spec = (n: number): StoreSpec => ({ adapter: "sqlite", location: join(dir, `s${n}.db`), prefix: "docket_" });
     return {
-      open: async (n) => sqliteAdapter({ filename: join(dir, `s${n}.db`) }),
+      open: async (n, o = {}) => sqliteAdapter({ filename: join(dir, `s${n}.db`), ...o }),
+      spec,
       dispose: async () => rmSync(dir, { recursive: true, force: true }),
     };
   }
@@ -51,7 +83,8 @@ export async function openDatabase(name: AdapterName): Promise<Database> {
     await admin(`CREATE DATABASE ${database}`);
     const url = withDatabase(PG_URL, database);
     return {
-      open: async (n) => postgresAdapter({ connectionString: url, tablePrefix: `s${n}_`, max: 4 }),
+      open: async (n, o = {}) => postgresAdapter({ connectionString: url, tablePrefix: `s${n}_`, max: 4, ...o }),
+      spec: (n) => ({ adapter: "postgres", location: url, prefix: `s${n}_` }),
       dispose: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
     };
   }
@@ -68,7 +101,8 @@ export async function openDatabase(name: AdapterName): Promise<Database> {
   await admin(`CREATE DATABASE ${database}`);
   const url = withDatabase(MYSQL_URL, database);
   return {
-    open: async (n) => mysqlAdapter({ uri: url, tablePrefix: `s${n}_`, connectionLimit: 4 }),
+    open: async (n, o = {}) => mysqlAdapter({ uri: url, tablePrefix: `s${n}_`, connectionLimit: 4, ...o }),
+    spec: (n) => ({ adapter: "mysql", location: url, prefix: `s${n}_` }),
     dispose: () => admin(`DROP DATABASE IF EXISTS ${database}`),
   };
 }

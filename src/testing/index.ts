@@ -4,3 +4,4 @@ export * from "./schedule/scheduled-dialect.ts";
 export * from "./model/model.ts";
 export * from "./invariants.ts";
 export * from "./mutations.ts";
+export * from "./statement-counter.ts";

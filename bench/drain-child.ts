@@ -1,0 +1,44 @@
+/**
+ * One worker process of the drain benchmark. Protocol on stdin/stdout, one
+ * JSON line each: it prints {ready} once its worker is built, starts on
+ * {go}, prints {progress, n} as jobs succeed, and on {stop} stops and prints
+ * {done, succeeded, statements, commits}.
+ */
+import { createInterface } from "node:readline";
+import { Docket } from "../src/index.ts";
+import { StatementCounter } from "../src/testing/statement-counter.ts";
+import { openSpec, type StoreSpec } from "./databases.ts";
+
+const [specJson, concurrencyArg, extraJson] = process.argv.slice(2);
+const spec = JSON.parse(specJson!) as StoreSpec;
+const counter = new StatementCounter();
+const adapter = await openSpec(spec, { instrument: { wrapDialect: (d) => counter.wrap(d) } });
+const docket = new Docket({ adapter });
+let succeeded = 0;
+let reported = 0;
+const worker = docket.worker({
+  handlers: { noop: async () => undefined },
+  concurrency: Number(concurrencyArg),
+  logger: null,
+  onEvent: (e) => void (e.type === "succeeded" && succeeded++),
+  ...(JSON.parse(extraJson ?? "{}") as object),
+});
+const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");
+const progress = setInterval(() => {
+  if (succeeded !== reported) say({ progress: true, n: (reported = succeeded) });
+}, 20);
+say({ ready: true });
+for await (const line of createInterface({ input: process.stdin })) {
+  const m = JSON.parse(line) as { go?: boolean; stop?: boolean };
+  if (m.go) {
+    counter.reset();
+    await worker.start();
+  }
+  if (m.stop) {
+    await worker.stop();
+    clearInterval(progress);
+    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits });
+    await adapter.close();
+    process.exit(0);
+  }
+}
