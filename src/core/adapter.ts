@@ -71,6 +71,17 @@ export interface DocketAdapter {
   release(params: FencedParams): Promise<JobRecord | null>;
 
   /**
+   * Many lease holders' outcomes at once. Each item is applied exactly as
+   * `complete`, `fail` or `release` would apply it, fenced by its own state
+   * and lease token, and a keyed job's freed slot is passed on in the same
+   * transaction as its write. Returns results in input order: the record,
+   * or null for an item whose lease was not held (a lost race, never
+   * overwritten). Items may commit in separate transactions; when the call
+   * throws, any subset of them may have committed.
+   */
+  settle(params: SettleParams): Promise<(JobRecord | null)[]>;
+
+  /**
    * Lists running jobs whose lease expired at `now` (lease_expires_at <= now),
    * oldest expiry first, up to `limit`. Read only.
    */
@@ -182,6 +193,12 @@ export interface ClaimParams {
   now: number;
   leaseToken: string;
   leaseExpiresAt: number;
+  /**
+   * Whether to admit due scheduled jobs first (see `claim`). Default true.
+   * A worker passes false between its periodic staging passes, so a busy
+   * claim loop does not read the scheduled jobs before every claim.
+   */
+  stage?: boolean;
 }
 
 export interface FencedParams {
@@ -206,6 +223,13 @@ export interface FailParams extends FencedParams {
   error: string;
   /** When set, retry at this time; when null, the job goes to dead. */
   retryAt: number | null;
+}
+
+/** One outcome for `settle`: what `complete`, `fail` or `release` takes, with which of them it is. */
+export type SettleItem = (FencedParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });
+
+export interface SettleParams {
+  items: readonly SettleItem[];
 }
 
 export interface PurgeParams {

@@ -1,3 +1,4 @@
+import type { SettleItem } from "./adapter.ts";
 import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
@@ -57,6 +58,14 @@ export interface WorkerOptions<T extends TaskMap> {
   queues?: string[];
   /** Handlers running at once in this worker. Default 10. */
   concurrency?: number;
+  /**
+   * Jobs claimed ahead into a local buffer, besides the running ones, so a
+   * finishing handler starts the next job without a round trip. Buffered
+   * jobs are claimed like running ones: they hold leases (heartbeated), are
+   * released at a graceful stop and reclaimed after a crash within one
+   * lease. 0 claims only for free handlers. Default: `concurrency`.
+   */
+  prefetch?: number;
   /** Lease length; a job whose worker misses heartbeats for this long is reclaimed. Default 30 000 ms. */
   leaseMs?: number;
   /** Heartbeat period; must be shorter than leaseMs. Default leaseMs / 3. */
@@ -88,6 +97,7 @@ const WORKER_OPTION_KEYS = [
   "fallback",
   "queues",
   "concurrency",
+  "prefetch",
   "leaseMs",
   "heartbeatMs",
   "pollMs",
@@ -112,11 +122,13 @@ interface Attempt {
   readonly controller: AbortController;
   done: Promise<void>;
   /**
-   * running: the handler has not settled (heartbeats keep the lease, also
-   * while stopping); settling: its outcome is being written; retrying: an
-   * outcome write failed and is tried again (heartbeats keep the lease).
+   * buffered: claimed, its handler not started yet (heartbeats keep the
+   * lease); running: the handler has not settled (heartbeats keep the
+   * lease, also while stopping); settling: its outcome is being written;
+   * retrying: an outcome write failed and is tried again (heartbeats keep
+   * the lease).
    */
-  phase: "running" | "settling" | "retrying";
+  phase: "buffered" | "running" | "settling" | "retrying";
   /** When the lease ends unless a heartbeat extends it, as last written. */
   leaseExpiresAt: number;
 }
@@ -151,6 +163,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #fallback: Handler<unknown> | null;
   readonly #queues: string[];
   readonly #concurrency: number;
+  readonly #prefetch: number;
   readonly #leaseMs: number;
   readonly #heartbeatMs: number;
   readonly #pollMs: number;
@@ -165,6 +178,17 @@ export class Worker<T extends TaskMap = TaskMap> {
    * attempt of the same job.
    */
   readonly #inFlight = new Map<string, Attempt>();
+  /** Claimed attempts whose handlers have not started, in claim order. */
+  readonly #buffer: Attempt[] = [];
+  /** Attempts whose handlers started and whose outcomes are not recorded yet. */
+  #active = 0;
+  /** Outcomes waiting for the next batched write (`#flush`). */
+  #pending: { attempt: Attempt; outcome: Outcome; written: () => void }[] = [];
+  #flushing = false;
+  /** When the last claim admitted due scheduled jobs; a claim stages at most every pollMs unless asked sooner. */
+  #lastStage = Number.NEGATIVE_INFINITY;
+  #stageRequested = false;
+  #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   #running = false;
   #stopping = false;
   #abandon = false;
@@ -195,6 +219,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#queues = (options.queues ?? [docket.defaultQueue]).map((q) => validateName(q, "queue"));
     if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
     this.#concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
+    this.#prefetch = validateInteger(options.prefetch ?? this.#concurrency, "prefetch", 0, 10_000);
     this.#leaseMs = validateInteger(options.leaseMs ?? 30_000, "leaseMs", 50, 24 * 3600_000);
     this.#heartbeatMs = validateInteger(options.heartbeatMs ?? Math.floor(this.#leaseMs / 3), "heartbeatMs", 10, this.#leaseMs - 1);
     this.#pollMs = validateInteger(options.pollMs ?? 1000, "pollMs", 1, 3600_000);
@@ -251,6 +276,11 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#stopping = true;
     this.#signalWake();
     await this.#loop;
+    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    this.#stageTimer = null;
+    // Jobs never started go back at once, in one batch.
+    const buffered = this.#buffer.splice(0).filter((a) => this.#inFlight.get(attemptKey(a.record)) === a);
+    await Promise.all(buffered.map((a) => this.#record(a, { kind: "released" })));
     for (const a of this.#inFlight.values()) a.controller.abort(new Error("worker stopping"));
     const all = Promise.all([...this.#inFlight.values()].map((a) => a.done));
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -293,11 +323,13 @@ export class Worker<T extends TaskMap = TaskMap> {
 
   async #claimLoop(): Promise<void> {
     let failures = 0;
+    const lowWater = Math.floor(this.#prefetch / 2);
     while (!this.#stopping) {
-      const free = this.#concurrency - this.#inFlight.size;
+      this.#startBuffered();
+      const room = this.#concurrency + this.#prefetch - this.#active - this.#buffer.length;
       let full = false;
-      if (free > 0) {
-        const claimed = await this.#claim(free);
+      if (room > 0 && this.#buffer.length <= lowWater) {
+        const claimed = await this.#claim(room);
         if (!Array.isArray(claimed)) {
           const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
           this.#emit({ type: "error", error: claimed.error, operation: "claim", retryInMs: pause });
@@ -305,29 +337,58 @@ export class Worker<T extends TaskMap = TaskMap> {
           continue;
         }
         failures = 0;
-        for (const record of claimed) this.#run(record);
-        full = claimed.length === free;
+        for (const record of claimed) this.#buffer.push(this.#track(record));
+        this.#startBuffered();
+        full = claimed.length === room;
       }
       if (this.#stopping) break;
-      // A full batch means more may be waiting: a finishing job wakes the loop to claim again.
-      if (!full || this.#inFlight.size >= this.#concurrency) await this.#sleep(this.#pollMs, true);
+      // A full batch means more may be waiting: a finishing job wakes the loop once the buffer runs low.
+      if (!full || this.#buffer.length > lowWater || this.#active + this.#buffer.length >= this.#concurrency + this.#prefetch) {
+        await this.#sleep(this.#pollMs, true);
+      }
       // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
       else await yieldToEventLoop();
     }
   }
 
+  /** Starts buffered jobs, in claim order, while handlers are free. */
+  #startBuffered(): void {
+    while (this.#active < this.#concurrency && this.#buffer.length > 0 && !this.#stopping) this.#run(this.#buffer.shift()!);
+  }
+
+  /** Asks the next claim to admit due scheduled jobs at `at` (a retry this worker scheduled), waking the loop then. */
+  #requestStage(at: number): void {
+    if (this.#stopping || !this.#running) return;
+    if (this.#stageTimer && this.#stageTimer.at <= at) return;
+    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    const delay = Math.max(0, at - this.#docket.clock.now());
+    const timer = setTimeout(() => {
+      this.#stageTimer = null;
+      this.#stageRequested = true;
+      this.#signalWake();
+    }, delay);
+    this.#stageTimer = { at, timer };
+  }
+
   /** The claimed jobs, or what the claim threw. */
   async #claim(limit: number): Promise<JobRecord[] | { error: Error }> {
     const now = this.#docket.clock.now();
+    const stage = this.#stageRequested || now - this.#lastStage >= this.#pollMs;
     try {
-      return await this.#docket.adapter.claim({
+      const claimed = await this.#docket.adapter.claim({
         queues: this.#queues,
         tasks: this.#fallback ? undefined : [...this.#handlers.keys()],
         limit,
         now,
         leaseToken: crypto.randomUUID(),
         leaseExpiresAt: now + this.#leaseMs,
+        stage,
       });
+      if (stage) {
+        this.#lastStage = now;
+        this.#stageRequested = false;
+      }
+      return claimed;
     } catch (error) {
       return { error: error as Error };
     }
@@ -356,19 +417,29 @@ export class Worker<T extends TaskMap = TaskMap> {
     else this.#wakePending = true;
   }
 
-  #run(record: JobRecord): void {
+  /** A claimed job's attempt, buffered and holding its lease from now on. */
+  #track(record: JobRecord): Attempt {
     const attempt: Attempt = {
       record,
       controller: new AbortController(),
       done: Promise.resolve(),
-      phase: "running",
+      phase: "buffered",
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
     };
-    const key = attemptKey(record);
-    this.#inFlight.set(key, attempt);
+    this.#inFlight.set(attemptKey(record), attempt);
+    return attempt;
+  }
+
+  #run(attempt: Attempt): void {
+    const key = attemptKey(attempt.record);
+    if (this.#inFlight.get(key) !== attempt) return; // lost while buffered: reported at the heartbeat
+    attempt.phase = "running";
+    this.#active++;
     attempt.done = this.#execute(attempt).finally(() => {
       this.#inFlight.delete(key);
-      this.#signalWake();
+      this.#active--;
+      this.#startBuffered();
+      if (this.#buffer.length <= Math.floor(this.#prefetch / 2)) this.#signalWake();
     });
   }
 
@@ -385,7 +456,55 @@ export class Worker<T extends TaskMap = TaskMap> {
         : this.#stopping && controller.signal.aborted && !isTimeout(controller.signal)
           ? { kind: "released" }
           : { kind: "failed", error: failure };
-    await this.#writeOutcome(attempt, outcome);
+    await this.#record(attempt, outcome);
+  }
+
+  /** Queues the attempt's outcome for the next batched write; resolves once it is recorded (or given up). */
+  #record(attempt: Attempt, outcome: Outcome): Promise<void> {
+    attempt.phase = "settling";
+    return new Promise((written) => {
+      this.#pending.push({ attempt, outcome, written });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        queueMicrotask(() => void this.#flush());
+      }
+    });
+  }
+
+  /**
+   * Writes every queued outcome in one `settle` call, one batch at a time
+   * (outcomes that arrive meanwhile form the next batch). When the call
+   * throws, each outcome is retried on its own (`#writeOutcome`), which also
+   * finds one that committed before the error.
+   */
+  async #flush(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0);
+      const now = this.#docket.clock.now();
+      const items = batch.map(({ attempt, outcome }) => this.#settleItem(attempt.record, outcome, now));
+      let results: (JobRecord | null)[];
+      try {
+        results = await this.#docket.adapter.settle({ items });
+      } catch (error) {
+        await Promise.all(batch.map((p) => this.#writeOutcome(p.attempt, p.outcome, error as Error).then(p.written)));
+        continue;
+      }
+      batch.forEach((p, i) => {
+        this.#inFlight.delete(attemptKey(p.attempt.record));
+        this.#emitOutcome(results[i] ?? null, p.attempt.record, p.outcome);
+        p.written();
+      });
+    }
+    this.#flushing = false;
+  }
+
+  /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
+  #settleItem(record: JobRecord, outcome: Outcome, now: number): SettleItem {
+    const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
+    if (outcome.kind === "succeeded") return { ...fence, kind: "complete" };
+    if (outcome.kind === "released") return { ...fence, kind: "release" };
+    const plan = this.#docket.planFailure(record, now);
+    return { ...fence, kind: "fail", error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null };
   }
 
   /** Runs the handler under the job's timeout; null when it succeeded, else the failure reason. Never throws. */
@@ -424,10 +543,14 @@ export class Worker<T extends TaskMap = TaskMap> {
    * retried with backoff while the lease can still be ours (heartbeats keep
    * it meanwhile); a write that matches nothing means the lease was lost.
    */
-  async #writeOutcome(attempt: Attempt, outcome: Outcome): Promise<void> {
+  async #writeOutcome(attempt: Attempt, outcome: Outcome, firstError?: Error): Promise<void> {
     const { record } = attempt;
     const operation = outcome.kind === "succeeded" ? "complete" : outcome.kind === "failed" ? "fail" : "release";
     for (let failures = 0; ; ) {
+      if (failures === 0 && firstError !== undefined) {
+        failures = 1;
+        if (!(await this.#pauseAfterFailure(attempt, firstError, failures, operation))) return;
+      }
       const now = this.#docket.clock.now();
       const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
       try {
@@ -447,19 +570,30 @@ export class Worker<T extends TaskMap = TaskMap> {
         return;
       } catch (error) {
         failures++;
-        attempt.phase = "retrying";
-        const pause = errorBackoffDelay(failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
-        const ours = this.#inFlight.has(attemptKey(record)) && !this.#abandon;
-        if (!ours || this.#docket.clock.now() + pause >= attempt.leaseExpiresAt) {
-          this.#emit({ type: "error", error: error as Error, operation });
-          this.#inFlight.delete(attemptKey(record));
-          this.#emit({ type: "lost", job: toJob(record), reason: `could not record the outcome (${operation}) before the lease ended` });
-          return;
-        }
-        this.#emit({ type: "error", error: error as Error, operation, retryInMs: pause });
-        await new Promise((r) => setTimeout(r, pause));
+        if (!(await this.#pauseAfterFailure(attempt, error as Error, failures, operation))) return;
       }
     }
+  }
+
+  /**
+   * After the `failures`-th failed outcome write: waits the backoff pause and
+   * returns true while the lease can still be ours; else reports the job
+   * lost and returns false.
+   */
+  async #pauseAfterFailure(attempt: Attempt, error: Error, failures: number, operation: "complete" | "fail" | "release"): Promise<boolean> {
+    const { record } = attempt;
+    attempt.phase = "retrying";
+    const pause = errorBackoffDelay(failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
+    const ours = this.#inFlight.has(attemptKey(record)) && !this.#abandon;
+    if (!ours || this.#docket.clock.now() + pause >= attempt.leaseExpiresAt) {
+      this.#emit({ type: "error", error, operation });
+      this.#inFlight.delete(attemptKey(record));
+      this.#emit({ type: "lost", job: toJob(record), reason: `could not record the outcome (${operation}) before the lease ended` });
+      return false;
+    }
+    this.#emit({ type: "error", error, operation, retryInMs: pause });
+    await new Promise((r) => setTimeout(r, pause));
+    return true;
   }
 
   /** The job as this attempt's outcome left it, if the job shows that outcome; else null. */
@@ -477,6 +611,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       return;
     }
     const job = toJob(result);
+    if (result.state === "scheduled") this.#requestStage(result.runAt);
     if (outcome.kind === "succeeded") this.#emit({ type: "succeeded", job });
     else if (outcome.kind === "released") this.#emit({ type: "released", job });
     else this.#emit({ type: result.state === "dead" ? "dead" : "retry", job, error: outcome.error });
@@ -497,7 +632,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         }
         // Lost only while the handler still runs: a completion that committed while this
         // heartbeat was in flight also makes it miss, and a retried write finds out itself.
-        if (attempt.phase === "running" && this.#inFlight.get(key) === attempt) {
+        if ((attempt.phase === "running" || attempt.phase === "buffered") && this.#inFlight.get(key) === attempt) {
           attempt.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
           this.#inFlight.delete(key);
           this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });

@@ -59,6 +59,12 @@ export class MysqlAdapter extends KyselyAdapter {
     return true;
   }
 
+  /** MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`). */
+  // deno-lint-ignore no-explicit-any
+  protected override shareLock<Q>(query: Q): Q {
+    return (query as any).modifyEnd(sql`lock in share mode`);
+  }
+
   /** MySQL spells upsert `INSERT … ON DUPLICATE KEY UPDATE`. */
   override get supportsOnConflict(): boolean {
     return false;

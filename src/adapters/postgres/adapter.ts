@@ -63,6 +63,10 @@ export class PostgresAdapter extends KyselyAdapter {
     this.#callerPool?.detach();
   }
 
+  override get supportsClaimStatement(): boolean {
+    return true;
+  }
+
   override get supportsReturning(): boolean {
     return true;
   }

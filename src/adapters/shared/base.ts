@@ -80,6 +80,24 @@ export abstract class AdapterBase {
   }
 
   /**
+   * A claim as one statement: `WITH … UPDATE … WHERE id IN (SELECT … LIMIT n
+   * [FOR UPDATE SKIP LOCKED]) RETURNING *`, atomic on its own. Default false.
+   */
+  get supportsClaimStatement(): boolean {
+    return false;
+  }
+
+  /**
+   * Adds a shared row lock to a SELECT (a writer of the row waits for it,
+   * other shared lockers do not). Only called when `supportsSkipLocked`.
+   * Default: `FOR SHARE`.
+   */
+  // deno-lint-ignore no-explicit-any
+  protected shareLock<Q>(query: Q): Q {
+    return (query as any).forShare();
+  }
+
+  /**
    * `INSERT … ON CONFLICT (…) DO UPDATE` (PostgreSQL, SQLite). Default true;
    * false means MySQL's `INSERT … ON DUPLICATE KEY UPDATE`.
    */
@@ -236,6 +254,20 @@ export abstract class AdapterBase {
     }
     return q;
   }
+}
+
+/**
+ * Adds the WHERE clause of `event` for many jobs at once: `(id, lease_token)
+ * IN ((…), …)` and the legal predecessor states. Only for lease-fenced events.
+ */
+// deno-lint-ignore no-explicit-any
+export function guardMany<Q extends { where: (...args: any[]) => any }>(query: Q, event: TransitionEvent, keys: readonly { id: number; leaseToken: string }[]): Q {
+  const rule = TRANSITIONS[event];
+  if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
+  return query
+    // deno-lint-ignore no-explicit-any
+    .where((eb: any) => eb(eb.refTuple("id", "lease_token"), "in", keys.map((k) => eb.tuple(k.id, k.leaseToken))))
+    .where("state", "in", rule.from);
 }
 
 function requireToken(key: GuardKey, event: TransitionEvent): string {

@@ -9,6 +9,8 @@ import type {
   ListParams,
   PurgeParams,
   QueueControl,
+  SettleItem,
+  SettleParams,
   TaskControl,
 } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
@@ -17,7 +19,7 @@ import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
-import type { AnyDb } from "./base.ts";
+import { guardMany, type AnyDb } from "./base.ts";
 import { SlotAdapter } from "./slots.ts";
 
 export { createKysely, type AnyDb, type InstrumentOptions, type Migration } from "./base.ts";
@@ -105,29 +107,95 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     return rows.map(rowToRecord);
   }
 
+  /** When a claim last found a cap on its queues or tasks: until CAPS_MEMORY_MS later, claims skip the one-statement path. */
+  #capsSeenAt = Number.NEGATIVE_INFINITY;
+
   async claim(params: ClaimParams): Promise<JobRecord[]> {
     if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
-    await this.guardErrors(() => this.stageDue(params.now));
-    const rule = TRANSITIONS.claim;
-    const set = {
-      state: rule.to,
+    if (params.stage !== false) await this.guardErrors(() => this.stageDue(params.now));
+    if (this.supportsClaimStatement && params.now - this.#capsSeenAt >= CAPS_MEMORY_MS) {
+      const claimed = await this.guardErrors(() => this.writeStatement((db) => this.claimUncapped(db, params)));
+      if (claimed.length > 0) return claimed;
+    }
+    return this.claimWithControls(params);
+  }
+
+  /**
+   * The common case as ONE statement: claims only when none of the claim's
+   * queues and tasks has a cap (paused queues are skipped), so the greedy
+   * cap rule has nothing to decide; returns nothing otherwise. The control
+   * rows of the claim's queues and tasks are share-locked in the statement,
+   * so a pause or cap change waits for it (and it, after waiting, reads the
+   * new setting); claims never wait for each other.
+   */
+  private async claimUncapped(db: AnyDb, params: ClaimParams): Promise<JobRecord[]> {
+    const queues = [...params.queues];
+    const lockShared = <Q>(q: Q): Q => (this.supportsSkipLocked ? this.shareLock(q) : q);
+    const query = db
+      .with(
+        (cte) => cte("ctl_q").materialized(),
+        (d) => lockShared(d.selectFrom(this.tables.queues).select(["name", "paused", "max_running"]).where("name", "in", queues)),
+      )
+      .with(
+        (cte) => cte("ctl_t").materialized(),
+        (d) => {
+          let q = d.selectFrom(this.tables.tasks).select(["name", "max_running"]);
+          if (params.tasks !== undefined) q = q.where("name", "in", [...params.tasks]);
+          return lockShared(q);
+        },
+      )
+      .with(
+        (cte) => cte("picked").materialized(),
+        (eb) => {
+        let pick = this.guard(eb.selectFrom(this.tables.jobs).select("id"), "claim", { now: params.now })
+          .where("queue", "in", queues)
+          .where("queue", "not in", eb.selectFrom("ctl_q").select("name").where("paused", "=", 1))
+          .where((w: ExpressionBuilder<any, any>) =>
+            w.not(
+              w.or([
+                w.exists(w.selectFrom("ctl_q").select("name").where("max_running", "is not", null).where("paused", "=", 0)),
+                w.exists(w.selectFrom("ctl_t").select("name").where("max_running", "is not", null)),
+              ]),
+            ),
+          );
+        if (params.tasks !== undefined) pick = pick.where("task", "in", [...params.tasks]);
+        pick = pick.orderBy("priority").orderBy("run_at").orderBy("id").limit(params.limit);
+        return this.supportsSkipLocked ? pick.forUpdate().skipLocked() : pick;
+        },
+      )
+      .updateTable(this.tables.jobs)
+      .set(this.claimSet(params))
+      // A materialized CTE runs once: a LIMIT subquery inside IN may be re-run per row and claim more than `limit`.
+      .where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id"));
+    const rows = (await this.guard(query, "claim", { now: params.now }).returningAll().execute()) as JobRow[];
+    return rows.map(rowToRecord).sort(byClaimOrder);
+  }
+
+  /** The columns a claim sets: running under the claim's lease, attempt + 1. */
+  private claimSet(params: ClaimParams): Record<string, unknown> {
+    return {
+      state: TRANSITIONS.claim.to,
       attempt: sql`attempt + 1`,
       lease_token: params.leaseToken,
       lease_expires_at: params.leaseExpiresAt,
       updated_at: params.now,
     };
+  }
+
+  /**
+   * A claim when some control may apply: in one transaction, the control
+   * rows of the claim's capped queues are locked exclusively (their room is
+   * counted), the others shared; candidates are picked by the greedy cap
+   * rule; capped tasks' rows are locked exclusively as candidates reach them.
+   */
+  private async claimWithControls(params: ClaimParams): Promise<JobRecord[]> {
+    const set = this.claimSet(params);
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
-        // Queue controls first, locked in name order: a pause or cap change waits for this claim, and vice versa.
-        let controls = db
-          .selectFrom(this.tables.queues)
-          .select(["name", "paused", "max_running"])
-          .where("name", "in", [...params.queues])
-          .orderBy("name");
-        if (this.supportsSkipLocked) controls = controls.forUpdate();
-        const queueRows = (await controls.execute()) as { name: string; paused: number | boolean; max_running: number | null }[];
+        const queueRows = await this.lockQueueControls(db, params.queues);
         const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
         const capped = queueRows.filter((r) => r.max_running !== null && !paused.has(r.name));
+        if (capped.length > 0) this.#capsSeenAt = params.now;
         const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
         const queueRoom = new Map<string, number>();
         for (const r of capped) queueRoom.set(r.name, Number(r.max_running) - (await this.countRunning(db, "queue", r.name)));
@@ -163,7 +231,10 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
           if (candidates.length === 0) break;
           candidates.sort((x, y) => x.priority - y.priority || x.run_at - y.run_at || x.id - y.id);
           const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t));
-          for (const [task, room] of await this.taskRoom(db, unseen)) taskRoom.set(task, room);
+          for (const [task, room] of await this.taskRoom(db, unseen)) {
+            taskRoom.set(task, room);
+            this.#capsSeenAt = params.now;
+          }
           for (const t of unseen) checkedTasks.add(t);
           let passedOver = false;
           for (const c of candidates) {
@@ -203,6 +274,25 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         return rows.map(rowToRecord).sort(byClaimOrder);
       }),
     );
+  }
+
+  /**
+   * The control rows of `queues`, locked for the rest of the transaction:
+   * capped ones exclusively (in name order; their room is counted under the
+   * lock), the rest shared, so claims of uncapped queues do not wait for each
+   * other while a pause or cap change waits for them. A row that gained a
+   * cap between the two reads is reported paused: this claim leaves it alone.
+   */
+  private async lockQueueControls(db: AnyDb, queues: readonly string[]): Promise<QueueRow[]> {
+    const read = () => db.selectFrom(this.tables.queues).select(["name", "paused", "max_running"]).where("name", "in", [...queues]).orderBy("name");
+    if (!this.supportsSkipLocked) return (await read().execute()) as QueueRow[];
+    const capped = (await read().where("max_running", "is not", null).forUpdate().execute()) as QueueRow[];
+    const cappedNames = new Set(capped.map((r) => r.name));
+    const others = (await this.shareLock(read()).execute()) as QueueRow[];
+    const rest = others
+      .filter((r) => !cappedNames.has(r.name))
+      .map((r) => (r.max_running === null ? r : { ...r, paused: 1 }));
+    return [...capped, ...rest];
   }
 
   /** Remaining room per capped task among `tasks`, with the task control rows locked in name order. */
@@ -278,15 +368,70 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   }
 
   complete(params: FencedParams): Promise<JobRecord | null> {
-    return this.transition("complete", params, { ...CLEAR_LEASE, finished_at: params.now });
+    const w = outcomeWrite({ ...params, kind: "complete" });
+    return this.transition(w.event, params, w.set);
   }
 
   fail(params: FailParams): Promise<JobRecord | null> {
-    return this.failLike(params, "retry", "bury");
+    const w = outcomeWrite({ ...params, kind: "fail" });
+    return this.transition(w.event, params, w.set);
   }
 
   release(params: FencedParams): Promise<JobRecord | null> {
-    return this.transition("release", params, { ...CLEAR_LEASE, attempt: sql`attempt - 1` });
+    const w = outcomeWrite({ ...params, kind: "release" });
+    return this.transition(w.event, params, w.set);
+  }
+
+  async settle(params: SettleParams): Promise<(JobRecord | null)[]> {
+    const results: (JobRecord | null)[] = params.items.map(() => null);
+    const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(item) }));
+    // Jobs the caller knows to be unkeyed: one guarded statement per distinct write, all in one unit of work.
+    const groups = new Map<string, typeof writes>();
+    for (const w of writes) {
+      if (w.item.concurrencyKey !== null) continue;
+      const id = `${w.event}\u0000${w.item.now}\u0000${JSON.stringify(w.set)}`;
+      groups.set(id, [...(groups.get(id) ?? []), w]);
+    }
+    if (groups.size > 0) {
+      const run = (db: AnyDb) => this.settleGroups(db, [...groups.values()]);
+      const rows = await this.guardErrors(() => (groups.size === 1 ? this.writeStatement(run) : this.writeTransaction(run)));
+      for (const w of writes) results[w.index] = rows.get(w.item.id) ?? null;
+    }
+    // Keyed jobs, and misses (a lost race, or a key after all): one transition each, with the key's promotion.
+    for (const w of writes) {
+      if (results[w.index] !== null) continue;
+      const key = { ...w.item, concurrencyKey: w.item.concurrencyKey === null ? undefined : w.item.concurrencyKey };
+      results[w.index] = await this.transition(w.event, key, w.set);
+    }
+    return results;
+  }
+
+  /** Applies each group (one event, one set of columns) to its unkeyed jobs; the records that moved, by id. */
+  private async settleGroups(
+    db: AnyDb,
+    groups: { event: TransitionEvent; set: Record<string, unknown>; item: SettleItem }[][],
+  ): Promise<Map<number, JobRecord>> {
+    const moved = new Map<number, JobRecord>();
+    for (const group of groups) {
+      const { event, set, item } = group[0]!;
+      const keys = group.map((w) => ({ id: w.item.id, leaseToken: w.item.leaseToken }));
+      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, keys).where("concurrency_key", "is", null);
+      const update = fenced(db.updateTable(this.tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: item.now }));
+      let rows: JobRow[];
+      if (this.supportsReturning) {
+        rows = (await update.returningAll().execute()) as JobRow[];
+      } else {
+        // Lock the rows that pass the fence, write them, read them back: all under this transaction's locks.
+        let pick = fenced(db.selectFrom(this.tables.jobs).select("id"));
+        if (this.supportsSkipLocked) pick = pick.forUpdate();
+        const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
+        if (ids.length === 0) continue;
+        await update.where("id", "in", ids).execute();
+        rows = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", ids).execute()) as JobRow[];
+      }
+      for (const r of rows) moved.set(Number(r.id), rowToRecord(r));
+    }
+    return moved;
   }
 
   async listExpired(params: { now: number; limit: number }): Promise<JobRecord[]> {
@@ -361,6 +506,19 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       : this.transition(retry, params, { ...error, run_at: params.retryAt });
   }
 }
+
+/** The transition and the columns (besides state and updated_at) a lease holder's outcome writes. */
+function outcomeWrite(item: SettleItem): { event: TransitionEvent; set: Record<string, unknown> } {
+  if (item.kind === "complete") return { event: "complete", set: { ...CLEAR_LEASE, finished_at: item.now } };
+  if (item.kind === "release") return { event: "release", set: { ...CLEAR_LEASE, attempt: sql`attempt - 1` } };
+  const error = { ...CLEAR_LEASE, last_error: item.error };
+  return item.retryAt === null
+    ? { event: "bury", set: { ...error, finished_at: item.now } }
+    : { event: "retry", set: { ...error, run_at: item.retryAt } };
+}
+
+/** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
+const CAPS_MEMORY_MS = 1000;
 
 const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
 

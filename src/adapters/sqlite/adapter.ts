@@ -76,6 +76,10 @@ export class SqliteAdapter extends KyselyAdapter {
     this.#prefix = prefix;
   }
 
+  override get supportsClaimStatement(): boolean {
+    return true;
+  }
+
   override get supportsReturning(): boolean {
     return true;
   }

@@ -32,21 +32,27 @@ export function withFaults(real: DocketAdapter): FaultyAdapter {
       if (typeof value !== "function" || typeof property !== "string") return value;
       if (SYNC_MEMBERS.has(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
-        calls.set(property, (calls.get(property) ?? 0) + 1);
-        const fault = faults.get(property);
-        const injected = () => new AdapterError(`${target.name}: injected fault in ${property} (connection lost)`);
-        if (fault && fault.failures > 0 && fault.when === "before") {
-          fault.failures--;
-          throw injected();
-        }
+        // A batched `settle` is a call of each method its items stand for (complete, fail, release).
+        const names = property === "settle" ? settledMethods(args[0]) : [property];
+        for (const name of names) calls.set(name, (calls.get(name) ?? 0) + 1);
+        const armed = (when: Fault["when"]) => {
+          const name = names.find((n) => (faults.get(n)?.failures ?? 0) > 0 && faults.get(n)!.when === when);
+          if (name === undefined) return;
+          faults.get(name)!.failures--;
+          throw new AdapterError(`${target.name}: injected fault in ${name} (connection lost)`);
+        };
+        armed("before");
         const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (fault && fault.failures > 0 && fault.when === "after") {
-          fault.failures--;
-          throw injected();
-        }
+        armed("after");
         return result;
       };
     },
   });
   return { adapter, calls, inject: (method, fault) => void faults.set(method, { ...fault }) };
+}
+
+/** The methods a `settle` call's items stand for, each once, in first-seen order. */
+function settledMethods(params: unknown): string[] {
+  const items = (params as { items?: { kind: string }[] } | undefined)?.items ?? [];
+  return [...new Set(items.map((i) => i.kind))];
 }
