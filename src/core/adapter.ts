@@ -144,6 +144,25 @@ export interface DocketAdapter {
    * Returns a function that unsubscribes.
    */
   onError?(listener: (error: DocketError) => void): () => void;
+
+  /**
+   * Optional. Subscribes to jobs becoming ready in ANY process (a committed
+   * enqueue, a freed slot's promotion, a release, a replay), so idle workers
+   * wake without waiting for their next poll. Notices are hints, possibly
+   * lost or duplicated: polling stays the fallback. Returns a function that
+   * unsubscribes.
+   */
+  onReady?(listener: (notice: ReadyNotice) => void): () => void;
+}
+
+/**
+ * A job became ready in `queue` (null: unknown, e.g. after a reconnect
+ * notices may have been missed). `due`: it is a due scheduled job that a
+ * claim must stage first.
+ */
+export interface ReadyNotice {
+  queue: string | null;
+  due: boolean;
 }
 
 export interface NewJob {

@@ -134,7 +134,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly retention: { finishedMs: number | null; deadMs: number | null };
   readonly #tasks: Map<string, TaskOptions> | null;
   /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
-  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>) => void>();
+  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -187,18 +187,30 @@ export class Docket<T extends TaskMap = TaskMap> {
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
     const records = await this.adapter.enqueue({ jobs, now });
     const ready = new Set(records.filter((r) => r.state === "ready").map((r) => r.queue));
-    if (ready.size > 0) for (const listener of this.#enqueueListeners) listener(ready);
+    if (ready.size > 0) this.#tellEnqueued(ready, false);
     return records.map((r) => toJob<T[keyof T]>(r));
   }
 
   /**
    * Calls `listener` with the queues of the ready jobs every committed
    * enqueue of THIS docket stored, so its workers start them at once instead
-   * of at their next poll. Returns an unsubscribe function. For workers.
+   * of at their next poll, and with `due` true the queue of each job a
+   * replay made due (a claim must stage it). Returns an unsubscribe
+   * function. For workers.
    */
-  onEnqueued(listener: (queues: ReadonlySet<string>) => void): () => void {
+  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void {
     this.#enqueueListeners.add(listener);
     return () => void this.#enqueueListeners.delete(listener);
+  }
+
+  #tellEnqueued(queues: ReadonlySet<string>, due: boolean): void {
+    for (const listener of this.#enqueueListeners) {
+      try {
+        listener(queues, due);
+      } catch {
+        // A listener's failure must not fail the enqueue that committed.
+      }
+    }
   }
 
   async get(id: number): Promise<Job | null> {
@@ -294,6 +306,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       validateId(id);
       const record = await this.adapter.replay({ id, now: this.clock.now() });
       if (!record) throw new NotFoundError(id, `no dead job ${id} to replay`);
+      this.#tellEnqueued(new Set([record.queue]), true);
       return toJob(record);
     },
   };

@@ -251,12 +251,20 @@ export class Worker<T extends TaskMap = TaskMap> {
       setInterval(() => void this.#reclaim(), this.#reclaimMs),
     ];
     const unsubscribeErrors = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" }));
-    const unsubscribeEnqueues = this.#docket.onEnqueued((queues) => {
-      if (this.#queues.some((q) => queues.has(q))) this.#signalWake();
+    const unsubscribeEnqueues = this.#docket.onEnqueued((queues, due) => {
+      if (!this.#queues.some((q) => queues.has(q))) return;
+      if (due) this.#stageRequested = true;
+      this.#signalWake();
+    });
+    const unsubscribeReady = this.#docket.adapter.onReady?.((notice) => {
+      if (notice.queue !== null && !this.#queues.includes(notice.queue)) return;
+      if (notice.due) this.#stageRequested = true;
+      this.#signalWake();
     });
     this.#unsubscribe = () => {
       unsubscribeErrors?.();
       unsubscribeEnqueues();
+      unsubscribeReady?.();
     };
     this.#loop = this.#claimLoop();
     return Promise.resolve();

@@ -68,8 +68,8 @@ describe("sqlite: query plans", () => {
       await adapter.claim({ queues: ["q1"], limit: 10, now: now + 1, leaseToken: "tok3", leaseExpiresAt: now + 1000 });
       await adapter.listExpired({ now: now + 5_000, limit: 100 });
       const jobsTable = "docket_jobs";
-      const statements = seen.filter((s) => /^(select|update)/i.test(s.sql) && s.sql.includes(`"${jobsTable}"`) && !/count\(\*\)/i.test(s.sql));
-      expect(statements.length).toBeGreaterThanOrEqual(5);
+      const statements = seen.filter((s) => /^(select|update|with)/i.test(s.sql) && s.sql.includes(`"${jobsTable}"`) && !/count\(\*\)/i.test(s.sql));
+      expect(statements.length).toBeGreaterThanOrEqual(4);
       const plans = statements.map((s) => ({
         sql: s.sql,
         plan: (raw.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(...(s.params as never[])) as { detail: string }[]).map((r) => r.detail).join(" | "),
@@ -77,7 +77,7 @@ describe("sqlite: query plans", () => {
       for (const p of plans) console.log(`${p.plan}\n    ${p.sql.slice(0, 160)}`);
       const scans = plans.filter((p) => new RegExp(`SCAN ${jobsTable}(?! USING)`).test(p.plan));
       expect(scans, "no full scan of the jobs table").toEqual([]);
-      const byIds = plans.filter((p) => /^update .* where "id" in \(/i.test(p.sql));
+      const byIds = plans.filter((p) => /update "docket_jobs" set .* where "id" in \(/i.test(p.sql));
       expect(byIds.length).toBeGreaterThanOrEqual(1);
       for (const p of byIds) expect(p.plan, `an UPDATE by ids goes by rowid: ${p.sql}`).toMatch(/INTEGER PRIMARY KEY/);
     } finally {

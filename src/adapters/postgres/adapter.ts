@@ -4,6 +4,8 @@ import { migrations } from "./migrations.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import { guardedPool, type GuardedPool } from "./pool.ts";
+import { ReadyListener, readyPayload, type ListenClient } from "./listener.ts";
+import type { ReadyNotice } from "../../core/adapter.ts";
 
 export interface PostgresAdapterOptions {
   /**
@@ -35,6 +37,8 @@ export class PostgresAdapter extends KyselyAdapter {
   readonly name = "postgres";
   readonly #prefix: string;
   readonly #callerPool: GuardedPool | null;
+  readonly #channel: string;
+  readonly #listener: ReadyListener;
 
   constructor(options: PostgresAdapterOptions) {
     checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument"], "postgresAdapter(options)");
@@ -56,10 +60,35 @@ export class PostgresAdapter extends KyselyAdapter {
     sink.report = (error) => this.reportBackgroundError(error);
     this.#prefix = prefix;
     this.#callerPool = guarded;
+    this.#channel = `${prefix}ready`;
+    // A dedicated connection: a caller's pool lends one client (destroyed, not returned, when done).
+    const openListen = pool
+      ? async () => {
+          const client = (await pool.connect()) as unknown as ListenClient & { release(destroy?: boolean): void };
+          return { client, release: async () => client.release(true) };
+        }
+      : async () => {
+          const client = await openPgClient(connectionString!);
+          return { client, release: async () => void (await (client as unknown as { end(): Promise<void> }).end()) };
+        };
+    this.#listener = new ReadyListener(openListen, this.#channel, (error) => this.reportBackgroundError(error));
+  }
+
+  /** LISTEN on a dedicated connection while anyone is subscribed; see DocketAdapter.onReady. */
+  onReady(listener: (notice: ReadyNotice) => void): () => void {
+    return this.#listener.subscribe(listener);
+  }
+
+  /** One NOTIFY per distinct notice, sent when the caller's transaction commits. */
+  protected override async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void> {
+    if (notices.length === 0) return;
+    const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
+    await sql`select pg_notify(${this.#channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
   }
 
   /** The caller's pool outlives this adapter: take docket's listeners off it. */
   protected override async closeExtra(): Promise<void> {
+    await this.#listener.close();
     this.#callerPool?.detach();
   }
 
@@ -101,6 +130,16 @@ export class PostgresAdapter extends KyselyAdapter {
       return fn(trx);
     });
   }
+}
+
+async function openPgClient(connectionString: string): Promise<ListenClient> {
+  const mod = await import("pg");
+  const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
+  const client = new pg.Client({ connectionString });
+  // Until connect() settles, an error is its rejection; an 'error' event must still find a listener.
+  client.on("error", () => undefined);
+  await client.connect();
+  return client as unknown as ListenClient;
 }
 
 async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {

@@ -141,6 +141,13 @@ export abstract class AdapterBase {
     }
   }
 
+  /**
+   * Tells other processes' workers that jobs became ready (or due) in these
+   * queues, inside the caller's transaction (delivered on commit). Default:
+   * nothing; PostgreSQL sends NOTIFY.
+   */
+  protected async announceReady(_db: AnyDb, _notices: readonly { queue: string; due: boolean }[]): Promise<void> {}
+
   /** Closes what the dialect opened beyond the kysely instance. */
   protected async closeExtra(): Promise<void> {}
 

@@ -55,32 +55,40 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     const keyed = params.jobs.some((j) => j.concurrency);
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
-        if (!keyed) return this.insertRows(db, values);
-        // Every key of the batch is locked up front, in name order, so concurrent batches cannot deadlock.
-        const limits = new Map<string, number>();
-        for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
-        for (const name of [...limits.keys()].sort()) {
-          await this.lockKey(db, name, limits.get(name)!);
-          await this.rebalance(db, name, now);
-        }
-        const records: JobRecord[] = [];
-        for (const [i, job] of params.jobs.entries()) {
-          const row = values[i]!;
-          if (job.concurrency && job.state === "ready") {
-            const holders = await this.countHolders(db, job.concurrency.key);
-            const decision = admit(holders, job.concurrency.limit, job.concurrency.onConflict);
-            if (decision === "blocked") row.state = "blocked";
-            if (decision === "discarded") {
-              row.state = "cancelled";
-              row.finished_at = now;
-              row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
-            }
-          }
-          records.push(...(await this.insertRows(db, [row])));
-        }
+        const records = await this.insertAdmitted(db, params, values, keyed);
+        await this.announceReady(db, readyQueues(records));
         return records;
       }),
     );
+  }
+
+  /** The insert of `enqueue`, inside its transaction: admission under each key's lock, then the rows. */
+  private async insertAdmitted(db: AnyDb, params: EnqueueParams, values: Record<string, unknown>[], keyed: boolean): Promise<JobRecord[]> {
+    const { now } = params;
+    if (!keyed) return this.insertRows(db, values);
+    // Every key of the batch is locked up front, in name order, so concurrent batches cannot deadlock.
+    const limits = new Map<string, number>();
+    for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
+    for (const name of [...limits.keys()].sort()) {
+      await this.lockKey(db, name, limits.get(name)!);
+      await this.rebalance(db, name, now);
+    }
+    const records: JobRecord[] = [];
+    for (const [i, job] of params.jobs.entries()) {
+      const row = values[i]!;
+      if (job.concurrency && job.state === "ready") {
+        const holders = await this.countHolders(db, job.concurrency.key);
+        const decision = admit(holders, job.concurrency.limit, job.concurrency.onConflict);
+        if (decision === "blocked") row.state = "blocked";
+        if (decision === "discarded") {
+          row.state = "cancelled";
+          row.finished_at = now;
+          row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
+        }
+      }
+      records.push(...(await this.insertRows(db, [row])));
+    }
+    return records;
   }
 
   /** Inserts rows (in this order) and returns their records; inside the caller's transaction. */
@@ -430,6 +438,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         rows = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", ids).execute()) as JobRow[];
       }
       for (const r of rows) moved.set(Number(r.id), rowToRecord(r));
+      if (event === "release") await this.announceReady(db, readyQueues(rows.map(rowToRecord)));
     }
     return moved;
   }
@@ -457,8 +466,10 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     return this.transition("cancel", params, { ...CLEAR_LEASE, finished_at: params.now });
   }
 
-  replay(params: { id: number; now: number }): Promise<JobRecord | null> {
-    return this.transition("replay", params, { attempt: 0, run_at: params.now, finished_at: null, last_error: null });
+  async replay(params: { id: number; now: number }): Promise<JobRecord | null> {
+    const record = await this.transition("replay", params, { attempt: 0, run_at: params.now, finished_at: null, last_error: null });
+    if (record) await this.guardErrors(() => this.announceReady(this.db, [{ queue: record.queue, due: true }]));
+    return record;
   }
 
   async get(params: { id: number }): Promise<JobRecord | null> {
@@ -505,6 +516,11 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       ? this.transition(bury, params, { ...error, finished_at: params.now })
       : this.transition(retry, params, { ...error, run_at: params.retryAt });
   }
+}
+
+/** One "ready" notice per distinct queue of the records that are ready. */
+function readyQueues(records: readonly JobRecord[]): { queue: string; due: boolean }[] {
+  return [...new Set(records.filter((r) => r.state === "ready").map((r) => r.queue))].map((queue) => ({ queue, due: false }));
 }
 
 /** The transition and the columns (besides state and updated_at) a lease holder's outcome writes. */

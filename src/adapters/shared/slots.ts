@@ -132,7 +132,7 @@ export abstract class SlotAdapter extends AdapterBase {
     let holders = await this.countHolders(db, name);
     const waiting = (await db
       .selectFrom(this.tables.jobs)
-      .select(["id", "state", "on_conflict"])
+      .select(["id", "state", "on_conflict", "queue"])
       .where("concurrency_key", "=", name)
       .where((eb: ExpressionBuilder<any, any>) =>
         eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
@@ -141,21 +141,29 @@ export abstract class SlotAdapter extends AdapterBase {
       .orderBy("run_at")
       .orderBy("id")
       .limit(freeSlots(limit, holders) + 100)
-      .execute()) as { id: number | string; state: JobState; on_conflict: string | null }[];
+      .execute()) as { id: number | string; state: JobState; on_conflict: string | null; queue: string }[];
+    const admitted = new Set<string>();
     for (const w of waiting) {
       const id = Number(w.id);
       if (w.state === "blocked") {
-        if (holders < limit && (await this.applyTransition(db, "unblock", { id, now }, {}))) holders++;
+        if (holders < limit && (await this.applyTransition(db, "unblock", { id, now }, {}))) {
+          holders++;
+          admitted.add(w.queue);
+        }
         continue;
       }
       const decision = admit(holders, limit, w.on_conflict === "discard" ? "discard" : "block");
       if (decision === "ready") {
-        if (await this.applyTransition(db, "stage", { id, now }, {})) holders++;
+        if (await this.applyTransition(db, "stage", { id, now }, {})) {
+          holders++;
+          admitted.add(w.queue);
+        }
       } else if (decision === "blocked") {
         await this.applyTransition(db, "stageBlocked", { id, now }, {});
       } else {
         await this.applyTransition(db, "stageDiscard", { id, now }, { finished_at: now, last_error: discardReason(name, limit) });
       }
     }
+    await this.announceReady(db, [...admitted].map((queue) => ({ queue, due: false })));
   }
 }
