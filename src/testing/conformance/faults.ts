@@ -17,7 +17,7 @@ export interface FaultyAdapter {
 }
 
 /** Members that are not async operations: passed through as they are. */
-const SYNC_MEMBERS = new Set(["onError"]);
+const SYNC_MEMBERS = new Set(["onError", "onReady"]);
 
 /**
  * Fault injection over a REAL adapter (every call that is not failed goes to

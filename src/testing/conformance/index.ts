@@ -12,6 +12,7 @@ import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
 import { retentionCases } from "./retention.ts";
 import { retryCases } from "./retry.ts";
+import { settleCases } from "./settle.ts";
 import { timeoutCases } from "./timeouts.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
@@ -30,6 +31,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...claimTaskCases,
     ...transitionCases,
     ...leaseCases,
+    ...settleCases,
     ...retryCases,
     ...retentionCases,
     ...keyCases,
