@@ -13,6 +13,7 @@ import { raceCases } from "./races.ts";
 import { retentionCases } from "./retention.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
+import { statementCases } from "./statements.ts";
 import { timeoutCases } from "./timeouts.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
@@ -32,6 +33,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...transitionCases,
     ...leaseCases,
     ...settleCases,
+    ...statementCases,
     ...retryCases,
     ...retentionCases,
     ...keyCases,
