@@ -65,6 +65,28 @@ export class MysqlAdapter extends KyselyAdapter {
     return (query as any).modifyEnd(sql`lock in share mode`);
   }
 
+  #insertStep: Promise<number | null> | null = null;
+
+  /**
+   * InnoDB gives the rows of one multi-row ("simple") INSERT consecutive
+   * ids, `auto_increment_increment` apart, in lock modes 0 and 1 (MariaDB's
+   * default is 1); mode 2 may interleave them with concurrent inserts, so
+   * then each row is inserted on its own. Read once per adapter.
+   */
+  protected override consecutiveInsertIds(db: AnyDb): Promise<number | null> {
+    this.#insertStep ??= sql<{ mode: number | string; step: number | string }>`select @@innodb_autoinc_lock_mode as mode, @@auto_increment_increment as step`
+      .execute(db)
+      .then((r) => {
+        const row = r.rows[0];
+        return row && Number(row.mode) <= 1 ? Number(row.step) : null;
+      })
+      .catch((error) => {
+        this.#insertStep = null;
+        throw error;
+      });
+    return this.#insertStep;
+  }
+
   /** MySQL spells upsert `INSERT … ON DUPLICATE KEY UPDATE`. */
   override get supportsOnConflict(): boolean {
     return false;

@@ -105,6 +105,15 @@ export abstract class AdapterBase {
     return true;
   }
 
+  /**
+   * Without RETURNING: the id step between the rows of one multi-row INSERT
+   * when the engine gives them consecutive ids (first = the statement's
+   * insert id), or null to insert one row per statement. Default null.
+   */
+  protected async consecutiveInsertIds(_db: AnyDb): Promise<number | null> {
+    return null;
+  }
+
   /** The schema versions, oldest first; the same numbers in every dialect. */
   protected abstract migrations(): readonly Migration[];
 

@@ -101,15 +101,32 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
       }
     } else {
+      const step = await this.consecutiveInsertIds(db);
       const ids: number[] = [];
-      for (const v of values) {
-        const res = await db.insertInto(this.tables.jobs).values(v).executeTakeFirstOrThrow();
-        ids.push(Number(res.insertId));
+      if (step !== null) {
+        // One multi-row INSERT per chunk: its rows get ids first, first + step, … (see consecutiveInsertIds).
+        for (let i = 0; i < values.length; i += 500) {
+          const chunk = values.slice(i, i + 500);
+          const first = Number((await db.insertInto(this.tables.jobs).values(chunk).executeTakeFirstOrThrow()).insertId);
+          for (let k = 0; k < chunk.length; k++) ids.push(first + k * step);
+        }
+      } else {
+        for (const v of values) {
+          const res = await db.insertInto(this.tables.jobs).values(v).executeTakeFirstOrThrow();
+          ids.push(Number(res.insertId));
+        }
       }
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
         rows.push(...((await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", chunk).orderBy("id").execute()) as JobRow[]));
       }
+      // The ids were computed: each row read back must be the one inserted at that position.
+      rows.forEach((r, k) => {
+        const v = values[k]!;
+        if (r.task !== v.task || r.queue !== v.queue || r.payload !== v.payload || Number(r.created_at) !== v.created_at) {
+          throw new AdapterError(`${this.name}: the ids of a batch insert were not the ones expected; nothing was stored`);
+        }
+      });
     }
     if (rows.length !== values.length) throw new AdapterError(`${this.name}: inserted ${rows.length} of ${values.length} jobs`);
     return rows.map(rowToRecord);

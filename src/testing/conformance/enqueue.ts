@@ -86,6 +86,28 @@ export const enqueueCases: ConformanceCase[] = [
     },
   },
   {
+    name: "enqueueMany › concurrent batches on separate connections each get back exactly their own rows, in input order",
+    async run(t) {
+      const others = [t.adapter, await t.connect(), await t.connect()];
+      const now = t.clock.now();
+      const batches = await Promise.all(
+        others.map((adapter, b) =>
+          adapter.enqueue({ jobs: Array.from({ length: 700 }, (_, i) => newJob({ runAt: now, payload: JSON.stringify({ b, i }) })), now }),
+        ),
+      );
+      const ids = new Set<number>();
+      batches.forEach((records, b) => {
+        assert.equal(records.length, 700);
+        records.forEach((r, i) => {
+          assert.deepEqual(JSON.parse(r.payload), { b, i }, `batch ${b} row ${i}`);
+          ids.add(r.id);
+        });
+      });
+      assert.equal(ids.size, 2100, "every row has its own id");
+      for (const id of [...ids].slice(0, 50)) assert.ok(await t.adapter.get({ id }));
+    },
+  },
+  {
     name: "enqueueMany › one invalid item rejects the whole batch and writes nothing",
     async run(t) {
       const d = t.docket();
