@@ -11,7 +11,7 @@ import type { InstrumentOptions } from "../src/adapters/shared/base.ts";
 
 export type AdapterName = "sqlite" | "postgres" | "mysql";
 export const ADAPTERS: readonly AdapterName[] = ["sqlite", "postgres", "mysql"];
-const PG_URL = process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const PG_URL = process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const MYSQL_URL = process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/mysql";
 const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
@@ -23,7 +23,7 @@ export interface Database {
   dispose(): Promise<void>;
 }
 
-function withDatabase(url: string, database: string): string {
+export function withDatabase(url: string, database: string): string {
   const u = new URL(url);
   u.pathname = `/${database}`;
   return u.toString();

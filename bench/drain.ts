@@ -4,18 +4,27 @@
  * from "go" to the last success. Also reports statements and commits per
  * job as the workers' adapters counted them, and the enqueue rate.
  *
- *   npx tsx bench/drain.ts [--adapters sqlite,postgres,mysql] [--jobs 20000]
+ *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}']
+ *
+ * Systems: docket on each adapter (sqlite, postgres, mysql), and the peers of
+ * bench/peers.ts on the same PostgreSQL (install them with `npm --prefix
+ * bench ci`). Runs alternate: run 1 of every system, then run 2, … so a
+ * drift of the machine spreads over all of them. A run that has not drained
+ * after --limit seconds (default 120) is reported at the rate it reached.
  */
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
-import { ADAPTERS, openDatabase, type AdapterName, type Database } from "./databases.ts";
+import { ADAPTERS, PG_URL, openDatabase, withDatabase, type AdapterName, type Database } from "./databases.ts";
+import { PEERS, isPeer, setupPeer, type PeerName } from "./peers.ts";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
-const adapters = (args.get("adapters")?.split(",") ?? ADAPTERS) as AdapterName[];
+const systems = (args.get("systems") ?? args.get("adapters"))?.split(",") ?? [...ADAPTERS, ...PEERS];
+for (const name of systems) if (!isPeer(name) && !(ADAPTERS as readonly string[]).includes(name)) throw new Error(`unknown system ${name}`);
+const limitSec = Number(args.get("limit") ?? 120);
 const jobs = Number(args.get("jobs") ?? 20000);
 const runs = Number(args.get("runs") ?? 1);
 const scenarios = (args.get("scenarios") ?? "c10x1,c50x1,c10x4").split(",").map((s) => {
@@ -25,9 +34,10 @@ const scenarios = (args.get("scenarios") ?? "c10x1,c50x1,c10x4").split(",").map(
 });
 const workerExtra = args.get("worker") ?? "{}";
 const CHILD = fileURLToPath(new URL("./drain-child.ts", import.meta.url));
+const PEER_CHILD = fileURLToPath(new URL("./peer-child.ts", import.meta.url));
 
 export interface DrainResult {
-  adapter: AdapterName;
+  system: string;
   scenario: string;
   run: number;
   jobsPerSec: number;
@@ -42,8 +52,8 @@ interface Child {
   onProgress(fn: (n: number) => void): void;
 }
 
-function startChild(spec: object, concurrency: number): Child {
-  const p = spawn(process.execPath, ["--import", "tsx", CHILD, JSON.stringify(spec), String(concurrency), workerExtra], {
+function startChild(argv: string[]): Child {
+  const p = spawn(process.execPath, ["--import", "tsx", ...argv], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
@@ -70,8 +80,28 @@ function startChild(spec: object, concurrency: number): Child {
   };
 }
 
-async function drainOnce(db: Database, n: number, adapter: AdapterName, s: (typeof scenarios)[number], run: number): Promise<DrainResult> {
-  const store = await db.open(n);
+/** Fills a fresh store of `system` with the jobs; returns the children's argv and a disposer. */
+async function prepare(system: string, n: number, db: Database | null): Promise<{ argv: (c: number) => string[]; enqueuePerSec: number; dispose: () => Promise<void> }> {
+  if (isPeer(system)) {
+    const database = `docket_peer_${process.pid.toString(36)}_${n}`;
+    const pg = (await import("pg")).default;
+    const admin = async (q: string) => {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      try {
+        await c.query(q);
+      } finally {
+        await c.end();
+      }
+    };
+    await admin(`CREATE DATABASE ${database}`);
+    const url = withDatabase(PG_URL, database);
+    const t0 = performance.now();
+    await setupPeer(system as PeerName, url, jobs);
+    const enqueuePerSec = jobs / ((performance.now() - t0) / 1000);
+    return { argv: (c) => [PEER_CHILD, system, url, String(c)], enqueuePerSec, dispose: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`) };
+  }
+  const store = await db!.open(n);
   const docket = new Docket({ adapter: store });
   await docket.migrate();
   const t0 = performance.now();
@@ -80,7 +110,13 @@ async function drainOnce(db: Database, n: number, adapter: AdapterName, s: (type
     await docket.enqueueMany(batch);
   }
   const enqueuePerSec = jobs / ((performance.now() - t0) / 1000);
-  const children = Array.from({ length: s.processes }, () => startChild(db.spec(n), s.concurrency));
+  await store.close();
+  return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra], enqueuePerSec, dispose: async () => undefined };
+}
+
+async function drainOnce(db: Database | null, n: number, system: string, s: (typeof scenarios)[number], run: number): Promise<DrainResult> {
+  const { argv, enqueuePerSec, dispose } = await prepare(system, n, db);
+  const children = Array.from({ length: s.processes }, () => startChild(argv(s.concurrency)));
   await Promise.all(children.map((c) => c.next((m) => m.ready === true)));
   const counts = children.map(() => 0);
   let resolveAll!: () => void;
@@ -93,49 +129,63 @@ async function drainOnce(db: Database, n: number, adapter: AdapterName, s: (type
   );
   const start = performance.now();
   for (const c of children) c.send({ go: true });
-  await all;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, limitSec * 1000)))]);
+  clearTimeout(timer);
   const elapsed = (performance.now() - start) / 1000;
+  const drained = Math.min(jobs, counts.reduce((a, b) => a + b, 0));
   for (const c of children) c.send({ stop: true });
   const done = await Promise.all(children.map((c) => c.next((m) => m.done === true)));
   const statements = done.reduce((a, m) => a + Number(m.statements), 0);
   const commits = done.reduce((a, m) => a + Number(m.commits), 0);
-  const left = await store.list({ state: "ready", limit: 1 });
-  if (left.length > 0) throw new Error("jobs left after drain");
-  await store.close();
-  return { adapter, scenario: s.name, run, jobsPerSec: jobs / elapsed, enqueuePerSec, statementsPerJob: statements / jobs, commitsPerJob: commits / jobs };
+  await dispose();
+  return {
+    system,
+    scenario: s.name,
+    run,
+    jobsPerSec: drained / elapsed,
+    enqueuePerSec,
+    statementsPerJob: isPeer(system) ? Number.NaN : statements / jobs,
+    commitsPerJob: isPeer(system) ? Number.NaN : commits / jobs,
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const results: DrainResult[] = [];
 let scenarioNo = 0;
-for (const adapter of adapters) {
-  const db = await openDatabase(adapter);
-  try {
-    for (let run = 1; run <= runs; run++) {
+const dbs = new Map<string, Database>();
+for (const system of systems) if (!isPeer(system)) dbs.set(system, await openDatabase(system as AdapterName));
+try {
+  for (let run = 1; run <= runs; run++) {
+    for (const system of systems) {
       for (const s of scenarios) {
-        const r = await drainOnce(db, ++scenarioNo, adapter, s, run);
+        const r = await drainOnce(dbs.get(system) ?? null, ++scenarioNo, system, s, run);
         results.push(r);
-        console.error(`${adapter} ${s.name} run ${run}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job`);
+        console.error(`${system} ${s.name} run ${run}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job`);
       }
     }
-  } finally {
-    await db.dispose();
   }
+} finally {
+  for (const db of dbs.values()) await db.dispose();
 }
-console.log("| adapter | scenario | jobs/s (median) | spread | statements/job | commits/job | enqueue batch jobs/s |");
-console.log("|---|---|---|---|---|---|---|");
-for (const adapter of adapters) {
+const baseline = "graphile-fast";
+const fmt = (x: number, d = 0) => (Number.isNaN(x) ? "–" : x.toFixed(d));
+console.log(`| system | scenario | jobs/s (median of ${runs}) | spread | × ${baseline} | statements/job | commits/job | enqueue batch jobs/s |`);
+console.log("|---|---|---|---|---|---|---|---|");
+for (const system of systems) {
   for (const s of scenarios) {
-    const rs = results.filter((r) => r.adapter === adapter && r.scenario === s.name);
+    const rs = results.filter((r) => r.system === system && r.scenario === s.name);
     const rate = rs.map((r) => r.jobsPerSec);
+    const base = results.filter((r) => r.system === baseline && r.scenario === s.name).map((r) => r.jobsPerSec);
+    const ratio = base.length > 0 ? `${(median(rate) / median(base)).toFixed(2)}×` : "–";
     console.log(
-      `| ${adapter} | ${s.name} | ${median(rate).toFixed(0)} | ${Math.min(...rate).toFixed(0)}–${Math.max(...rate).toFixed(0)} | ${median(rs.map((r) => r.statementsPerJob)).toFixed(2)} | ${median(rs.map((r) => r.commitsPerJob)).toFixed(2)} | ${median(rs.map((r) => r.enqueuePerSec)).toFixed(0)} |`,
+      `| ${system} | ${s.name} | ${median(rate).toFixed(0)} | ${Math.min(...rate).toFixed(0)}–${Math.max(...rate).toFixed(0)} | ${ratio} | ${fmt(median(rs.map((r) => r.statementsPerJob)), 2)} | ${fmt(median(rs.map((r) => r.commitsPerJob)), 2)} | ${median(rs.map((r) => r.enqueuePerSec)).toFixed(0)} |`,
     );
   }
 }
 if (args.get("json")) {
   const { writeFileSync } = await import("node:fs");
-  writeFileSync(args.get("json")!, JSON.stringify(results, null, 2));
+  writeFileSync(args.get("json")!, JSON.stringify({ jobs, runs, scenarios: scenarios.map((s) => s.name), results }, null, 2));
 }
 process.exit(0);

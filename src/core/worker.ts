@@ -63,9 +63,12 @@ export interface WorkerOptions<T extends TaskMap> {
    * finishing handler starts the next job without a round trip. Buffered
    * jobs are claimed like running ones: they hold leases (heartbeated), are
    * released at a graceful stop and reclaimed after a crash within one
-   * lease. 0 claims only for free handlers. Default: `concurrency`.
+   * lease. 0 claims only for free handlers. Default "auto": about 250 ms
+   * of work at the rate this worker has been finishing jobs, at least
+   * `concurrency` and at most 1,000 (slow jobs are not hoarded: at 10 jobs/s
+   * the buffer is `concurrency`).
    */
-  prefetch?: number;
+  prefetch?: number | "auto";
   /** Lease length; a job whose worker misses heartbeats for this long is reclaimed. Default 30 000 ms. */
   leaseMs?: number;
   /** Heartbeat period; must be shorter than leaseMs. Default leaseMs / 3. */
@@ -107,6 +110,13 @@ const WORKER_OPTION_KEYS = [
   "onEvent",
   "logger",
 ] as const satisfies readonly (keyof WorkerOptions<TaskMap>)[];
+
+/** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
+const AUTO_PREFETCH_MS = 250;
+const AUTO_PREFETCH_MAX = 1_000;
+
+/** Batched outcome writes a worker keeps in flight at once. */
+const MAX_FLUSHES = 3;
 
 /** How often a worker runs the retention pass (`docket.purgeFinished()`). */
 const PURGE_EVERY_MS = 60_000;
@@ -163,7 +173,11 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #fallback: Handler<unknown> | null;
   readonly #queues: string[];
   readonly #concurrency: number;
-  readonly #prefetch: number;
+  /** A fixed buffer size, or null for "auto" (see WorkerOptions.prefetch). */
+  readonly #fixedPrefetch: number | null;
+  /** Handlers finished so far, and the finishing rate (jobs per ms, smoothed) the auto buffer is sized by. */
+  #finished = 0;
+  #rate = { perMs: 0, at: 0, finished: 0 };
   readonly #leaseMs: number;
   readonly #heartbeatMs: number;
   readonly #pollMs: number;
@@ -184,7 +198,9 @@ export class Worker<T extends TaskMap = TaskMap> {
   #active = 0;
   /** Outcomes waiting for the next batched write (`#flush`). */
   #pending: { attempt: Attempt; outcome: Outcome; written: () => void }[] = [];
-  #flushing = false;
+  /** Batched outcome writes in flight (at most MAX_FLUSHES) and whether one is scheduled for this tick. */
+  #flushes = 0;
+  #flushScheduled = false;
   /** When the last claim admitted due scheduled jobs; a claim stages at most every pollMs unless asked sooner. */
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
@@ -219,7 +235,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#queues = (options.queues ?? [docket.defaultQueue]).map((q) => validateName(q, "queue"));
     if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
     this.#concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
-    this.#prefetch = validateInteger(options.prefetch ?? this.#concurrency, "prefetch", 0, 10_000);
+    this.#fixedPrefetch = options.prefetch === undefined || options.prefetch === "auto" ? null : validateInteger(options.prefetch, "prefetch", 0, 10_000);
     this.#leaseMs = validateInteger(options.leaseMs ?? 30_000, "leaseMs", 50, 24 * 3600_000);
     this.#heartbeatMs = validateInteger(options.heartbeatMs ?? Math.floor(this.#leaseMs / 3), "heartbeatMs", 10, this.#leaseMs - 1);
     this.#pollMs = validateInteger(options.pollMs ?? 1000, "pollMs", 1, 3600_000);
@@ -331,10 +347,12 @@ export class Worker<T extends TaskMap = TaskMap> {
 
   async #claimLoop(): Promise<void> {
     let failures = 0;
-    const lowWater = Math.floor(this.#prefetch / 2);
     while (!this.#stopping) {
       this.#startBuffered();
-      const room = this.#concurrency + this.#prefetch - this.#active - this.#buffer.length;
+      const prefetch = this.#prefetch();
+      const lowWater = Math.floor(prefetch / 2);
+      // Every attempt held counts: buffered, running, and finished but not yet recorded.
+      const room = this.#concurrency + prefetch - this.#inFlight.size;
       let full = false;
       if (room > 0 && this.#buffer.length <= lowWater) {
         const claimed = await this.#claim(room);
@@ -351,12 +369,24 @@ export class Worker<T extends TaskMap = TaskMap> {
       }
       if (this.#stopping) break;
       // A full batch means more may be waiting: a finishing job wakes the loop once the buffer runs low.
-      if (!full || this.#buffer.length > lowWater || this.#active + this.#buffer.length >= this.#concurrency + this.#prefetch) {
+      if (!full || this.#buffer.length > lowWater || this.#inFlight.size >= this.#concurrency + prefetch) {
         await this.#sleep(this.#pollMs, true);
       }
       // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
       else await yieldToEventLoop();
     }
+  }
+
+  /** The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX]. */
+  #prefetch(): number {
+    if (this.#fixedPrefetch !== null) return this.#fixedPrefetch;
+    const now = this.#docket.clock.now();
+    const elapsed = now - this.#rate.at;
+    if (elapsed >= 50) {
+      const recent = (this.#finished - this.#rate.finished) / elapsed;
+      this.#rate = { perMs: this.#rate.at === 0 ? recent : (this.#rate.perMs + recent) / 2, at: now, finished: this.#finished };
+    }
+    return Math.min(AUTO_PREFETCH_MAX, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
   }
 
   /** Starts buffered jobs, in claim order, while handlers are free. */
@@ -443,19 +473,28 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (this.#inFlight.get(key) !== attempt) return; // lost while buffered: reported at the heartbeat
     attempt.phase = "running";
     this.#active++;
-    attempt.done = this.#execute(attempt).finally(() => {
-      this.#inFlight.delete(key);
+    let freed = false;
+    // The handler's slot frees when the handler settles; its outcome is written in a later batch.
+    const free = () => {
+      if (freed) return;
+      freed = true;
       this.#active--;
+      this.#finished++;
       this.#startBuffered();
-      if (this.#buffer.length <= Math.floor(this.#prefetch / 2)) this.#signalWake();
+    };
+    attempt.done = this.#execute(attempt, free).finally(() => {
+      this.#inFlight.delete(key);
+      free();
+      if (this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#signalWake();
     });
   }
 
-  async #execute(attempt: Attempt): Promise<void> {
+  async #execute(attempt: Attempt, free: () => void): Promise<void> {
     const { record, controller } = attempt;
     const job = toJob(record);
     this.#emit({ type: "started", job });
     const failure = await this.#runHandler(job, controller);
+    free();
     if (!this.#inFlight.has(attemptKey(record))) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
     const outcome: Outcome =
@@ -472,38 +511,51 @@ export class Worker<T extends TaskMap = TaskMap> {
     attempt.phase = "settling";
     return new Promise((written) => {
       this.#pending.push({ attempt, outcome, written });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        queueMicrotask(() => void this.#flush());
-      }
+      this.#scheduleFlush();
+    });
+  }
+
+  /** Starts a batched write at the end of this tick, unless one is scheduled or MAX_FLUSHES are in flight (the last to finish starts the next). */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled || this.#flushes >= MAX_FLUSHES || this.#pending.length === 0) return;
+    this.#flushScheduled = true;
+    queueMicrotask(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
     });
   }
 
   /**
-   * Writes every queued outcome in one `settle` call, one batch at a time
-   * (outcomes that arrive meanwhile form the next batch). When the call
-   * throws, each outcome is retried on its own (`#writeOutcome`), which also
-   * finds one that committed before the error.
+   * Writes every queued outcome in one `settle` call (outcomes that arrive
+   * meanwhile form the next batch, up to MAX_FLUSHES batches in flight).
+   * When the call throws, each outcome is retried on its own
+   * (`#writeOutcome`), which also finds one that committed before the error.
    */
   async #flush(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const batch = this.#pending.splice(0);
-      const now = this.#docket.clock.now();
-      const items = batch.map(({ attempt, outcome }) => this.#settleItem(attempt.record, outcome, now));
-      let results: (JobRecord | null)[];
-      try {
-        results = await this.#docket.adapter.settle({ items });
-      } catch (error) {
-        await Promise.all(batch.map((p) => this.#writeOutcome(p.attempt, p.outcome, error as Error).then(p.written)));
-        continue;
-      }
-      batch.forEach((p, i) => {
-        this.#inFlight.delete(attemptKey(p.attempt.record));
-        this.#emitOutcome(results[i] ?? null, p.attempt.record, p.outcome);
-        p.written();
-      });
+    this.#flushes++;
+    try {
+      await this.#flushBatch(this.#pending.splice(0));
+    } finally {
+      this.#flushes--;
+      this.#scheduleFlush();
     }
-    this.#flushing = false;
+  }
+
+  async #flushBatch(batch: { attempt: Attempt; outcome: Outcome; written: () => void }[]): Promise<void> {
+    const now = this.#docket.clock.now();
+    const items = batch.map(({ attempt, outcome }) => this.#settleItem(attempt.record, outcome, now));
+    let results: (JobRecord | null)[];
+    try {
+      results = await this.#docket.adapter.settle({ items });
+    } catch (error) {
+      await Promise.all(batch.map((p) => this.#writeOutcome(p.attempt, p.outcome, error as Error).then(p.written)));
+      return;
+    }
+    batch.forEach((p, i) => {
+      this.#inFlight.delete(attemptKey(p.attempt.record));
+      this.#emitOutcome(results[i] ?? null, p.attempt.record, p.outcome);
+      p.written();
+    });
   }
 
   /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
