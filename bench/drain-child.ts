@@ -9,7 +9,9 @@ import { Docket } from "../src/index.ts";
 import { StatementCounter } from "../src/testing/statement-counter.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
 
-const [specJson, concurrencyArg, extraJson] = process.argv.slice(2);
+const [specJson, concurrencyArg, extraJson, childJson] = process.argv.slice(2);
+/** `priority`: count only jobs of this priority (the scale benchmark's measured jobs). */
+const childOptions = JSON.parse(childJson ?? "{}") as { priority?: number };
 const spec = JSON.parse(specJson!) as StoreSpec;
 const counter = new StatementCounter();
 const adapter = await openSpec(spec, { instrument: { wrapDialect: (d) => counter.wrap(d) } });
@@ -20,7 +22,7 @@ const worker = docket.worker({
   handlers: { noop: async () => undefined },
   concurrency: Number(concurrencyArg),
   logger: null,
-  onEvent: (e) => void (e.type === "succeeded" && succeeded++),
+  onEvent: (e) => void (e.type === "succeeded" && (childOptions.priority === undefined || e.job.priority === childOptions.priority) && succeeded++),
   ...(JSON.parse(extraJson ?? "{}") as object),
 });
 const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");
@@ -37,7 +39,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (m.stop) {
     await worker.stop();
     clearInterval(progress);
-    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits });
+    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits, maxRssMb: process.resourceUsage().maxRSS / 1024 });
     await adapter.close();
     process.exit(0);
   }

@@ -13,12 +13,11 @@
  * drift of the machine spreads over all of them. A run that has not drained
  * after --limit seconds (default 120) is reported at the rate it reached.
  */
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
 import { ADAPTERS, PG_URL, openDatabase, withDatabase, type AdapterName, type Database } from "./databases.ts";
 import { PEERS, isPeer, setupPeer, type PeerName } from "./peers.ts";
+import { startChild } from "./children.ts";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
@@ -44,40 +43,6 @@ export interface DrainResult {
   enqueuePerSec: number;
   statementsPerJob: number;
   commitsPerJob: number;
-}
-
-interface Child {
-  send(m: object): void;
-  next(pred: (m: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-  onProgress(fn: (n: number) => void): void;
-}
-
-function startChild(argv: string[]): Child {
-  const p = spawn(process.execPath, ["--import", "tsx", ...argv], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
-  let progress = (_n: number) => undefined as void;
-  createInterface({ input: p.stdout! }).on("line", (line) => {
-    let m: Record<string, unknown>;
-    try {
-      m = JSON.parse(line);
-    } catch {
-      process.stderr.write(`child: ${line}\n`);
-      return;
-    }
-    if (m.progress) progress(Number(m.n));
-    const i = waiters.findIndex((w) => w.pred(m));
-    if (i >= 0) waiters.splice(i, 1)[0]!.resolve(m);
-  });
-  p.on("exit", (code) => {
-    if (code !== 0) console.error(`drain child exited with ${code}`);
-  });
-  return {
-    send: (m) => p.stdin!.write(JSON.stringify(m) + "\n"),
-    next: (pred) => new Promise((resolve) => waiters.push({ pred, resolve })),
-    onProgress: (fn) => (progress = fn),
-  };
 }
 
 /** Fills a fresh store of `system` with the jobs; returns the children's argv and a disposer. */

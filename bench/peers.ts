@@ -6,6 +6,10 @@
  * with one DELETE, on 4 connections). Each setup fills a fresh database with
  * N no-op jobs; each worker runs in a child process (bench/peer-child.ts).
  */
+/** Loads a peer from bench/node_modules; untyped, so the library's typecheck does not need them installed. */
+// deno-lint-ignore no-explicit-any
+const load = (specifier: string): Promise<any> => import(specifier);
+
 export const PEERS = ["graphile-defaults", "graphile-fast", "pgboss-defaults", "pgboss-tuned", "raw-ceiling"] as const;
 export type PeerName = (typeof PEERS)[number];
 
@@ -16,7 +20,7 @@ export function isPeer(name: string): name is PeerName {
 /** Fills the database at `url` with `jobs` no-op jobs of the peer's kind. */
 export async function setupPeer(peer: PeerName, url: string, jobs: number): Promise<void> {
   if (peer.startsWith("graphile")) {
-    const { makeWorkerUtils } = await import("graphile-worker");
+    const { makeWorkerUtils } = await load("graphile-worker");
     const utils = await makeWorkerUtils({ connectionString: url });
     await utils.migrate();
     for (let i = 0; i < jobs; i += 1000) {
@@ -26,7 +30,7 @@ export async function setupPeer(peer: PeerName, url: string, jobs: number): Prom
     return;
   }
   if (peer.startsWith("pgboss")) {
-    const { default: PgBoss } = await import("pg-boss");
+    const { default: PgBoss } = await load("pg-boss");
     const boss = new PgBoss({ connectionString: url, supervise: false, schedule: false });
     boss.on("error", () => undefined);
     await boss.start();
@@ -53,7 +57,7 @@ export interface PeerWorker {
 
 export async function startPeer(peer: PeerName, url: string, concurrency: number, onDone: (n: number) => void): Promise<PeerWorker> {
   if (peer.startsWith("graphile")) {
-    const { run } = await import("graphile-worker");
+    const { run } = await load("graphile-worker");
     const fast = peer === "graphile-fast";
     const runner = await run({
       connectionString: url,
@@ -61,14 +65,14 @@ export async function startPeer(peer: PeerName, url: string, concurrency: number
       noHandleSignals: true,
       pollInterval: 1000,
       taskList: { noop: async () => undefined },
-      logger: new (await import("graphile-worker")).Logger(() => () => undefined),
+      logger: new (await load("graphile-worker")).Logger(() => () => undefined),
       ...(fast ? { preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
     });
     runner.events.on("job:success", () => onDone(1));
     return { stop: () => runner.stop() };
   }
   if (peer.startsWith("pgboss")) {
-    const { default: PgBoss } = await import("pg-boss");
+    const { default: PgBoss } = await load("pg-boss");
     const tuned = peer === "pgboss-tuned";
     const boss = new PgBoss({ connectionString: url, supervise: false, schedule: false, max: tuned ? 4 : Math.max(4, concurrency) });
     boss.on("error", () => undefined);
@@ -76,7 +80,7 @@ export async function startPeer(peer: PeerName, url: string, concurrency: number
     const subscriptions = concurrency;
     const options = tuned ? { batchSize: 50, pollingIntervalSeconds: 0.5 } : {};
     for (let i = 0; i < subscriptions; i++) {
-      await boss.work("noop", options, async (jobs) => {
+      await boss.work("noop", options, async (jobs: unknown[]) => {
         onDone(jobs.length);
       });
     }
@@ -95,7 +99,7 @@ export async function startPeer(peer: PeerName, url: string, concurrency: number
         await new Promise((r) => setTimeout(r, 10));
         continue;
       }
-      await pool.query(`DELETE FROM raw_jobs WHERE id = ANY($1::bigint[])`, [claimed.rows.map((r) => r.id)]);
+      await pool.query(`DELETE FROM raw_jobs WHERE id = ANY($1::bigint[])`, [claimed.rows.map((r: { id: string }) => r.id)]);
       onDone(claimed.rows.length);
     }
   };

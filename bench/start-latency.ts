@@ -3,22 +3,30 @@
  * handler's start when the worker is idle, on each adapter, with the default
  * pollMs (1 s).
  *
- *   npx tsx bench/start-latency.ts [--adapter sqlite|postgres|mysql] [--jobs 30]
+ *   npx tsx bench/start-latency.ts [--adapter sqlite|postgres|mysql] [--jobs 30] [--peer]
+ *
+ * With --peer (needs `npm --prefix bench ci`), graphile-worker with its
+ * defaults is measured the same way on the same PostgreSQL, jobs added
+ * through its own utils (another pool, as another process would).
  *
  * Two ways to enqueue, each on a fresh store with one idle worker:
  *  - same docket:  through the worker's own Docket (same process): an enqueue
  *                  wakes the worker at once;
  *  - other docket: through another Docket on its own connection, as another
- *                  process would: the worker finds the job at its next poll.
+ *                  process would: on PostgreSQL LISTEN/NOTIFY wakes the
+ *                  worker; elsewhere it finds the job at its next poll.
  * Jobs are enqueued one at a time, each after the previous one started and a
  * random pause (0–100 ms), so the worker is asleep when the job arrives.
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Docket } from "../src/core/docket.ts";
-import { ADAPTERS, openDatabase, type AdapterName } from "./databases.ts";
+import { ADAPTERS, PG_URL, openDatabase, withDatabase, type AdapterName } from "./databases.ts";
 
-const { values: args } = parseArgs({ options: { adapter: { type: "string" }, jobs: { type: "string", default: "30" } }, strict: true });
+const { values: args } = parseArgs({
+  options: { adapter: { type: "string" }, jobs: { type: "string", default: "30" }, peer: { type: "boolean", default: false } },
+  strict: true,
+});
 const JOBS = Number(args.jobs);
 const selected: AdapterName[] = args.adapter ? [args.adapter as AdapterName] : [...ADAPTERS];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,5 +71,51 @@ for (const name of selected) {
     }
   } finally {
     await db.dispose();
+  }
+}
+
+if (args.peer) {
+  const load = (m: string): Promise<any> => import(m);
+  const { run, makeWorkerUtils, Logger } = await load("graphile-worker");
+  const pg = (await import("pg")).default;
+  const database = `docket_latency_peer_${process.pid}`;
+  const admin = async (q: string) => {
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(q);
+    await c.end();
+  };
+  await admin(`CREATE DATABASE ${database}`);
+  try {
+    const url = withDatabase(PG_URL, database);
+    const utils = await makeWorkerUtils({ connectionString: url });
+    await utils.migrate();
+    const enqueuedAt = new Map<number, number>();
+    const latencies: number[] = [];
+    let started!: () => void;
+    const runner = await run({
+      connectionString: url,
+      noHandleSignals: true,
+      logger: new Logger(() => () => undefined),
+      taskList: {
+        "bench.job": async (p: { n: number }) => {
+          latencies.push(performance.now() - enqueuedAt.get(p.n)!);
+          started();
+        },
+      },
+    });
+    await sleep(200);
+    for (let n = 0; n < JOBS; n++) {
+      await sleep(Math.random() * 100);
+      const done = new Promise<void>((r) => (started = r));
+      enqueuedAt.set(n, performance.now());
+      await utils.addJob("bench.job", { n });
+      await done;
+    }
+    await runner.stop();
+    await utils.release();
+    console.log(`${"graphile".padEnd(9)}${"its own utils".padEnd(18)}${quantile(latencies, 0.5).toFixed(2).padStart(9)}${quantile(latencies, 0.99).toFixed(2).padStart(9)}`);
+  } finally {
+    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   }
 }
