@@ -74,12 +74,13 @@ export interface DocketAdapter {
    * Many lease holders' outcomes at once. Each item is applied exactly as
    * `complete`, `fail` or `release` would apply it, fenced by its own state
    * and lease token, and a keyed job's freed slot is passed on in the same
-   * transaction as its write. Returns results in input order: the record,
-   * or null for an item whose lease was not held (a lost race, never
-   * overwritten). Items may commit in separate transactions; when the call
-   * throws, any subset of them may have committed.
+   * transaction as its write. Returns results in input order: the columns
+   * the outcome wrote (at least those of `SettledJob`; the job's other
+   * columns are as claimed), or null for an item whose lease was not held
+   * (a lost race, never overwritten). Items may commit in separate
+   * transactions; when the call throws, any subset of them may have committed.
    */
-  settle(params: SettleParams): Promise<(JobRecord | null)[]>;
+  settle(params: SettleParams): Promise<(SettledJob | null)[]>;
 
   /**
    * Lists running jobs whose lease expired at `now` (lease_expires_at <= now),
@@ -243,6 +244,9 @@ export interface FailParams extends FencedParams {
   /** When set, retry at this time; when null, the job goes to dead. */
   retryAt: number | null;
 }
+
+/** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */
+export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt">;
 
 /** One outcome for `settle`: what `complete`, `fail` or `release` takes, with which of them it is. */
 export type SettleItem = (FencedParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });

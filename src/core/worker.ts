@@ -1,4 +1,4 @@
-import type { SettleItem } from "./adapter.ts";
+import type { SettleItem, SettledJob } from "./adapter.ts";
 import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
@@ -544,7 +544,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   async #flushBatch(batch: { attempt: Attempt; outcome: Outcome; written: () => void }[]): Promise<void> {
     const now = this.#docket.clock.now();
     const items = batch.map(({ attempt, outcome }) => this.#settleItem(attempt.record, outcome, now));
-    let results: (JobRecord | null)[];
+    let results: (SettledJob | null)[];
     try {
       results = await this.#docket.adapter.settle({ items });
     } catch (error) {
@@ -553,7 +553,8 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     batch.forEach((p, i) => {
       this.#inFlight.delete(attemptKey(p.attempt.record));
-      this.#emitOutcome(results[i] ?? null, p.attempt.record, p.outcome);
+      const settled = results[i] ?? null;
+      this.#emitOutcome(settled && { ...p.attempt.record, ...settled }, p.attempt.record, p.outcome);
       p.written();
     });
   }

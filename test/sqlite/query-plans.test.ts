@@ -34,14 +34,14 @@ function recording(db: Database.Database): { db: Database.Database; seen: { sql:
 }
 
 /**
- * Issue 9 item 5 (part): on SQLite the claim, the due-job staging and the
- * expired-lease sweep use indexes, not a full scan of the jobs table, and
+ * Issue 9 items 5 and 6: on SQLite the claim, the due-job staging, the
+ * expired-lease sweep and the retention purge use indexes, not a full scan of the jobs table, and
  * the claim's UPDATE by ids goes by rowid, whatever the table's size.
  * Checked with EXPLAIN QUERY PLAN on the statements docket really runs, with
  * their real parameters, on a table of 20 000 jobs (not ANALYZEd).
  */
 describe("sqlite: query plans", () => {
-  it("claim, staging and the lease sweep search an index instead of scanning the jobs table; the claim updates by rowid", async () => {
+  it("claim, staging, the lease sweep and the retention purge search an index instead of scanning the jobs table; the claim updates by rowid", async () => {
     const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
     const raw = new Database(join(dir, "jobs.db"));
     const { db, seen } = recording(raw);
@@ -67,9 +67,10 @@ describe("sqlite: query plans", () => {
       seen.length = 0;
       await adapter.claim({ queues: ["q1"], limit: 10, now: now + 1, leaseToken: "tok3", leaseExpiresAt: now + 1000 });
       await adapter.listExpired({ now: now + 5_000, limit: 100 });
+      await adapter.purge({ states: ["succeeded", "cancelled"], finishedBefore: now, limit: 1000 });
       const jobsTable = "docket_jobs";
       const statements = seen.filter((s) => /^(select|update|with)/i.test(s.sql) && s.sql.includes(`"${jobsTable}"`) && !/count\(\*\)/i.test(s.sql));
-      expect(statements.length).toBeGreaterThanOrEqual(4);
+      expect(statements.length).toBeGreaterThanOrEqual(5);
       const plans = statements.map((s) => ({
         sql: s.sql,
         plan: (raw.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(...(s.params as never[])) as { detail: string }[]).map((r) => r.detail).join(" | "),

@@ -71,5 +71,10 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 7,
       statements: [],
     },
+    {
+      // Retention: the purge pass finds finished jobs by state and age without reading the table.
+      version: 8,
+      statements: [`CREATE INDEX ${jobs}_finished ON ${jobs} (state, finished_at, id) WHERE finished_at IS NOT NULL`],
+    },
   ];
 }

@@ -11,12 +11,13 @@ import type {
   QueueControl,
   SettleItem,
   SettleParams,
+  SettledJob,
   TaskControl,
 } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
-import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
+import { TERMINAL_STATES, isJobState, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { guardMany, type AnyDb } from "./base.ts";
@@ -407,8 +408,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     return this.transition(w.event, params, w.set);
   }
 
-  async settle(params: SettleParams): Promise<(JobRecord | null)[]> {
-    const results: (JobRecord | null)[] = params.items.map(() => null);
+  async settle(params: SettleParams): Promise<(SettledJob | null)[]> {
+    const results: (SettledJob | null)[] = params.items.map(() => null);
     const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(item) }));
     // Jobs the caller knows to be unkeyed: one guarded statement per distinct write, all in one unit of work.
     const groups = new Map<string, typeof writes>();
@@ -435,16 +436,16 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   private async settleGroups(
     db: AnyDb,
     groups: { event: TransitionEvent; set: Record<string, unknown>; item: SettleItem }[][],
-  ): Promise<Map<number, JobRecord>> {
-    const moved = new Map<number, JobRecord>();
+  ): Promise<Map<number, SettledJob>> {
+    const moved = new Map<number, SettledJob>();
     for (const group of groups) {
       const { event, set, item } = group[0]!;
       const keys = group.map((w) => ({ id: w.item.id, leaseToken: w.item.leaseToken }));
       const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, keys).where("concurrency_key", "is", null);
       const update = fenced(db.updateTable(this.tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: item.now }));
-      let rows: JobRow[];
+      let rows: SettledRow[];
       if (this.supportsReturning) {
-        rows = (await update.returningAll().execute()) as JobRow[];
+        rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
       } else {
         // Lock the rows that pass the fence, write them, read them back: all under this transaction's locks.
         let pick = fenced(db.selectFrom(this.tables.jobs).select("id"));
@@ -452,10 +453,13 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
         if (ids.length === 0) continue;
         await update.where("id", "in", ids).execute();
-        rows = (await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", ids).execute()) as JobRow[];
+        rows = (await db.selectFrom(this.tables.jobs).select(SETTLED_COLUMNS).where("id", "in", ids).execute()) as SettledRow[];
       }
-      for (const r of rows) moved.set(Number(r.id), rowToRecord(r));
-      if (event === "release") await this.announceReady(db, readyQueues(rows.map(rowToRecord)));
+      for (const r of rows) moved.set(Number(r.id), rowToSettled(r));
+      if (event === "release") {
+        const queues = (rows as { queue: string }[]).map((r) => ({ queue: r.queue, due: false }));
+        await this.announceReady(db, [...new Map(queues.map((q) => [q.queue, q])).values()]);
+      }
     }
     return moved;
   }
@@ -548,6 +552,27 @@ function outcomeWrite(item: SettleItem): { event: TransitionEvent; set: Record<s
   return item.retryAt === null
     ? { event: "bury", set: { ...error, finished_at: item.now } }
     : { event: "retry", set: { ...error, run_at: item.retryAt } };
+}
+
+/** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
+const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue"];
+type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue">;
+
+function rowToSettled(r: SettledRow): SettledJob {
+  if (!isJobState(r.state)) throw new AdapterError(`job ${String(r.id)} has unknown state ${r.state}`);
+  const int = (v: number | string | bigint) => Number(v);
+  const intOrNull = (v: number | string | bigint | null) => (v === null ? null : Number(v));
+  return {
+    id: int(r.id),
+    state: r.state,
+    attempt: int(r.attempt),
+    runAt: int(r.run_at),
+    updatedAt: int(r.updated_at),
+    finishedAt: intOrNull(r.finished_at),
+    lastError: r.last_error,
+    leaseToken: r.lease_token,
+    leaseExpiresAt: intOrNull(r.lease_expires_at),
+  };
 }
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */

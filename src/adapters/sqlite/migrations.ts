@@ -90,5 +90,14 @@ export function migrations(prefix: string): readonly Migration[] {
         `ANALYZE sqlite_schema`,
       ],
     },
+    {
+      // Retention: the purge pass finds finished jobs by state and age without reading the table.
+      version: 8,
+      statements: [
+        `CREATE INDEX ${jobs}_finished_by_state ON ${jobs} (state, finished_at, id)`,
+        `INSERT OR REPLACE INTO sqlite_stat1 (tbl, idx, stat) VALUES ('${jobs}', '${jobs}_finished_by_state', '1000000 200000 10 1')`,
+        `ANALYZE sqlite_schema`,
+      ],
+    },
   ];
 }
