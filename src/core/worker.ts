@@ -515,11 +515,11 @@ export class Worker<T extends TaskMap = TaskMap> {
     });
   }
 
-  /** Starts a batched write at the end of this tick, unless one is scheduled or MAX_FLUSHES are in flight (the last to finish starts the next). */
+  /** Starts a batched write on the next macrotask turn (outcomes of this turn join it), unless one is scheduled or MAX_FLUSHES are in flight (the last to finish starts the next). */
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#flushes >= MAX_FLUSHES || this.#pending.length === 0) return;
     this.#flushScheduled = true;
-    queueMicrotask(() => {
+    void yieldToEventLoop().then(() => {
       this.#flushScheduled = false;
       void this.#flush();
     });

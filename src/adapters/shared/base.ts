@@ -273,14 +273,16 @@ export abstract class AdapterBase {
 }
 
 /**
- * Adds the WHERE clause of `event` for many jobs at once: `(id, lease_token)
- * IN ((…), …)` and the legal predecessor states. Only for lease-fenced events.
+ * Adds the WHERE clause of `event` for many jobs at once: `id IN (…) AND
+ * (id, lease_token) IN ((…), …)` and the legal predecessor states. Only for lease-fenced events.
  */
 // deno-lint-ignore no-explicit-any
 export function guardMany<Q extends { where: (...args: any[]) => any }>(query: Q, event: TransitionEvent, keys: readonly { id: number; leaseToken: string }[]): Q {
   const rule = TRANSITIONS[event];
   if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
   return query
+    // The plain id list lets planners use one primary-key lookup; the pairs are the fence.
+    .where("id", "in", [...new Set(keys.map((k) => k.id))])
     // deno-lint-ignore no-explicit-any
     .where((eb: any) => eb(eb.refTuple("id", "lease_token"), "in", keys.map((k) => eb.tuple(k.id, k.leaseToken))))
     .where("state", "in", rule.from);

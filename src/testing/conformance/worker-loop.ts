@@ -15,7 +15,7 @@ export const workerLoopCases: ConformanceCase[] = [
     async run(t) {
       const faulty = withFaults(t.adapter);
       const d = new Docket({ adapter: faulty.adapter });
-      const backlog = 1_000;
+      const backlog = 5_000; // long enough to drain over several 20 ms ticks at full speed
       await d.enqueue("hold", {}, { priority: -1 });
       await d.enqueueMany(Array.from({ length: backlog }, (_, i) => ({ task: "noop", payload: i })));
       let handled = 0;
