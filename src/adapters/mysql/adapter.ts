@@ -59,6 +59,10 @@ export class MysqlAdapter extends KyselyAdapter {
     return true;
   }
 
+  override get supportsRowLocks(): boolean {
+    return true;
+  }
+
   /** MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`). */
   // deno-lint-ignore no-explicit-any
   protected override shareLock<Q>(query: Q): Q {

@@ -96,11 +96,19 @@ export class PostgresAdapter extends KyselyAdapter {
     return true;
   }
 
+  override get supportsAnyArray(): boolean {
+    return true;
+  }
+
   override get supportsReturning(): boolean {
     return true;
   }
 
   override get supportsSkipLocked(): boolean {
+    return true;
+  }
+
+  override get supportsRowLocks(): boolean {
     return true;
   }
 

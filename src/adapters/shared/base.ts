@@ -72,10 +72,20 @@ export abstract class AdapterBase {
   }
 
   /**
-   * `SELECT … FOR UPDATE SKIP LOCKED`. Default false, which is only correct
-   * for an engine with a single writer (every write transaction serialized).
+   * `SELECT … FOR UPDATE SKIP LOCKED`: claims and purges pass over rows
+   * another transaction holds. Default false, which is only correct for an
+   * engine with a single writer (every write transaction serialized).
    */
   get supportsSkipLocked(): boolean {
+    return false;
+  }
+
+  /**
+   * Row locks (`SELECT … FOR UPDATE`, and a shared lock, see `shareLock`):
+   * key, control and outcome rows are locked before they are counted or
+   * written. Default false, which is only correct for a single writer.
+   */
+  get supportsRowLocks(): boolean {
     return false;
   }
 
@@ -87,9 +97,14 @@ export abstract class AdapterBase {
     return false;
   }
 
+  /** `x = ANY(ARRAY(SELECT …))` (PostgreSQL). Default false: `x IN (SELECT …)`. */
+  get supportsAnyArray(): boolean {
+    return false;
+  }
+
   /**
    * Adds a shared row lock to a SELECT (a writer of the row waits for it,
-   * other shared lockers do not). Only called when `supportsSkipLocked`.
+   * other shared lockers do not). Only called when `supportsRowLocks`.
    * Default: `FOR SHARE`.
    */
   // deno-lint-ignore no-explicit-any

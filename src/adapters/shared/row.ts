@@ -1,4 +1,5 @@
 import type { JobRecord } from "../../core/job.ts";
+import { CLAIM_ORDER } from "../../core/claim-order.ts";
 import { isJobState } from "../../core/states.ts";
 import { AdapterError } from "../../core/errors.ts";
 
@@ -61,7 +62,12 @@ export function rowToRecord(row: JobRow): JobRecord {
   };
 }
 
-/** Claim order: priority (smaller first), then run_at, then id. */
-export function byClaimOrder(a: JobRecord, b: JobRecord): number {
-  return a.priority - b.priority || a.runAt - b.runAt || a.id - b.id;
+const CLAIM_ORDER_COLUMNS = { priority: "priority", runAt: "run_at", id: "id" } as const;
+
+/** Orders a jobs query by the core's CLAIM_ORDER. */
+// deno-lint-ignore no-explicit-any
+export function inClaimOrder<Q extends { orderBy: (column: string) => any }>(query: Q): Q {
+  let q = query;
+  for (const field of CLAIM_ORDER) q = q.orderBy(CLAIM_ORDER_COLUMNS[field]);
+  return q;
 }

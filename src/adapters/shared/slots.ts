@@ -4,6 +4,7 @@ import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transit
 import { SLOT_HOLDING_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import { AdapterBase, type AnyDb, type GuardKey } from "./base.ts";
+import { inClaimOrder } from "./row.ts";
 
 /**
  * The concurrency-key layer: a key's slots are its ready and running jobs,
@@ -100,7 +101,7 @@ export abstract class SlotAdapter extends AdapterBase {
       return;
     }
     let q = db.selectFrom(this.tables.keys).select("name").where("name", "=", name);
-    if (this.supportsSkipLocked) q = q.forUpdate();
+    if (this.supportsRowLocks) q = q.forUpdate();
     await q.execute();
   }
 
@@ -130,16 +131,15 @@ export abstract class SlotAdapter extends AdapterBase {
     if (!key) return;
     const limit = Number(key.max_holders);
     let holders = await this.countHolders(db, name);
-    const waiting = (await db
-      .selectFrom(this.tables.jobs)
-      .select(["id", "state", "on_conflict", "queue"])
-      .where("concurrency_key", "=", name)
-      .where((eb: ExpressionBuilder<any, any>) =>
-        eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
-      )
-      .orderBy("priority")
-      .orderBy("run_at")
-      .orderBy("id")
+    const waiting = (await inClaimOrder(
+      db
+        .selectFrom(this.tables.jobs)
+        .select(["id", "state", "on_conflict", "queue"])
+        .where("concurrency_key", "=", name)
+        .where((eb: ExpressionBuilder<any, any>) =>
+          eb.or([eb("state", "in", TRANSITIONS.unblock.from), eb.and([eb("state", "in", TRANSITIONS.stage.from), eb("run_at", "<=", now)])]),
+        ),
+    )
       .limit(freeSlots(limit, holders) + 100)
       .execute()) as { id: number | string; state: JobState; on_conflict: string | null; queue: string }[];
     const admitted = new Set<string>();

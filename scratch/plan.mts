@@ -1,0 +1,33 @@
+import { Docket } from "../src/index.ts";
+import { postgresAdapter } from "../src/adapters/postgres/index.ts";
+import pg from "pg";
+const url = "postgres://postgres@127.0.0.1:5432/postgres";
+const admin = new pg.Client({ connectionString: url }); await admin.connect();
+await admin.query("DROP DATABASE IF EXISTS plan_dbg WITH (FORCE)"); await admin.query("CREATE DATABASE plan_dbg");
+const u = "postgres://postgres@127.0.0.1:5432/plan_dbg";
+await admin.query("ALTER DATABASE plan_dbg SET session_preload_libraries = 'auto_explain'");
+await admin.query("ALTER DATABASE plan_dbg SET auto_explain.log_min_duration = 20");
+await admin.query("ALTER DATABASE plan_dbg SET auto_explain.log_analyze = on");
+const a = postgresAdapter({ connectionString: u }); const d = new Docket({ adapter: a }); await d.migrate();
+const c = new pg.Client({ connectionString: u }); await c.connect();
+const now = Date.now();
+await c.query(`INSERT INTO docket_jobs (task, queue, payload, state, priority, run_at, attempt, max_attempts, created_at, updated_at, finished_at) SELECT 'noop','default','{}','succeeded',1,${now},0,3,${now},${now},${now} FROM generate_series(1,300000)`);
+await c.query("ANALYZE docket_jobs");
+for (let i = 0; i < 20000; i += 1000) await d.enqueueMany(Array.from({ length: 1000 }, (_, k) => ({ task: "noop", payload: { i: i + k } })));
+for (let k = 0; k < 20; k++) {
+  const t = Date.now();
+  const jobs = await a.claim({ queues: ["default"], tasks: ["noop"], limit: 500, now: Date.now(), leaseToken: "t" + k, leaseExpiresAt: Date.now() + 30000, stage: false });
+  const t2 = Date.now();
+  await a.settle({ items: jobs.map((j) => ({ kind: "complete" as const, id: j.id, leaseToken: j.leaseToken!, now: Date.now(), concurrencyKey: null })) });
+  if (k % 4 === 0) console.log("round", k, "claim", t2 - t, "settle", Date.now() - t2, "ms", jobs.length);
+}
+await c.query("ANALYZE docket_jobs");
+const ids = (await c.query(`select id, lease_token from docket_jobs where state = 'ready' limit 200`)).rows;
+await c.query(`update docket_jobs set state='running', lease_token='zz', lease_expires_at=1 where id = any($1::bigint[])`, [ids.map((x: any) => x.id)]);
+const e = await c.query(`EXPLAIN ANALYZE update docket_jobs set state='succeeded', lease_token=null, lease_expires_at=null, finished_at=1 where id in (${ids.map((x: any) => x.id).join(",")}) and (id, lease_token) in (${ids.map((x: any) => `(${x.id}, 'zz')`).join(",")}) and state in ('running') and concurrency_key is null returning id`);
+console.log(e.rows.map((x: any) => x["QUERY PLAN"]).slice(0, 12).join("\n"));
+await c.query("BEGIN");
+const r = await c.query(`EXPLAIN ANALYZE with "ctl_q" as materialized (select "name", "paused", "max_running" from "docket_queues" where "name" in ('default') for share), "ctl_t" as materialized (select "name", "max_running" from "docket_tasks" where "name" in ('noop') for share), "picked" as materialized (select "id" from "docket_jobs" where "state" in ('ready') and "queue" in ('default') and "queue" not in (select "name" from "ctl_q" where "paused" = 1) and not (exists (select "name" from "ctl_q" where "max_running" is not null and "paused" = 0) or exists (select "name" from "ctl_t" where "max_running" is not null)) and "task" in ('noop') order by "priority", "run_at", "id" limit 500 for update skip locked) update docket_jobs set state = 'running', attempt = attempt + 1, lease_token = 'x', lease_expires_at = 5, updated_at = 5 where id in (select id from picked) and state in ('ready') returning *`);
+await c.query("ROLLBACK");
+console.log(r.rows.map((x) => x["QUERY PLAN"]).join("\n"));
+await c.end(); await a.close(); await admin.query("DROP DATABASE plan_dbg WITH (FORCE)"); await admin.end();
