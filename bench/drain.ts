@@ -5,7 +5,7 @@
  * job as the workers' adapters counted them, and the enqueue rate.
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
- *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}']
+ *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
  *
  * Systems: docket on each adapter (sqlite, postgres, mysql), and the peers of
  * bench/peers.ts on the same PostgreSQL (install them with `npm --prefix
@@ -32,6 +32,7 @@ const scenarios = (args.get("scenarios") ?? "c10x1,c50x1,c10x4").split(",").map(
   return { name: s, concurrency: Number(m[1]), processes: Number(m[2]) };
 });
 const workerExtra = args.get("worker") ?? "{}";
+const capped = args.get("capped") === "1";
 const CHILD = fileURLToPath(new URL("./drain-child.ts", import.meta.url));
 const PEER_CHILD = fileURLToPath(new URL("./peer-child.ts", import.meta.url));
 
@@ -69,6 +70,11 @@ async function prepare(system: string, n: number, db: Database | null): Promise<
   const store = await db!.open(n);
   const docket = new Docket({ adapter: store });
   await docket.migrate();
+  // --capped: a capped queue and a capped task exist (not the drained ones), as in a deployment that uses caps.
+  if (capped) {
+    await docket.setQueueCap("reports", 2);
+    await docket.setTaskCap("report.build", 1);
+  }
   const t0 = performance.now();
   for (let i = 0; i < jobs; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ task: "noop", payload: { i: i + k } }));
