@@ -174,20 +174,20 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       .with(
         (cte) => cte("picked").materialized(),
         (eb) => {
-        let pick = this.guard(eb.selectFrom(this.tables.jobs).select("id"), "claim", { now: params.now })
-          .where("queue", "in", queues)
-          .where("queue", "not in", eb.selectFrom("ctl_q").select("name").where("paused", "=", 1))
-          .where((w: ExpressionBuilder<any, any>) =>
-            w.not(
-              w.or([
-                w.exists(w.selectFrom("ctl_q").select("name").where("max_running", "is not", null).where("paused", "=", 0)),
-                w.exists(w.selectFrom("ctl_t").select("name").where("max_running", "is not", null)),
-              ]),
-            ),
-          );
-        if (params.tasks !== undefined) pick = pick.where("task", "in", [...params.tasks]);
-        pick = inClaimOrder(pick).limit(params.limit);
-        return this.supportsSkipLocked ? pick.forUpdate().skipLocked() : pick;
+          let pick = this.guard(eb.selectFrom(this.tables.jobs).select("id"), "claim", { now: params.now })
+            .where("queue", "in", queues)
+            .where("queue", "not in", eb.selectFrom("ctl_q").select("name").where("paused", "=", 1))
+            .where((w: ExpressionBuilder<any, any>) =>
+              w.not(
+                w.or([
+                  w.exists(w.selectFrom("ctl_q").select("name").where("max_running", "is not", null).where("paused", "=", 0)),
+                  w.exists(w.selectFrom("ctl_t").select("name").where("max_running", "is not", null)),
+                ]),
+              ),
+            );
+          if (params.tasks !== undefined) pick = pick.where("task", "in", [...params.tasks]);
+          pick = inClaimOrder(pick).limit(params.limit);
+          return this.supportsSkipLocked ? pick.forUpdate().skipLocked() : pick;
         },
       )
       .updateTable(this.tables.jobs)
