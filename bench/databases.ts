@@ -29,6 +29,18 @@ export function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+/** Runs one statement on the PostgreSQL server of PG_URL, on a connection of its own. */
+export async function pgAdmin(sql: string): Promise<void> {
+  const pg = (await import("pg")).default;
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
 /** Options every adapter takes that a benchmark may set. */
 export interface OpenOptions {
   instrument?: InstrumentOptions;
@@ -70,16 +82,7 @@ export async function openDatabase(name: AdapterName): Promise<Database> {
   const database = `docket_bench_${runId}`;
   if (name === "postgres") {
     const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
-    const pg = (await import("pg")).default;
-    const admin = async (sql: string) => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    };
+    const admin = pgAdmin;
     await admin(`CREATE DATABASE ${database}`);
     const url = withDatabase(PG_URL, database);
     return {

@@ -15,7 +15,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
-import { ADAPTERS, PG_URL, openDatabase, withDatabase, type AdapterName, type Database } from "./databases.ts";
+import { ADAPTERS, PG_URL, openDatabase, pgAdmin, withDatabase, type AdapterName, type Database } from "./databases.ts";
 import { PEERS, isPeer, setupPeer, type PeerName } from "./peers.ts";
 import { startChild } from "./children.ts";
 
@@ -50,16 +50,7 @@ export interface DrainResult {
 async function prepare(system: string, n: number, db: Database | null): Promise<{ argv: (c: number) => string[]; enqueuePerSec: number; dispose: () => Promise<void> }> {
   if (isPeer(system)) {
     const database = `docket_peer_${process.pid.toString(36)}_${n}`;
-    const pg = (await import("pg")).default;
-    const admin = async (q: string) => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      try {
-        await c.query(q);
-      } finally {
-        await c.end();
-      }
-    };
+    const admin = pgAdmin;
     await admin(`CREATE DATABASE ${database}`);
     const url = withDatabase(PG_URL, database);
     const t0 = performance.now();

@@ -21,7 +21,7 @@
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Docket } from "../src/core/docket.ts";
-import { ADAPTERS, PG_URL, openDatabase, withDatabase, type AdapterName } from "./databases.ts";
+import { ADAPTERS, PG_URL, openDatabase, pgAdmin, withDatabase, type AdapterName } from "./databases.ts";
 
 const { values: args } = parseArgs({
   options: { adapter: { type: "string" }, jobs: { type: "string", default: "30" }, peer: { type: "boolean", default: false } },
@@ -77,14 +77,8 @@ for (const name of selected) {
 if (args.peer) {
   const load = (m: string): Promise<any> => import(m);
   const { run, makeWorkerUtils, Logger } = await load("graphile-worker");
-  const pg = (await import("pg")).default;
   const database = `docket_latency_peer_${process.pid}`;
-  const admin = async (q: string) => {
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(q);
-    await c.end();
-  };
+  const admin = pgAdmin;
   await admin(`CREATE DATABASE ${database}`);
   try {
     const url = withDatabase(PG_URL, database);

@@ -1,4 +1,5 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from "kysely";
+import type { Dialect } from "kysely";
+import { tapDialect } from "./tapped-driver.ts";
 
 /**
  * Counts what an adapter sends to its database: every statement, and
@@ -16,74 +17,12 @@ export class StatementCounter {
   }
 
   wrap(dialect: Dialect): Dialect {
-    const counter = this;
-    return {
-      createAdapter: () => dialect.createAdapter(),
-      createIntrospector: (db) => dialect.createIntrospector(db),
-      createQueryCompiler: () => dialect.createQueryCompiler(),
-      createDriver: () => new CountingDriver(dialect.createDriver(), counter),
-    };
+    return tapDialect(dialect, { query: (sql) => this.count(sql), control: (kind) => this.count(kind) });
   }
 
   /** Called for each statement sent. */
   count(sql: string): void {
     this.statements++;
     if (/^\s*commit\b/i.test(sql)) this.commits++;
-  }
-}
-
-class CountingDriver implements Driver {
-  readonly #inner: Driver;
-  readonly #counter: StatementCounter;
-  readonly #raw = new WeakMap<DatabaseConnection, DatabaseConnection>();
-
-  constructor(inner: Driver, counter: StatementCounter) {
-    this.#inner = inner;
-    this.#counter = counter;
-  }
-
-  init(): Promise<void> {
-    return this.#inner.init();
-  }
-
-  async acquireConnection(): Promise<DatabaseConnection> {
-    const raw = await this.#inner.acquireConnection();
-    const counter = this.#counter;
-    const wrapped: DatabaseConnection = {
-      executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-        counter.count(compiled.sql);
-        return raw.executeQuery<R>(compiled);
-      },
-      streamQuery: <R>(compiled: CompiledQuery, chunkSize?: number) => raw.streamQuery<R>(compiled, chunkSize),
-    };
-    this.#raw.set(wrapped, raw);
-    return wrapped;
-  }
-
-  #rawOf(c: DatabaseConnection): DatabaseConnection {
-    return this.#raw.get(c) ?? c;
-  }
-
-  beginTransaction(c: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    this.#counter.count("begin");
-    return this.#inner.beginTransaction(this.#rawOf(c), settings);
-  }
-
-  commitTransaction(c: DatabaseConnection): Promise<void> {
-    this.#counter.count("commit");
-    return this.#inner.commitTransaction(this.#rawOf(c));
-  }
-
-  rollbackTransaction(c: DatabaseConnection): Promise<void> {
-    this.#counter.count("rollback");
-    return this.#inner.rollbackTransaction(this.#rawOf(c));
-  }
-
-  releaseConnection(c: DatabaseConnection): Promise<void> {
-    return this.#inner.releaseConnection(this.#rawOf(c));
-  }
-
-  destroy(): Promise<void> {
-    return this.#inner.destroy();
   }
 }

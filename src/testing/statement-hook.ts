@@ -1,4 +1,5 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from "kysely";
+import type { Dialect } from "kysely";
+import { tapDialect } from "./tapped-driver.ts";
 
 /** A statement held at a hook: resolve `reached` first, then `release` or `crash` it. */
 export interface HeldStatement {
@@ -36,13 +37,7 @@ export class StatementHook {
   }
 
   wrap(dialect: Dialect): Dialect {
-    const hook = this;
-    return {
-      createAdapter: () => dialect.createAdapter(),
-      createIntrospector: (db) => dialect.createIntrospector(db),
-      createQueryCompiler: () => dialect.createQueryCompiler(),
-      createDriver: () => new HookedDriver(dialect.createDriver(), (sql) => hook.#wait(sql)),
-    };
+    return tapDialect(dialect, { query: (sql) => this.#wait(sql) });
   }
 
   async #wait(sql: string): Promise<void> {
@@ -51,58 +46,5 @@ export class StatementHook {
     const [armed] = this.#armed.splice(i, 1);
     armed!.arrive(sql);
     await armed!.gate;
-  }
-}
-
-class HookedDriver implements Driver {
-  readonly #inner: Driver;
-  readonly #wait: (sql: string) => Promise<void>;
-  readonly #raw = new WeakMap<DatabaseConnection, DatabaseConnection>();
-
-  constructor(inner: Driver, wait: (sql: string) => Promise<void>) {
-    this.#inner = inner;
-    this.#wait = wait;
-  }
-
-  init(): Promise<void> {
-    return this.#inner.init();
-  }
-
-  async acquireConnection(): Promise<DatabaseConnection> {
-    const raw = await this.#inner.acquireConnection();
-    const wait = this.#wait;
-    const wrapped: DatabaseConnection = {
-      async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-        await wait(compiled.sql);
-        return raw.executeQuery<R>(compiled);
-      },
-      streamQuery: <R>(compiled: CompiledQuery, chunkSize?: number) => raw.streamQuery<R>(compiled, chunkSize),
-    };
-    this.#raw.set(wrapped, raw);
-    return wrapped;
-  }
-
-  #rawOf(c: DatabaseConnection): DatabaseConnection {
-    return this.#raw.get(c) ?? c;
-  }
-
-  beginTransaction(c: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.#inner.beginTransaction(this.#rawOf(c), settings);
-  }
-
-  commitTransaction(c: DatabaseConnection): Promise<void> {
-    return this.#inner.commitTransaction(this.#rawOf(c));
-  }
-
-  rollbackTransaction(c: DatabaseConnection): Promise<void> {
-    return this.#inner.rollbackTransaction(this.#rawOf(c));
-  }
-
-  releaseConnection(c: DatabaseConnection): Promise<void> {
-    return this.#inner.releaseConnection(this.#rawOf(c));
-  }
-
-  destroy(): Promise<void> {
-    return this.#inner.destroy();
   }
 }

@@ -2,30 +2,11 @@ import type { Pool, PoolClient } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import type { DocketError } from "../../src/core/errors.ts";
-import { PG_URL, REQUIRE_ALL, dropPgDatabase } from "../support/targets.ts";
+import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 
 const pg = (await import("pg")).default;
-const database = `docket_pool_${process.pid.toString(36)}${Date.now().toString(36)}`;
-
-/** Creates this file's database; null (with a loud banner) when the server is not there and not required. */
-async function createDatabase(): Promise<string | null> {
-  try {
-    const root = new pg.Client({ connectionString: PG_URL });
-    await root.connect();
-    await root.query(`CREATE DATABASE ${database}`);
-    await root.end();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    if (REQUIRE_ALL) throw new Error(`DOCKET_REQUIRE_ALL_ADAPTERS=1 but PostgreSQL is unavailable: ${reason}`, { cause: error });
-    console.warn(`\n${"!".repeat(78)}\n!! SKIPPING the postgres caller-pool tests: ${reason}\n${"!".repeat(78)}\n`);
-    return null;
-  }
-  const url = new URL(PG_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-const url = await createDatabase();
+const created = await createPgTestDatabase("docket_pool", "the postgres caller-pool tests");
+const url = created?.url ?? null;
 
 /** Terminates the backend behind `client` from another connection; resolves when the server says it did. */
 async function terminate(client: PoolClient): Promise<void> {
@@ -57,7 +38,7 @@ describe.skipIf(url === null)("postgres: a pool the caller passes", () => {
   });
   afterAll(async () => {
     await pool?.end();
-    if (url) await dropPgDatabase(PG_URL, database);
+    if (created) await dropPgDatabase(PG_URL, created.database);
   });
 
   it("a client the caller checks out whose backend is terminated reaches onError, not the process", async () => {

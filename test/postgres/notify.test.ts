@@ -2,31 +2,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket } from "../../src/index.ts";
-import { PG_URL, REQUIRE_ALL, dropPgDatabase } from "../support/targets.ts";
+import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 
-const pg = (await import("pg")).default;
-const database = `docket_notify_${process.pid.toString(36)}${Date.now().toString(36)}`;
-
-async function createDatabase(): Promise<string | null> {
-  try {
-    const root = new pg.Client({ connectionString: PG_URL });
-    await root.connect();
-    await root.query(`CREATE DATABASE ${database}`);
-    await root.end();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    if (REQUIRE_ALL) throw new Error(`DOCKET_REQUIRE_ALL_ADAPTERS=1 but PostgreSQL is unavailable: ${reason}`, { cause: error });
-    console.warn(`\n${"!".repeat(78)}\n!! SKIPPING the postgres LISTEN/NOTIFY tests: ${reason}\n${"!".repeat(78)}\n`);
-    return null;
-  }
-  const url = new URL(PG_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-const url = await createDatabase();
+const created = await createPgTestDatabase("docket_notify", "the postgres LISTEN/NOTIFY tests");
+const url = created?.url ?? null;
 afterAll(async () => {
-  if (url) await dropPgDatabase(PG_URL, database);
+  if (created) await dropPgDatabase(PG_URL, created.database);
 });
 
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {

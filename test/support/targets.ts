@@ -197,3 +197,27 @@ export async function openTarget(name: TargetName): Promise<DisposableTarget | n
     return null;
   }
 }
+
+/**
+ * Creates a PostgreSQL database of this test file's own (name `${prefix}_…`)
+ * and returns its URL and name; null, after a loud banner, when the server
+ * does not answer and DOCKET_REQUIRE_ALL_ADAPTERS is not set (then it throws).
+ */
+export async function createPgTestDatabase(prefix: string, what: string): Promise<{ url: string; database: string } | null> {
+  const pg = (await import("pg")).default;
+  const database = `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}`;
+  try {
+    const root = new pg.Client({ connectionString: PG_URL });
+    await root.connect();
+    await root.query(`CREATE DATABASE ${database}`);
+    await root.end();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (REQUIRE_ALL) throw new Error(`DOCKET_REQUIRE_ALL_ADAPTERS=1 but PostgreSQL is unavailable: ${reason}`, { cause: error });
+    console.warn(`\n${"!".repeat(78)}\n!! SKIPPING ${what}: ${reason}\n${"!".repeat(78)}\n`);
+    return null;
+  }
+  const url = new URL(PG_URL);
+  url.pathname = `/${database}`;
+  return { url: url.toString(), database };
+}
