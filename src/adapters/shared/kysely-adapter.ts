@@ -55,6 +55,16 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       last_error: null as string | null,
     }));
     const keyed = params.jobs.some((j) => j.concurrency);
+    if (!keyed && values.length <= INSERT_CHUNK && this.supportsReturning) {
+      // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
+      return this.guardErrors(async () => {
+        const records = await this.writeStatement((db) => this.insertRows(db, values));
+        // The jobs are stored: the notice is sent without holding up the caller, and one that fails is
+        // reported, not thrown (workers still find the jobs by polling).
+        void this.announceReady(this.db, readyQueues(records)).catch((error) => this.reportBackgroundError(error));
+        return records;
+      });
+    }
     return this.guardErrors(() =>
       this.writeTransaction(async (db) => {
         const records = await this.insertAdmitted(db, params, values, keyed);
@@ -97,8 +107,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   private async insertRows(db: AnyDb, values: Record<string, unknown>[]): Promise<JobRecord[]> {
     const rows: JobRow[] = [];
     if (this.supportsReturning) {
-      for (let i = 0; i < values.length; i += 500) {
-        const chunk = values.slice(i, i + 500);
+      for (let i = 0; i < values.length; i += INSERT_CHUNK) {
+        const chunk = values.slice(i, i + INSERT_CHUNK);
         const inserted = (await db.insertInto(this.tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
         rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
       }
@@ -538,6 +548,9 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
 function readyQueues(records: readonly JobRecord[]): { queue: string; due: boolean }[] {
   return [...new Set(records.filter((r) => r.state === "ready").map((r) => r.queue))].map((queue) => ({ queue, due: false }));
 }
+
+/** Rows per INSERT statement. */
+const INSERT_CHUNK = 500;
 
 /** The transition and the columns (besides state and updated_at) a lease holder's outcome writes. */
 function outcomeWrite(item: SettleItem): { event: TransitionEvent; set: Record<string, unknown> } {
