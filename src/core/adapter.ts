@@ -54,6 +54,13 @@ export interface DocketAdapter {
   /** Extends the lease of a running job, only for the current lease holder. Returns null otherwise. */
   heartbeat(params: HeartbeatParams): Promise<JobRecord | null>;
 
+  /**
+   * `heartbeat` for many leases at once: extends to `leaseExpiresAt` the
+   * lease of each running job whose current token is the item's. Returns
+   * the items whose lease was extended; the others are no longer held.
+   */
+  extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]>;
+
   /** running → succeeded for the lease holder. Clears the lease. Null when the lease is not held. */
   complete(params: FencedParams): Promise<JobRecord | null>;
 
@@ -243,6 +250,18 @@ export interface FailParams extends FencedParams {
   error: string;
   /** When set, retry at this time; when null, the job goes to dead. */
   retryAt: number | null;
+}
+
+/** A job and the lease token an attempt holds on it. */
+export interface LeaseKey {
+  id: number;
+  leaseToken: string;
+}
+
+export interface ExtendLeasesParams {
+  items: readonly LeaseKey[];
+  now: number;
+  leaseExpiresAt: number;
 }
 
 /** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */

@@ -681,25 +681,29 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** Extends the lease of every attempt whose handler has not settled, and of every outcome write being retried. */
   async #heartbeatAll(): Promise<void> {
     const now = this.#docket.clock.now();
-    for (const attempt of [...this.#inFlight.values()]) {
-      if (attempt.phase === "settling") continue;
+    const leaseExpiresAt = now + this.#leaseMs;
+    const attempts = [...this.#inFlight.values()].filter((a) => a.phase !== "settling");
+    if (attempts.length === 0) return;
+    let kept: Set<string>;
+    try {
+      const items = attempts.map((a) => ({ id: a.record.id, leaseToken: a.record.leaseToken! }));
+      kept = new Set((await this.#docket.adapter.extendLeases({ items, now, leaseExpiresAt })).map((k) => `${k.id}:${k.leaseToken}`));
+    } catch (error) {
+      this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
+      return;
+    }
+    for (const attempt of attempts) {
       const key = attemptKey(attempt.record);
-      const leaseExpiresAt = now + this.#leaseMs;
-      try {
-        const kept = await this.#docket.adapter.heartbeat({ id: attempt.record.id, leaseToken: attempt.record.leaseToken!, now, leaseExpiresAt });
-        if (kept) {
-          attempt.leaseExpiresAt = leaseExpiresAt;
-          continue;
-        }
-        // Lost only while the handler still runs: a completion that committed while this
-        // heartbeat was in flight also makes it miss, and a retried write finds out itself.
-        if ((attempt.phase === "running" || attempt.phase === "buffered") && this.#inFlight.get(key) === attempt) {
-          attempt.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
-          this.#inFlight.delete(key);
-          this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });
-        }
-      } catch (error) {
-        this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
+      if (kept.has(key)) {
+        attempt.leaseExpiresAt = leaseExpiresAt;
+        continue;
+      }
+      // Lost only while the handler still runs (or waits in the buffer): a completion that committed
+      // while this heartbeat was in flight also makes it miss, and a retried write finds out itself.
+      if ((attempt.phase === "running" || attempt.phase === "buffered") && this.#inFlight.get(key) === attempt) {
+        attempt.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
+        this.#inFlight.delete(key);
+        this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });
       }
     }
   }

@@ -9,6 +9,8 @@ import type {
   ListParams,
   PurgeParams,
   QueueControl,
+  ExtendLeasesParams,
+  LeaseKey,
   SettleItem,
   SettleParams,
   SettledJob,
@@ -396,6 +398,28 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
 
   heartbeat(params: HeartbeatParams): Promise<JobRecord | null> {
     return this.transition("heartbeat", params, { lease_expires_at: params.leaseExpiresAt });
+  }
+
+  async extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {
+    const kept: LeaseKey[] = [];
+    for (let i = 0; i < params.items.length; i += INSERT_CHUNK) {
+      const keys = params.items.slice(i, i + INSERT_CHUNK);
+      const set = { state: TRANSITIONS.heartbeat.to, lease_expires_at: params.leaseExpiresAt, updated_at: params.now };
+      const rows = await this.guardErrors(() =>
+        this.writeStatement(async (db) => {
+          const update = guardMany(db.updateTable(this.tables.jobs).set(set), "heartbeat", keys);
+          if (this.supportsReturning) return (await update.returning(["id", "lease_token"]).execute()) as { id: number | string; lease_token: string }[];
+          // Without RETURNING: lock the rows that pass the fence, extend them, in one transaction.
+          let pick = guardMany(db.selectFrom(this.tables.jobs).select(["id", "lease_token"]), "heartbeat", keys);
+          if (this.supportsRowLocks) pick = pick.forUpdate();
+          const held = (await pick.execute()) as { id: number | string; lease_token: string }[];
+          if (held.length > 0) await update.where("id", "in", held.map((r) => Number(r.id))).execute();
+          return held;
+        }),
+      );
+      for (const r of rows) kept.push({ id: Number(r.id), leaseToken: r.lease_token });
+    }
+    return kept;
   }
 
   complete(params: FencedParams): Promise<JobRecord | null> {

@@ -33,7 +33,8 @@ export function withFaults(real: DocketAdapter): FaultyAdapter {
       if (SYNC_MEMBERS.has(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
         // A batched `settle` is a call of each method its items stand for (complete, fail, release).
-        const names = property === "settle" ? settledMethods(args[0]) : [property];
+        // and `extendLeases` a call of `heartbeat`.
+        const names = property === "settle" ? settledMethods(args[0]) : property === "extendLeases" ? ["heartbeat"] : [property];
         for (const name of names) calls.set(name, (calls.get(name) ?? 0) + 1);
         const armed = (when: Fault["when"]) => {
           const name = names.find((n) => (faults.get(n)?.failures ?? 0) > 0 && faults.get(n)!.when === when);

@@ -97,6 +97,32 @@ export const settleCases: ConformanceCase[] = [
     },
   },
   {
+    name: "lease › extendLeases extends only the leases still held: not a cancelled job's, not a stale token's, not a re-claimed job's",
+    async run(t) {
+      const held = await insert(t);
+      const cancelled = await insert(t);
+      const stolen = await insert(t);
+      const jobs = await claim(t, 3);
+      const tok = jobs[0]!.leaseToken!;
+      await t.adapter.cancel({ id: cancelled.id, now: t.clock.now() });
+      let now = t.clock.advance(LEASE_MS + 1);
+      await t.adapter.expire({ id: stolen.id, leaseToken: tok, now, error: "lost", retryAt: now });
+      // `held` expired too, but nobody reclaimed it: its holder may still extend it.
+      const [again] = await t.adapter.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      assert.equal(again?.id, stolen.id);
+      now = t.clock.advance(1);
+      const items = [...jobs.map((j) => ({ id: j.id, leaseToken: tok })), { id: held.id, leaseToken: "not-" + tok }];
+      const kept = await t.adapter.extendLeases({ items, now, leaseExpiresAt: now + 5 * LEASE_MS });
+      assert.deepEqual(kept, [{ id: held.id, leaseToken: tok }]);
+      const after = await t.adapter.get({ id: held.id });
+      assert.equal(after?.leaseExpiresAt, now + 5 * LEASE_MS);
+      assert.equal(after?.state, "running");
+      assert.equal((await t.adapter.get({ id: stolen.id }))?.leaseExpiresAt, again!.leaseExpiresAt, "the new holder's lease is untouched");
+      assert.equal((await t.adapter.get({ id: cancelled.id }))?.state, "cancelled");
+      assert.deepEqual(await t.adapter.extendLeases({ items: [], now, leaseExpiresAt: now }), []);
+    },
+  },
+  {
     name: "worker › prefetched jobs of a worker that died are reclaimed after their lease and run once by another worker",
     slow: true,
     async run(t) {
