@@ -194,7 +194,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #inFlight = new Map<string, Attempt>();
   /** Claimed attempts whose handlers have not started, in claim order. */
   readonly #buffer: Attempt[] = [];
-  /** Attempts whose handlers started and whose outcomes are not recorded yet. */
+  /** Handlers running now (at most `concurrency`); a handler's outcome may still be unrecorded after it leaves. */
   #active = 0;
   /** Outcomes waiting for the next batched write (`#flush`). */
   #pending: { attempt: Attempt; outcome: Outcome; written: () => void }[] = [];
@@ -613,17 +613,9 @@ export class Worker<T extends TaskMap = TaskMap> {
         if (!(await this.#pauseAfterFailure(attempt, firstError, failures, operation))) return;
       }
       const now = this.#docket.clock.now();
-      const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
       try {
-        let result: JobRecord | null;
-        if (outcome.kind === "succeeded") {
-          result = await this.#docket.adapter.complete(fence);
-        } else if (outcome.kind === "released") {
-          result = await this.#docket.adapter.release(fence);
-        } else {
-          const plan = this.#docket.planFailure(record, now);
-          result = await this.#docket.adapter.fail({ ...fence, error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null });
-        }
+        const [settled] = await this.#docket.adapter.settle({ items: [this.#settleItem(record, outcome, now)] });
+        let result: JobRecord | null = settled ? { ...record, ...settled } : null;
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
         this.#inFlight.delete(attemptKey(record));

@@ -19,9 +19,9 @@ import type {
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
-import { TERMINAL_STATES, isJobState, type JobState } from "../../core/states.ts";
+import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
-import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
+import { SETTLED_COLUMNS, inClaimOrder, rowToRecord, rowToSettled, type JobRow, type SettledRow } from "./row.ts";
 import { byClaimOrder, takeWithinCaps, type ClaimCandidate } from "../../core/claim-order.ts";
 import { guardMany, type AnyDb } from "./base.ts";
 import { SlotAdapter } from "./slots.ts";
@@ -57,7 +57,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       last_error: null as string | null,
     }));
     const keyed = params.jobs.some((j) => j.concurrency);
-    if (!keyed && values.length <= INSERT_CHUNK && this.supportsReturning) {
+    if (!keyed && values.length <= BATCH_ROWS && this.supportsReturning) {
       // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
       return this.guardErrors(async () => {
         const records = await this.writeStatement((db) => this.insertRows(db, values));
@@ -109,8 +109,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   private async insertRows(db: AnyDb, values: Record<string, unknown>[]): Promise<JobRecord[]> {
     const rows: JobRow[] = [];
     if (this.supportsReturning) {
-      for (let i = 0; i < values.length; i += INSERT_CHUNK) {
-        const chunk = values.slice(i, i + INSERT_CHUNK);
+      for (let i = 0; i < values.length; i += BATCH_ROWS) {
+        const chunk = values.slice(i, i + BATCH_ROWS);
         const inserted = (await db.insertInto(this.tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
         rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
       }
@@ -119,8 +119,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
       const ids: number[] = [];
       if (step !== null) {
         // One multi-row INSERT per chunk: its rows get ids first, first + step, … (see consecutiveInsertIds).
-        for (let i = 0; i < values.length; i += 500) {
-          const chunk = values.slice(i, i + 500);
+        for (let i = 0; i < values.length; i += BATCH_ROWS) {
+          const chunk = values.slice(i, i + BATCH_ROWS);
           const first = Number((await db.insertInto(this.tables.jobs).values(chunk).executeTakeFirstOrThrow()).insertId);
           for (let k = 0; k < chunk.length; k++) ids.push(first + k * step);
         }
@@ -130,8 +130,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
           ids.push(Number(res.insertId));
         }
       }
-      for (let i = 0; i < ids.length; i += 500) {
-        const chunk = ids.slice(i, i + 500);
+      for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+        const chunk = ids.slice(i, i + BATCH_ROWS);
         rows.push(...((await db.selectFrom(this.tables.jobs).selectAll().where("id", "in", chunk).orderBy("id").execute()) as JobRow[]));
       }
       // The ids were computed: each row read back must be the one inserted at that position.
@@ -402,8 +402,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
 
   async extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {
     const kept: LeaseKey[] = [];
-    for (let i = 0; i < params.items.length; i += INSERT_CHUNK) {
-      const keys = params.items.slice(i, i + INSERT_CHUNK);
+    for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
+      const keys = params.items.slice(i, i + BATCH_ROWS);
       const set = { state: TRANSITIONS.heartbeat.to, lease_expires_at: params.leaseExpiresAt, updated_at: params.now };
       const rows = await this.guardErrors(() =>
         this.writeStatement(async (db) => {
@@ -441,18 +441,24 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     const results: (SettledJob | null)[] = params.items.map(() => null);
     const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(item) }));
     // Jobs the caller knows to be unkeyed: one guarded statement per distinct write, all in one unit of work.
+    // A job named twice (a stale attempt beside a fresh one) goes on its own: results are matched by id.
+    const seen = new Map<number, number>();
+    for (const w of writes) seen.set(w.item.id, (seen.get(w.item.id) ?? 0) + 1);
     const groups = new Map<string, typeof writes>();
     for (const w of writes) {
-      if (w.item.concurrencyKey !== null) continue;
-      const id = `${w.event}\u0000${w.item.now}\u0000${JSON.stringify(w.set)}`;
-      groups.set(id, [...(groups.get(id) ?? []), w]);
+      if (w.item.concurrencyKey !== null || seen.get(w.item.id)! > 1) continue;
+      const id = groupKey(w.item);
+      const group = groups.get(id);
+      if (group) group.push(w);
+      else groups.set(id, [w]);
     }
     if (groups.size > 0) {
       const run = (db: AnyDb) => this.settleGroups(db, [...groups.values()]);
       const rows = await this.guardErrors(() => (groups.size === 1 ? this.writeStatement(run) : this.writeTransaction(run)));
-      for (const w of writes) results[w.index] = rows.get(w.item.id) ?? null;
+      for (const group of groups.values()) for (const w of group) results[w.index] = rows.get(w.item.id) ?? null;
     }
-    // Keyed jobs, and misses (a lost race, or a key after all): one transition each, with the key's promotion.
+    // Keyed jobs, jobs named twice, and misses (a lost race, or a key after all): one transition each,
+    // with the key's promotion.
     for (const w of writes) {
       if (results[w.index] !== null) continue;
       const key = { ...w.item, concurrencyKey: w.item.concurrencyKey === null ? undefined : w.item.concurrencyKey };
@@ -485,10 +491,7 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
         rows = (await db.selectFrom(this.tables.jobs).select(SETTLED_COLUMNS).where("id", "in", ids).execute()) as SettledRow[];
       }
       for (const r of rows) moved.set(Number(r.id), rowToSettled(r));
-      if (event === "release") {
-        const queues = (rows as { queue: string }[]).map((r) => ({ queue: r.queue, due: false }));
-        await this.announceReady(db, [...new Map(queues.map((q) => [q.queue, q])).values()]);
-      }
+      if (event === "release") await this.announceReady(db, rows.map((r) => ({ queue: r.queue, due: false })));
     }
     return moved;
   }
@@ -509,7 +512,8 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
   }
 
   expire(params: FailParams): Promise<JobRecord | null> {
-    return this.failLike(params, "expireRetry", "expireBury");
+    const w = failureWrite(params, "expireRetry", "expireBury");
+    return this.transition(w.event, params, w.set);
   }
 
   cancel(params: { id: number; now: number }): Promise<JobRecord | null> {
@@ -560,12 +564,6 @@ export abstract class KyselyAdapter extends SlotAdapter implements DocketAdapter
     });
   }
 
-  private failLike(params: FailParams, retry: TransitionEvent, bury: TransitionEvent): Promise<JobRecord | null> {
-    const error = { ...CLEAR_LEASE, last_error: params.error };
-    return params.retryAt === null
-      ? this.transition(bury, params, { ...error, finished_at: params.now })
-      : this.transition(retry, params, { ...error, run_at: params.retryAt });
-  }
 }
 
 /** One "ready" notice per distinct queue of the records that are ready. */
@@ -573,38 +571,27 @@ function readyQueues(records: readonly JobRecord[]): { queue: string; due: boole
   return [...new Set(records.filter((r) => r.state === "ready").map((r) => r.queue))].map((queue) => ({ queue, due: false }));
 }
 
-/** Rows per INSERT statement. */
-const INSERT_CHUNK = 500;
+/** Rows per INSERT, and jobs per batched UPDATE (`extendLeases`). */
+const BATCH_ROWS = 500;
 
 /** The transition and the columns (besides state and updated_at) a lease holder's outcome writes. */
 function outcomeWrite(item: SettleItem): { event: TransitionEvent; set: Record<string, unknown> } {
   if (item.kind === "complete") return { event: "complete", set: { ...CLEAR_LEASE, finished_at: item.now } };
   if (item.kind === "release") return { event: "release", set: { ...CLEAR_LEASE, attempt: sql`attempt - 1` } };
-  const error = { ...CLEAR_LEASE, last_error: item.error };
-  return item.retryAt === null
-    ? { event: "bury", set: { ...error, finished_at: item.now } }
-    : { event: "retry", set: { ...error, run_at: item.retryAt } };
+  return failureWrite(item, "retry", "bury");
 }
 
-/** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
-const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue"];
-type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue">;
+/** A failed attempt's write, by its holder (retry/bury) or by a sweeper (expireRetry/expireBury): retried at `retryAt`, or dead. */
+function failureWrite(params: FailParams, retry: TransitionEvent, bury: TransitionEvent): { event: TransitionEvent; set: Record<string, unknown> } {
+  const error = { ...CLEAR_LEASE, last_error: params.error };
+  return params.retryAt === null
+    ? { event: bury, set: { ...error, finished_at: params.now } }
+    : { event: retry, set: { ...error, run_at: params.retryAt } };
+}
 
-function rowToSettled(r: SettledRow): SettledJob {
-  if (!isJobState(r.state)) throw new AdapterError(`job ${String(r.id)} has unknown state ${r.state}`);
-  const int = (v: number | string | bigint) => Number(v);
-  const intOrNull = (v: number | string | bigint | null) => (v === null ? null : Number(v));
-  return {
-    id: int(r.id),
-    state: r.state,
-    attempt: int(r.attempt),
-    runAt: int(r.run_at),
-    updatedAt: int(r.updated_at),
-    finishedAt: intOrNull(r.finished_at),
-    lastError: r.last_error,
-    leaseToken: r.lease_token,
-    leaseExpiresAt: intOrNull(r.lease_expires_at),
-  };
+/** Items that write the same columns with the same values, so one statement serves them all. */
+function groupKey(item: SettleItem): string {
+  return item.kind === "fail" ? `fail\u0000${item.now}\u0000${item.retryAt}\u0000${item.error}` : `${item.kind}\u0000${item.now}`;
 }
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */

@@ -1,3 +1,4 @@
+import type { SettledJob } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { CLAIM_ORDER } from "../../core/claim-order.ts";
 import { isJobState } from "../../core/states.ts";
@@ -59,6 +60,25 @@ export function rowToRecord(row: JobRow): JobRecord {
     updatedAt: int(row.updated_at),
     finishedAt: intOrNull(row.finished_at),
     lastError: row.last_error,
+  };
+}
+
+/** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
+export const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue"];
+export type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue">;
+
+export function rowToSettled(row: SettledRow): SettledJob {
+  if (!isJobState(row.state)) throw new AdapterError(`job ${String(row.id)} has unknown state ${row.state}`);
+  return {
+    id: int(row.id),
+    state: row.state,
+    attempt: int(row.attempt),
+    runAt: int(row.run_at),
+    updatedAt: int(row.updated_at),
+    finishedAt: intOrNull(row.finished_at),
+    lastError: row.last_error,
+    leaseToken: row.lease_token,
+    leaseExpiresAt: intOrNull(row.lease_expires_at),
   };
 }
 

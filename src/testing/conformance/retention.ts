@@ -96,7 +96,14 @@ export const retentionCases: ConformanceCase[] = [
     async run(t) {
       const d = new Docket({ adapter: t.adapter, retention: { finishedMs: 0 } });
       const job = await d.enqueue("quick", {});
-      const w = d.worker({ pollMs: 10, leaseMs: 400, reclaimMs: 20, logger: null, handlers: { quick: () => undefined } });
+      const options = { pollMs: 10, leaseMs: 400, reclaimMs: 20, logger: null, handlers: { quick: () => undefined } };
+      // A sweep purges at most once a minute, and a worker's first sweep may run before its first outcome
+      // is recorded (outcomes are batched): finish the job first, then start the worker whose sweep is checked.
+      const runner = d.worker(options);
+      await runner.start();
+      await eventually(async () => (await d.get(job.id))?.state === "succeeded", 10_000, "the job succeeded");
+      await runner.stop();
+      const w = d.worker(options);
       await w.start();
       try {
         await eventually(async () => (await d.get(job.id)) === null, 10_000, "the finished job was purged");

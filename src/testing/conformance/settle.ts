@@ -42,6 +42,23 @@ export const settleCases: ConformanceCase[] = [
     },
   },
   {
+    name: "settle › a job named twice in one batch (a stale attempt beside the fresh one) is written once, for the fresh lease only",
+    async run(t) {
+      const job = await insert(t);
+      const [first] = await claim(t, 1);
+      let now = t.clock.advance(LEASE_MS + 1);
+      await t.adapter.expire({ id: job.id, leaseToken: first!.leaseToken!, now, error: "lost", retryAt: now });
+      const [fresh] = await claim(t, 1);
+      assert.equal(fresh?.id, job.id);
+      now = t.clock.advance(1);
+      const item = (leaseToken: string) => ({ kind: "complete" as const, id: job.id, leaseToken, now, concurrencyKey: null });
+      const results = await t.adapter.settle({ items: [item(first!.leaseToken!), item(fresh!.leaseToken!)] });
+      assert.equal(results[0], null, "the stale attempt's outcome lost");
+      assert.equal(results[1]?.state, "succeeded");
+      assert.equal(results[1]?.attempt, 2);
+    },
+  },
+  {
     name: "settle › complete, retry, bury and release in one batch write exactly what the single calls write",
     async run(t) {
       const ids = [];
