@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DocketAdapter } from "../src/core/adapter.ts";
-import type { InstrumentOptions } from "../src/adapters/shared/base.ts";
+import type { InstrumentOptions } from "../src/adapters/kysely/engine.ts";
 
 export type AdapterName = "sqlite" | "postgres" | "mysql";
 export const ADAPTERS: readonly AdapterName[] = ["sqlite", "postgres", "mysql"];

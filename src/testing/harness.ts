@@ -1,7 +1,7 @@
 import type { DocketAdapter } from "../core/adapter.ts";
 import { ManualClock } from "../core/clock.ts";
 import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
-import type { InstrumentOptions } from "../adapters/shared/kysely-adapter.ts";
+import type { InstrumentOptions } from "../adapters/kysely/engine.ts";
 
 /**
  * One isolated, empty store (its own table prefix, schema or database) on

@@ -4,6 +4,7 @@ import {
   LimitNode,
   OperationNodeTransformer,
   OrActionNode,
+  PrimitiveValueListNode,
   SelectionNode,
   ValueNode,
   WhereNode,
@@ -19,6 +20,7 @@ import {
   type UnknownRow,
   type UpdateQueryNode,
 } from "kysely";
+import type { Capabilities, Engine } from "../adapters/kysely/engine.ts";
 
 /**
  * docket's mutation switch, for tests only: each mutation removes ONE
@@ -46,11 +48,8 @@ export interface Mutation {
   readonly schedulesOnly?: string;
 }
 
-/** The capabilities a mutation may depend on (KyselyAdapter's getters). */
-export interface MutationTarget {
-  readonly supportsSkipLocked: boolean;
-  readonly supportsReturning: boolean;
-}
+/** The capabilities a mutation may depend on (the engine's, see KyselyStore.capabilities). */
+export type MutationTarget = Pick<Capabilities, "skipLocked" | "returning">;
 
 // ---------------------------------------------------------------- node helpers
 
@@ -219,6 +218,37 @@ export function withoutTransactions(inner: Dialect): Dialect {
   };
 }
 
+/** The conjunction with each `state IN (…)` conjunct's list replaced by `states`. */
+function withStatesIn(node: OperationNode, states: readonly string[]): OperationNode {
+  if (node.kind === "AndNode") {
+    const a = node as unknown as { left: OperationNode; right: OperationNode };
+    return { ...node, left: withStatesIn(a.left, states), right: withStatesIn(a.right, states) } as OperationNode;
+  }
+  if (node.kind === "ParensNode") return { ...node, node: withStatesIn((node as unknown as { node: OperationNode }).node, states) } as OperationNode;
+  if (!isPredicate(node, STATE_IN)) return node;
+  return { ...node, rightOperand: PrimitiveValueListNode.create(states) } as OperationNode;
+}
+
+const KEY_EQ: PredicateShape = { column: "concurrency_key", operator: "=" };
+/** A key's holder count: `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`. */
+const isHolderCount = (n: SelectQueryNode) =>
+  isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_IN) && (n.selections ?? []).length === 1 && n.selections![0]!.selection.kind === "AliasNode";
+
+/** Race mutant: a key's holders are counted in `states` instead of the slot-holding states. */
+export function holdersCountedIn(states: readonly string[]): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isHolderCount(n) && n.where ? { ...n, where: WhereNode.create(withStatesIn(n.where.where, states)) } : n) });
+}
+
+/** Race mutant: a cap's running count counts every job of the queue or task, whatever its state (the job about to be claimed too). */
+export function runningCountedInAnyState(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isRunningCount(n) ? { ...n, where: stripWhere(n.where, [STATE_EQ]) } : n) });
+}
+
+/** Race mutant: the engine's units of work run their statements in autocommit, so nothing they lock or write is held together. */
+export function engineWithoutTransactions(engine: Engine): Engine {
+  return { ...engine, writeTransaction: (db, fn) => fn(db), writeStatement: (db, fn) => fn(db) };
+}
+
 const everywhere = () => true;
 
 // ---------------------------------------------------------------- the mutations
@@ -261,7 +291,7 @@ export const MUTATIONS: readonly Mutation[] = [
     description:
       "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state re-check " +
       "(either alone is backed by the other: the re-check after a lock wait, or the lock): two claimers take the same job",
-    appliesTo: (a) => a.supportsSkipLocked,
+    appliesTo: (a) => a.skipLocked,
     notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process mutex) serializes every claim",
     plugins: () => [
       rewritePlugin({
@@ -289,7 +319,7 @@ export const MUTATIONS: readonly Mutation[] = [
     description:
       "begin/commit/rollback become no-ops: a multi-statement primitive (UPDATE then read-back; claim's SELECT, UPDATE, SELECT) " +
       "is no longer atomic, so it returns rows another worker wrote in between",
-    appliesTo: (a) => !a.supportsReturning,
+    appliesTo: (a) => !a.returning,
     notApplicableBecause:
       "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the adapter, not the driver",
     wrapDialect: withoutTransactions,
@@ -299,7 +329,7 @@ export const MUTATIONS: readonly Mutation[] = [
     description:
       "admission without the key's lock: the key-lock SELECT loses `FOR UPDATE` AND the enqueue's key upsert no longer locks the row " +
       "(PostgreSQL `ON CONFLICT DO NOTHING`, MySQL `INSERT IGNORE`, which only takes a shared lock): two writers count the same free slot",
-    appliesTo: (a) => a.supportsSkipLocked,
+    appliesTo: (a) => a.skipLocked,
     notApplicableBecause: "SQLite's single writer serializes every admission; there is no row lock to remove",
     schedulesOnly: "a non-locking upsert can no longer change a stored limit, which the model test (limits vary per enqueue) would flag for that reason",
     plugins: () => [
@@ -332,7 +362,7 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "cap-unlocked",
     description:
       "claim reads the queue and task control rows without `FOR UPDATE`: concurrent claims each count the same room and together exceed the cap",
-    appliesTo: (a) => a.supportsSkipLocked,
+    appliesTo: (a) => a.skipLocked,
     notApplicableBecause: "SQLite's single writer serializes every claim; there is no row lock to remove",
     plugins: () => [rewritePlugin({ select: (n) => (isControlRead(n) ? withoutRowLocks(n) : n) })],
   },

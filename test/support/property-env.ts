@@ -44,8 +44,9 @@ function instrumentFor(statements: StatementScheduler, label: string, mutation: 
 }
 
 function capabilitiesOf(a: DocketAdapter): MutationTarget {
-  const x = a as unknown as MutationTarget;
-  return { supportsSkipLocked: x.supportsSkipLocked === true, supportsReturning: x.supportsReturning === true };
+  const caps = (a as { capabilities?: MutationTarget }).capabilities;
+  if (!caps) throw new Error(`${a.name}: the adapter does not declare its capabilities`);
+  return { skipLocked: caps.skipLocked, returning: caps.returning };
 }
 
 export async function openSqliteEnv(mutation?: Mutation): Promise<PropertyEnv> {

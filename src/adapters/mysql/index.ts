@@ -1,9 +1,9 @@
 import type { DocketAdapter } from "../../core/adapter.ts";
-import { MysqlAdapter, type MysqlAdapterOptions } from "./adapter.ts";
+import { openMysql, type MysqlAdapterOptions } from "./mysql-adapter.ts";
 
-export { MysqlAdapter, type MysqlAdapterOptions };
+export type { MysqlAdapterOptions };
 
 /** `mysqlAdapter({ uri: "mysql://…" })` or `mysqlAdapter({ pool })` (mysql2's callback pool). */
 export function mysqlAdapter(options: MysqlAdapterOptions): DocketAdapter {
-  return new MysqlAdapter(options);
+  return openMysql(options);
 }

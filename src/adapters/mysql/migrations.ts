@@ -1,5 +1,5 @@
-import type { Migration } from "../shared/kysely-adapter.ts";
-import { stateCheck } from "../shared/ddl.ts";
+import type { Migration } from "../kysely/engine.ts";
+import { stateCheck } from "../kysely/ddl.ts";
 
 /**
  * MySQL/MariaDB schema. MySQL has neither partial indexes nor transactional

@@ -1,9 +1,9 @@
 import type { DocketAdapter } from "../../core/adapter.ts";
-import { PostgresAdapter, type PostgresAdapterOptions } from "./adapter.ts";
+import { openPostgres, type PostgresAdapterOptions } from "./postgres-adapter.ts";
 
-export { PostgresAdapter, type PostgresAdapterOptions };
+export type { PostgresAdapterOptions };
 
 /** `postgresAdapter({ connectionString: "postgres://…" })` or `postgresAdapter({ pool })`. */
 export function postgresAdapter(options: PostgresAdapterOptions): DocketAdapter {
-  return new PostgresAdapter(options);
+  return openPostgres(options);
 }

@@ -1,5 +1,5 @@
-import type { Migration } from "../shared/kysely-adapter.ts";
-import { stateCheck, stateIn } from "../shared/ddl.ts";
+import type { Migration } from "../kysely/engine.ts";
+import { stateCheck, stateIn } from "../kysely/ddl.ts";
 
 /** PostgreSQL schema. Times are bigint epoch ms, the same values as every dialect. */
 export function migrations(prefix: string): readonly Migration[] {

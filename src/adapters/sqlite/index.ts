@@ -1,10 +1,10 @@
 import type { DocketAdapter } from "../../core/adapter.ts";
-import { SqliteAdapter, type SqliteAdapterOptions } from "./adapter.ts";
+import { openSqlite, type SqliteAdapterOptions } from "./sqlite-adapter.ts";
 
-export { SqliteAdapter, type SqliteAdapterOptions };
+export type { SqliteAdapterOptions };
 export { nodeSqliteDatabase, type NodeSqliteDatabaseSync, type NodeSqliteStatementSync } from "./node-sqlite.ts";
 
 /** The embedded default: `sqliteAdapter({ filename: "jobs.db" })`. */
 export function sqliteAdapter(options: SqliteAdapterOptions): DocketAdapter {
-  return new SqliteAdapter(options);
+  return openSqlite(options);
 }

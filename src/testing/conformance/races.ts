@@ -2,7 +2,7 @@
  * Deterministic two-session tests for races R1–R9 (DESIGN.md). Each holds
  * session 1 at its critical statement (StatementHook) while session 2 runs,
  * then checks the invariant. Each race also runs against a mutant, the
- * adapter with the guard removed by patching that one instance, and must
+ * adapter with the guard removed through the instrument seam, and must
  * then report the violation: proof that the test can fail.
  */
 import assert from "node:assert/strict";
@@ -13,8 +13,18 @@ import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
 import { LEASE_MS, insert, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
+import type { InstrumentOptions } from "../../adapters/kysely/engine.ts";
+import { engineWithoutTransactions, holdersCountedIn, mutationById, runningCountedInAnyState } from "../mutations.ts";
 
-type Mutant = (adapter: DocketAdapter) => void;
+/**
+ * A guard removed, through the public seams only: the `instrument` option
+ * (a query rewrite, or an engine whose units of work are not transactions),
+ * and for R9 a wrapper around the public `claim`.
+ */
+interface Mutant {
+  instrument: InstrumentOptions;
+  wrap?: (adapter: DocketAdapter) => void;
+}
 interface Sessions {
   t: CaseContext;
   hook: StatementHook;
@@ -24,25 +34,11 @@ interface Sessions {
 /** A race scenario: returns a description of the violation it observed, or null. */
 type Scenario = (x: Sessions) => Promise<string | null>;
 
-// deno-lint-ignore no-explicit-any
-type Internals = Record<string, any>;
-
-/** Replaces one method of one adapter instance (test-only guard removal). */
-function patch(adapter: DocketAdapter, method: string, make: (original: (...args: unknown[]) => Promise<unknown>, self: Internals) => unknown): void {
-  const self = adapter as unknown as Internals;
-  const original = (self[method] as (...args: unknown[]) => Promise<unknown>).bind(self);
-  self[method] = make(original, self);
-}
-
 /** Mutation: every "transaction" runs its statements in autocommit, so nothing it locks or writes is held together. */
-const noTransaction: Mutant = (a) => patch(a, "writeTransaction", (_o, self) => (fn: (db: unknown) => Promise<unknown>) => fn(self.db));
+const noTransaction: Mutant = { instrument: { wrapEngine: engineWithoutTransactions } };
 
 /** Mutation: a key's admitted jobs are counted by `states` instead of ready + running. */
-const holdersIn = (states: string[]): Mutant => (a) =>
-  patch(a, "countHolders", (_o, self) => async (db: Internals, key: string) => {
-    const r = await db.selectFrom(self.tables.jobs).select((eb: Internals) => eb.fn.countAll().as("n")).where("concurrency_key", "=", key).where("state", "in", states).executeTakeFirst();
-    return Number(r?.n ?? 0);
-  });
+const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holdersCountedIn(states)] } });
 
 const KEY = { concurrency: { key: "k", limit: 1, onConflict: "block" as const } };
 const INSERT_JOB = /^insert into [`"]?\w*jobs[`"]? /i;
@@ -95,7 +91,7 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
     id: "R2",
     name: "a live, heartbeating job keeps its slot: a sweeper that saw its lease expired cannot free it",
     guard: "the expiry re-checked in the reclaim's conditional write",
-    mutant: (a) => patch(a, "guard", (original) => (q: unknown, event: string, key: unknown) => original(q, event.startsWith("expire") ? "heartbeat" : event, key)),
+    mutant: { instrument: { plugins: mutationById("expire-ignores-expiry").plugins!() } },
     async scenario({ t, s1, s2 }) {
       const job = await runningJob(t);
       await insert(t, KEY);
@@ -200,7 +196,7 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
     id: "R8",
     name: "the running count excludes the job being claimed: a cap of 1 runs one",
     guard: "counting only jobs already running",
-    mutant: (a) => patch(a, "countRunning", (original) => async (...args: unknown[]) => Number(await original(...args)) + 1),
+    mutant: { instrument: { plugins: [runningCountedInAnyState()] } },
     async scenario({ t, s1 }) {
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });
       await insert(t, { queue: "q" });
@@ -214,18 +210,17 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
     name: "a claim turned away by a full cap leaves no trace on the job",
     guard: "the cap checked before anything is written",
     // The seed's bug: claim first, then hand back what the cap does not allow.
-    mutant: (a) =>
-      patch(a, "claim", (original, self) => async (p: Internals) => {
-        const count = self.countRunning;
-        self.countRunning = async () => 0;
-        try {
-          const got = (await original(p)) as JobRecord[];
-          for (const j of got) await self.release({ id: j.id, leaseToken: j.leaseToken, now: p.now });
+    mutant: {
+      instrument: { plugins: mutationById("cap-unchecked").plugins!() },
+      wrap(adapter) {
+        const claim = adapter.claim.bind(adapter);
+        adapter.claim = async (p) => {
+          const got = await claim(p);
+          for (const j of got) await adapter.release({ id: j.id, leaseToken: j.leaseToken!, now: p.now });
           return [];
-        } finally {
-          self.countRunning = count;
-        }
-      }),
+        };
+      },
+    },
     async scenario({ t, s1 }) {
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 1 });
       await runningJob(t, { queue: "q", concurrency: null });
@@ -239,10 +234,13 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
   },
 ];
 
-async function sessions(t: CaseContext): Promise<Sessions> {
+async function sessions(t: CaseContext, mutant?: Mutant): Promise<Sessions> {
   const hook = new StatementHook();
-  const s1 = await t.connect({ instrument: { wrapDialect: (d) => hook.wrap(d) } });
-  const s2 = await t.connect();
+  const m = mutant?.instrument ?? {};
+  const s1 = await t.connect({ instrument: { ...m, wrapDialect: (d) => hook.wrap(m.wrapDialect ? m.wrapDialect(d) : d) } });
+  const s2 = await t.connect({ instrument: m });
+  mutant?.wrap?.(s1);
+  mutant?.wrap?.(s2);
   return { t, hook, s1, s2 };
 }
 
@@ -257,9 +255,7 @@ export const raceCases: ConformanceCase[] = RACES.flatMap((race) => [
   {
     name: `races › ${race.id} is caught when ${race.guard} is removed`,
     async run(t: CaseContext) {
-      const x = await sessions(t);
-      race.mutant(x.s1);
-      race.mutant(x.s2);
+      const x = await sessions(t, race.mutant);
       const violation = await race.scenario(x);
       assert.notEqual(violation, null, `${race.id}: the scenario did not detect the removed guard (${race.guard})`);
     },

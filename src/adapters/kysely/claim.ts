@@ -1,0 +1,223 @@
+import { sql, type ExpressionBuilder } from "kysely";
+import type { ClaimParams } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { TRANSITIONS } from "../../core/transitions.ts";
+import { byClaimOrder, takeWithinCaps, type ClaimCandidate } from "../../core/claim-order.ts";
+import type { AnyDb } from "./engine.ts";
+import type { StoreContext } from "./context.ts";
+import { guard } from "./guard.ts";
+import { stageDue } from "./admission.ts";
+import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
+import type { QueueRow } from "./controls.ts";
+
+/** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
+const CAPS_MEMORY_MS = 1000;
+
+/** What one store remembers between claims: when a claim last met a cap on its queues or tasks. */
+export interface ClaimMemory {
+  capsSeenAt: number;
+}
+
+export function claimMemory(): ClaimMemory {
+  return { capsSeenAt: Number.NEGATIVE_INFINITY };
+}
+
+/**
+ * See DocketAdapter.claim. Stages due jobs first (unless told not to), then
+ * claims with one statement when the engine can and no cap was met lately;
+ * when that finds nothing (or caps apply), with the transaction that applies
+ * pause and caps by the core's greedy rule.
+ */
+export async function claim(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+  if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
+  if (params.stage !== false) await stageDue(ctx, params.now);
+  if (ctx.engine.capabilities.claimStatement && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS) {
+    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params));
+    if (claimed.length > 0) return claimed;
+  }
+  return claimWithControls(ctx, memory, params);
+}
+
+/** The columns a claim sets: running under the claim's lease, attempt + 1. */
+function claimSet(params: ClaimParams): Record<string, unknown> {
+  return {
+    state: TRANSITIONS.claim.to,
+    attempt: sql`attempt + 1`,
+    lease_token: params.leaseToken,
+    lease_expires_at: params.leaseExpiresAt,
+    updated_at: params.now,
+  };
+}
+
+/**
+ * The common case as ONE statement: claims only when none of the claim's
+ * queues and tasks has a cap (paused queues are skipped), so the greedy
+ * cap rule has nothing to decide; returns nothing otherwise. The control
+ * rows of the claim's queues and tasks are share-locked in the statement,
+ * so a pause or cap change waits for it (and it, after waiting, reads the
+ * new setting); claims never wait for each other.
+ */
+async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams): Promise<JobRecord[]> {
+  const { tables, engine } = ctx;
+  const caps = engine.capabilities;
+  const queues = [...params.queues];
+  const lockShared = <Q>(q: Q): Q => (caps.rowLocks ? engine.shareLock(q) : q);
+  const query = db
+    .with(
+      (cte) => cte("ctl_q").materialized(),
+      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running"]).where("name", "in", queues)),
+    )
+    .with(
+      (cte) => cte("ctl_t").materialized(),
+      (d) => {
+        let q = d.selectFrom(tables.tasks).select(["name", "max_running"]);
+        if (params.tasks !== undefined) q = q.where("name", "in", [...params.tasks]);
+        return lockShared(q);
+      },
+    )
+    .with(
+      (cte) => cte("picked").materialized(),
+      (eb) => {
+        let pick = guard(eb.selectFrom(tables.jobs).select("id"), "claim", { now: params.now })
+          .where("queue", "in", queues)
+          .where("queue", "not in", eb.selectFrom("ctl_q").select("name").where("paused", "=", 1))
+          .where((w: ExpressionBuilder<any, any>) =>
+            w.not(
+              w.or([
+                w.exists(w.selectFrom("ctl_q").select("name").where("max_running", "is not", null).where("paused", "=", 0)),
+                w.exists(w.selectFrom("ctl_t").select("name").where("max_running", "is not", null)),
+              ]),
+            ),
+          );
+        if (params.tasks !== undefined) pick = pick.where("task", "in", [...params.tasks]);
+        pick = inClaimOrder(pick).limit(params.limit);
+        return caps.skipLocked ? pick.forUpdate().skipLocked() : pick;
+      },
+    )
+    .updateTable(tables.jobs)
+    .set(claimSet(params));
+  // A materialized CTE runs once: a LIMIT subquery inside IN may be re-run per row and claim more than `limit`.
+  // Where the engine has arrays, `id = ANY(ARRAY(SELECT id FROM picked))`: the ids are computed once and the
+  // update goes by primary key alone. The guard is in `picked`, whose FOR UPDATE re-checks it on the newest
+  // version of each row it locks, and nothing can change a row this statement holds before it updates it.
+  // (With the guard repeated here, or with `IN` or a join, PostgreSQL with stale statistics, e.g. a burst of
+  // jobs behind a million finished ones, walked every ready job per claim: 0.7 s per claim of 500 behind 10,000.)
+  const rows = (
+    caps.anyArray
+      ? await query
+          .where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`)
+          .returningAll()
+          .execute()
+      : await guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", {
+          now: params.now,
+        })
+          .returningAll()
+          .execute()
+  ) as JobRow[];
+  return rows.map(rowToRecord).sort(byClaimOrder);
+}
+
+/**
+ * A claim when some control may apply: in one transaction, the control
+ * rows of the claim's capped queues are locked exclusively (their room is
+ * counted), the others shared; candidates are picked by the greedy cap
+ * rule; capped tasks' rows are locked exclusively as candidates reach them.
+ */
+function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+  const { tables, engine } = ctx;
+  return engine.writeTransaction(ctx.db, async (db) => {
+    const queueRows = await lockQueueControls(ctx, db, params.queues);
+    const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
+    const capped = queueRows.filter((r) => r.max_running !== null && !paused.has(r.name));
+    if (capped.length > 0) memory.capsSeenAt = params.now;
+    const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
+    const queueRoom = new Map<string, number>();
+    for (const r of capped) queueRoom.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
+    // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full.
+    // A job of a full task must not hide the jobs behind it, so passes repeat without the
+    // exhausted tasks until the limit is reached or nothing is left.
+    const taskRoomSeen = new Map<string, number>();
+    const checkedTasks = new Set<string>();
+    const exhausted = new Set<string>();
+    const chosen: number[] = [];
+    for (;;) {
+      const need = params.limit - chosen.length;
+      const groups: { queues: string[]; limit: number }[] = [];
+      if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
+      for (const [queue, room] of queueRoom) if (room > 0) groups.push({ queues: [queue], limit: Math.min(room, need) });
+      if (need <= 0 || groups.length === 0) break;
+      const candidates: ClaimCandidate[] = [];
+      for (const g of groups) {
+        let q = guard(db.selectFrom(tables.jobs).select(["id", "task", "queue", "priority", "run_at"]), "claim", { now: params.now }).where("queue", "in", g.queues);
+        q = inClaimOrder(q).limit(g.limit);
+        if (chosen.length > 0) q = q.where("id", "not in", chosen);
+        if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
+        if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
+        if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
+        for (const r of await q.execute()) {
+          candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at) });
+        }
+      }
+      if (candidates.length === 0) break;
+      candidates.sort(byClaimOrder);
+      const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t));
+      for (const [task, room] of await taskRoom(ctx, db, unseen)) {
+        taskRoomSeen.set(task, room);
+        memory.capsSeenAt = params.now;
+      }
+      for (const t of unseen) checkedTasks.add(t);
+      const passedOver = takeWithinCaps(candidates, params.limit, { queues: queueRoom, tasks: taskRoomSeen }, chosen, exhausted);
+      if (!passedOver) break;
+    }
+    if (chosen.length === 0) return [];
+    const update = guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now });
+    let rows: JobRow[];
+    if (engine.capabilities.returning) {
+      rows = (await update.returningAll().execute()) as JobRow[];
+    } else {
+      await update.execute();
+      rows = (await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[];
+    }
+    return rows.map(rowToRecord).sort(byClaimOrder);
+  });
+}
+
+/**
+ * The control rows of `queues`, locked for the rest of the transaction:
+ * capped ones exclusively (in name order; their room is counted under the
+ * lock), the rest shared, so claims of uncapped queues do not wait for each
+ * other while a pause or cap change waits for them. A row that gained a
+ * cap between the two reads is reported paused: this claim leaves it alone.
+ */
+async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[]): Promise<QueueRow[]> {
+  const read = () => db.selectFrom(ctx.tables.queues).select(["name", "paused", "max_running"]).where("name", "in", [...queues]).orderBy("name");
+  if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];
+  const capped = (await read().where("max_running", "is not", null).forUpdate().execute()) as QueueRow[];
+  const cappedNames = new Set(capped.map((r) => r.name));
+  const others = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
+  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (r.max_running === null ? r : { ...r, paused: 1 }));
+  return [...capped, ...rest];
+}
+
+/** Remaining room per capped task among `tasks`, with the task control rows locked in name order. */
+async function taskRoom(ctx: StoreContext, db: AnyDb, tasks: string[]): Promise<Map<string, number>> {
+  const room = new Map<string, number>();
+  if (tasks.length === 0) return room;
+  let q = db.selectFrom(ctx.tables.tasks).select(["name", "max_running"]).where("name", "in", tasks).where("max_running", "is not", null).orderBy("name");
+  if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
+  for (const r of (await q.execute()) as { name: string; max_running: number }[]) {
+    room.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "task", r.name)));
+  }
+  return room;
+}
+
+/** How many jobs of a queue or task are running, not counting any this claim has not written yet. */
+async function countRunning(ctx: StoreContext, db: AnyDb, column: "queue" | "task", value: string): Promise<number> {
+  const r = await db
+    .selectFrom(ctx.tables.jobs)
+    .select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll().as("n"))
+    .where(column, "=", value)
+    .where("state", "=", "running")
+    .executeTakeFirst();
+  return Number(r?.n ?? 0);
+}

@@ -1,0 +1,104 @@
+import { Kysely, type Dialect, type KyselyPlugin } from "kysely";
+import type { ReadyNotice } from "../../core/adapter.ts";
+
+// deno-lint-ignore no-explicit-any
+export type AnyDb = Kysely<any>;
+
+/** One schema version: statements applied in order, under the migration lock. */
+export interface Migration {
+  readonly version: number;
+  readonly statements: readonly string[];
+}
+
+/** What a database engine can do; the shared modules branch on these, never on an engine's name. */
+export interface Capabilities {
+  /** `UPDATE/INSERT … RETURNING`. Without it a write is followed by a read-back in the same transaction. */
+  readonly returning: boolean;
+  /**
+   * Row locks (`SELECT … FOR UPDATE`, and a shared lock, see `Engine.shareLock`):
+   * key, control and outcome rows are locked before they are counted or written.
+   * False is only correct for an engine with a single writer.
+   */
+  readonly rowLocks: boolean;
+  /** `FOR UPDATE SKIP LOCKED`: claims, staging and purges pass over rows another transaction holds. */
+  readonly skipLocked: boolean;
+  /** A claim as one statement, `WITH … UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`, atomic on its own. */
+  readonly claimStatement: boolean;
+  /** `x = ANY(ARRAY(SELECT …))` (PostgreSQL); otherwise `x IN (SELECT …)`. */
+  readonly anyArray: boolean;
+  /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
+  readonly onConflict: boolean;
+}
+
+/**
+ * A database engine as a value: what it supports, how it runs a unit of
+ * work, how it serializes migrations, how it reads its own errors. Every
+ * function takes the kysely instance it works on; an engine holds no job
+ * policy (that is the shared modules' and the core's).
+ */
+export interface Engine {
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  /** Runs `fn` in ONE write transaction: all of its writes commit or none does. */
+  writeTransaction<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /**
+   * Runs a write that is one statement (several when the engine lacks
+   * RETURNING). An engine whose single statement is atomic on its own may
+   * skip BEGIN/COMMIT; otherwise this is `writeTransaction`.
+   */
+  writeStatement<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /** Runs `fn` while holding a lock that serializes migrations across processes. */
+  withMigrationLock<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /** The schema versions, oldest first; the same numbers in every engine. */
+  migrations(): readonly Migration[];
+  /** The table an error says does not exist, or null when it says something else. */
+  missingTable(error: unknown): string | null;
+  /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
+  shareLock<Q>(query: Q): Q;
+  /**
+   * Without RETURNING: the id step between the rows of one multi-row INSERT
+   * when the engine gives them consecutive ids (first = the statement's
+   * insert id), or null to insert one row per statement.
+   */
+  consecutiveInsertIds(db: AnyDb): Promise<number | null>;
+  /**
+   * Tells other processes' workers that jobs became ready (or due) in these
+   * queues, inside the caller's transaction (delivered on commit). An engine
+   * without notifications does nothing.
+   */
+  announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void>;
+  /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
+  onReady?(listener: (notice: ReadyNotice) => void): () => void;
+  /** Closes what the engine opened beyond the kysely instance. */
+  close(): Promise<void>;
+}
+
+/** Defaults for an engine's optional behaviour: a standard `FOR SHARE`, no consecutive ids, no notices, nothing to close. */
+export const ENGINE_DEFAULTS = {
+  // deno-lint-ignore no-explicit-any
+  shareLock: <Q>(query: Q): Q => (query as any).forShare(),
+  consecutiveInsertIds: async (): Promise<number | null> => null,
+  announceReady: async (): Promise<void> => undefined,
+  close: async (): Promise<void> => undefined,
+} satisfies Partial<Engine>;
+
+/**
+ * An instrumentation seam shared by every adapter: wrap the kysely dialect
+ * (tracing, or docket/testing's scheduled dialect that interleaves
+ * statements), add kysely plugins, wrap the engine. Default: none. It never
+ * changes what the adapter guarantees unless a plugin rewrites queries or a
+ * wrapper changes the engine, which only docket/testing's mutations do, on purpose.
+ */
+export interface InstrumentOptions {
+  wrapDialect?: (dialect: Dialect) => Dialect;
+  plugins?: KyselyPlugin[];
+  wrapEngine?: (engine: Engine) => Engine;
+}
+
+/** A kysely instance for `dialect`, with the instrumentation applied. */
+export function createKysely(dialect: Dialect, instrument: InstrumentOptions | undefined): AnyDb {
+  return new Kysely({
+    dialect: instrument?.wrapDialect ? instrument.wrapDialect(dialect) : dialect,
+    plugins: instrument?.plugins ?? [],
+  });
+}

@@ -1,0 +1,195 @@
+import type {
+  ClaimParams,
+  DocketAdapter,
+  EnqueueParams,
+  ExtendLeasesParams,
+  FailParams,
+  FencedParams,
+  HeartbeatParams,
+  LeaseKey,
+  ListParams,
+  PurgeParams,
+  QueueControl,
+  ReadyNotice,
+  SettleParams,
+  SettledJob,
+  TaskControl,
+} from "../../core/adapter.ts";
+import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors.ts";
+import type { JobRecord } from "../../core/job.ts";
+import type { AnyDb, Capabilities, Engine, InstrumentOptions } from "./engine.ts";
+import type { StoreContext } from "./context.ts";
+import { tableNames } from "./identifiers.ts";
+import { migrate } from "./schema.ts";
+import { enqueue } from "./enqueue.ts";
+import { claim, claimMemory } from "./claim.ts";
+import { transition } from "./guarded-write.ts";
+import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
+import { extendLeases } from "./leases.ts";
+import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
+import { getJob, listExpired, listJobs } from "./reads.ts";
+import { purge } from "./retention.ts";
+
+export interface StoreOptions {
+  db: AnyDb;
+  engine: Engine;
+  tablePrefix: string;
+  /** Whether `close()` destroys `db` (docket opened it). */
+  ownsDb: boolean;
+  instrument?: InstrumentOptions;
+}
+
+/**
+ * The adapter contract (core/adapter.ts) on kysely, for every engine. Each
+ * method calls one named module; engine differences reach the modules only
+ * through the engine value's capabilities and functions. Every error a
+ * method throws is a DocketError (native errors become AdapterError or
+ * SchemaMissingError, with the native error as `cause`).
+ */
+export class KyselyStore implements DocketAdapter {
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
+  readonly #ctx: StoreContext;
+  readonly #claims = claimMemory();
+  readonly #ownsDb: boolean;
+  readonly #errorListeners = new Set<(error: DocketError) => void>();
+  #closed = false;
+
+  constructor(options: StoreOptions) {
+    const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
+    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine };
+    this.#ownsDb = options.ownsDb;
+    this.name = engine.name;
+    this.capabilities = engine.capabilities;
+    if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
+  }
+
+  migrate(): Promise<{ applied: number[]; version: number }> {
+    return this.#run(() => migrate(this.#ctx));
+  }
+
+  enqueue(params: EnqueueParams): Promise<JobRecord[]> {
+    return this.#run(() => enqueue(this.#ctx, params, (error) => this.reportBackgroundError(error)));
+  }
+
+  claim(params: ClaimParams): Promise<JobRecord[]> {
+    return this.#run(() => claim(this.#ctx, this.#claims, params));
+  }
+
+  heartbeat(params: HeartbeatParams): Promise<JobRecord | null> {
+    return this.#run(() => transition(this.#ctx, "heartbeat", params, { lease_expires_at: params.leaseExpiresAt }));
+  }
+
+  extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {
+    return this.#run(() => extendLeases(this.#ctx, params));
+  }
+
+  complete(params: FencedParams): Promise<JobRecord | null> {
+    return this.#outcome({ ...params, kind: "complete" });
+  }
+
+  fail(params: FailParams): Promise<JobRecord | null> {
+    return this.#outcome({ ...params, kind: "fail" });
+  }
+
+  release(params: FencedParams): Promise<JobRecord | null> {
+    return this.#outcome({ ...params, kind: "release" });
+  }
+
+  settle(params: SettleParams): Promise<(SettledJob | null)[]> {
+    return this.#run(() => settle(this.#ctx, params));
+  }
+
+  listExpired(params: { now: number; limit: number }): Promise<JobRecord[]> {
+    return this.#run(() => listExpired(this.#ctx, params));
+  }
+
+  expire(params: FailParams): Promise<JobRecord | null> {
+    const w = failureWrite(params, "expireRetry", "expireBury");
+    return this.#run(() => transition(this.#ctx, w.event, params, w.set));
+  }
+
+  cancel(params: { id: number; now: number }): Promise<JobRecord | null> {
+    return this.#run(() => transition(this.#ctx, "cancel", params, { ...CLEAR_LEASE, finished_at: params.now }));
+  }
+
+  replay(params: { id: number; now: number }): Promise<JobRecord | null> {
+    return this.#run(async () => {
+      const record = await transition(this.#ctx, "replay", params, { attempt: 0, run_at: params.now, finished_at: null, last_error: null });
+      if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
+      return record;
+    });
+  }
+
+  setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
+    return this.#run(() => setQueueControl(this.#ctx, params));
+  }
+
+  setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
+    return this.#run(() => setTaskControl(this.#ctx, params));
+  }
+
+  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+    return this.#run(() => listControls(this.#ctx));
+  }
+
+  purge(params: PurgeParams): Promise<number> {
+    return this.#run(() => purge(this.#ctx, params));
+  }
+
+  get(params: { id: number }): Promise<JobRecord | null> {
+    return this.#run(() => getJob(this.#ctx, params.id));
+  }
+
+  list(params: ListParams): Promise<JobRecord[]> {
+    return this.#run(() => listJobs(this.#ctx, params));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ownsDb) await this.#ctx.db.destroy();
+    await this.#ctx.engine.close();
+  }
+
+  /** See DocketAdapter.onError. */
+  onError(listener: (error: DocketError) => void): () => void {
+    this.#errorListeners.add(listener);
+    return () => void this.#errorListeners.delete(listener);
+  }
+
+  /** Hands an error that happened outside any call (a pool's, a listener's) to every `onError` listener; never throws. */
+  reportBackgroundError(error: unknown): void {
+    const mapped = this.#toDocketError(error);
+    for (const listener of this.#errorListeners) {
+      try {
+        listener(mapped);
+      } catch {
+        // A listener's failure must not turn a handled error into an unhandled one.
+      }
+    }
+  }
+
+  #outcome(item: Parameters<typeof outcomeWrite>[0]): Promise<JobRecord | null> {
+    const w = outcomeWrite(item);
+    return this.#run(() => transition(this.#ctx, w.event, item, w.set));
+  }
+
+  async #run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      throw this.#toDocketError(error);
+    }
+  }
+
+  /** A missing table becomes SchemaMissingError, other native errors AdapterError; both keep the native error as `cause`. */
+  #toDocketError(error: unknown): DocketError {
+    if (error instanceof DocketError) return error;
+    const missing = this.#ctx.engine.missingTable(error);
+    if (missing !== null) return new SchemaMissingError(missing, { cause: error });
+    const message = error instanceof Error ? error.message : String(error);
+    return new AdapterError(`${this.name}: ${message}`, { cause: error });
+  }
+}

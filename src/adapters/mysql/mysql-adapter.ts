@@ -1,0 +1,60 @@
+import { MysqlDialect, type MysqlPool } from "kysely";
+import { InvalidArgumentError } from "../../core/errors.ts";
+import { checkKeys } from "../../core/validate.ts";
+import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
+import { KyselyStore } from "../kysely/store.ts";
+import { mysqlEngine } from "./mysql-engine.ts";
+
+export interface MysqlAdapterOptions {
+  /**
+   * A mysql2 (callback API) pool. The caller keeps ownership: `close()` does
+   * not end it. Attach an `'error'` listener to its connections
+   * (`pool.on("connection", c => c.on("error", …))`) so a connection the
+   * server kills is not an unhandled event; docket does this for pools it opens.
+   */
+  pool?: MysqlPool;
+  /** Or a connection URI; docket opens (and on `close()` ends) its own pool. */
+  uri?: string;
+  /** Pool size when docket opens the pool. Default 10. */
+  connectionLimit?: number;
+  /** Prefix of docket's table names. Default "docket_". */
+  tablePrefix?: string;
+  /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
+}
+
+/** Validates `options` and opens a store on MySQL/MariaDB (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
+export function openMysql(options: MysqlAdapterOptions): KyselyStore {
+  checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument"], "mysqlAdapter(options)");
+  const { pool, uri } = options;
+  if ((pool === undefined) === (uri === undefined)) {
+    throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
+  }
+  const limit = options.connectionLimit ?? 10;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
+  const prefix = options.tablePrefix ?? "docket_";
+  // The pool is opened lazily, after construction: errors reach the store through this sink.
+  const sink = { report: (_error: unknown): void => undefined };
+  const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit, (error) => sink.report(error))) });
+  const store = new KyselyStore({
+    db: createKysely(dialect, options.instrument),
+    engine: mysqlEngine({ prefix }),
+    tablePrefix: prefix,
+    ownsDb: pool === undefined,
+    instrument: options.instrument,
+  });
+  sink.report = (error) => store.reportBackgroundError(error);
+  return store;
+}
+
+/**
+ * Opens a mysql2 pool whose every connection has an `'error'` listener, so a
+ * connection the server kills is reported to `report`, never an unhandled event.
+ */
+async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
+  const mod = await import("mysql2");
+  const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;
+  const pool = mysql.createPool({ uri, connectionLimit });
+  pool.on("connection", (connection) => void connection.on("error", report));
+  return pool as unknown as MysqlPool;
+}

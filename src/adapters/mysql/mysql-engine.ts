@@ -1,0 +1,79 @@
+import { sql } from "kysely";
+import { AdapterError } from "../../core/errors.ts";
+import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
+import { migrations } from "./migrations.ts";
+
+/** errno of InnoDB's deadlock victim and of a lock wait timeout: the transaction rolled back and may be retried. */
+const RETRYABLE_ERRNOS = new Set([1213, 1205]);
+const MAX_TRANSACTION_TRIES = 5;
+
+/**
+ * MySQL 8 / MariaDB 10.6+. There is no `UPDATE … RETURNING` (and MySQL 8
+ * has no `INSERT … RETURNING`), so a guarded write is UPDATE then SELECT in
+ * one transaction, and a claim is `SELECT … FOR UPDATE SKIP LOCKED` then
+ * UPDATE (MariaDB rejects `UPDATE … WHERE id IN (SELECT … LIMIT n)`).
+ * Transactions run at READ COMMITTED, which takes no gap locks, and are
+ * retried whole when InnoDB picks them as a deadlock victim.
+ */
+export function mysqlEngine(options: { prefix: string }): Engine {
+  const { prefix } = options;
+  let insertStep: Promise<number | null> | null = null;
+  const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction().setIsolationLevel("read committed").execute(fn);
+      } catch (error) {
+        const errno = (error as { errno?: unknown }).errno;
+        if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
+      }
+    }
+  };
+  return {
+    ...ENGINE_DEFAULTS,
+    name: "mysql",
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, anyArray: false, onConflict: false },
+    writeTransaction,
+    writeStatement: writeTransaction,
+    /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; each version is one statement. */
+    withMigrationLock: (db, fn) => {
+      const name = `docket:migrate:${prefix}`;
+      return db.connection().execute(async (conn) => {
+        const got = await sql<{ locked: number | null }>`select get_lock(${name}, 60) as locked`.execute(conn);
+        if (Number(got.rows[0]?.locked) !== 1) throw new AdapterError(`mysql: could not take the migration lock ${name} within 60 s`);
+        try {
+          return await fn(conn);
+        } finally {
+          await sql`select release_lock(${name})`.execute(conn);
+        }
+      });
+    },
+    migrations: () => migrations(prefix),
+    // errno 1146 ER_NO_SUCH_TABLE: Table 'db.x' doesn't exist.
+    missingTable(error) {
+      if ((error as { errno?: unknown })?.errno !== 1146) return null;
+      return /Table '(?:[^'.]+\.)?([^']+)'/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
+    },
+    // MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`).
+    // deno-lint-ignore no-explicit-any
+    shareLock: <Q>(query: Q): Q => (query as any).modifyEnd(sql`lock in share mode`),
+    /**
+     * InnoDB gives the rows of one multi-row ("simple") INSERT consecutive
+     * ids, `auto_increment_increment` apart, in lock modes 0 and 1 (MariaDB's
+     * default is 1); mode 2 may interleave them with concurrent inserts, so
+     * then each row is inserted on its own. Read once per engine.
+     */
+    consecutiveInsertIds(db) {
+      insertStep ??= sql<{ mode: number | string; step: number | string }>`select @@innodb_autoinc_lock_mode as mode, @@auto_increment_increment as step`
+        .execute(db)
+        .then((r) => {
+          const row = r.rows[0];
+          return row && Number(row.mode) <= 1 ? Number(row.step) : null;
+        })
+        .catch((error) => {
+          insertStep = null;
+          throw error;
+        });
+      return insertStep;
+    },
+  };
+}

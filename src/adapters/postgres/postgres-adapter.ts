@@ -1,0 +1,79 @@
+import { PostgresDialect, type PostgresPool } from "kysely";
+import { checkKeys } from "../../core/validate.ts";
+import { InvalidArgumentError } from "../../core/errors.ts";
+import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
+import { KyselyStore } from "../kysely/store.ts";
+import { postgresEngine } from "./postgres-engine.ts";
+import { guardedPool } from "./pool.ts";
+import { ReadyListener, type ListenClient } from "./listener.ts";
+
+export interface PostgresAdapterOptions {
+  /**
+   * A `pg.Pool` (or compatible). The caller keeps ownership: `close()` does
+   * not end it. Until `close()`, docket guards every client checked out of
+   * it (an `'error'` listener from checkout to release, reporting to
+   * `onError`), but the pool's own `'error'` event, for a client dropped
+   * while idle, is the caller's: attach `pool.on("error", …)`, or Node ends
+   * the process when the server drops an idle connection.
+   */
+  pool?: PostgresPool;
+  /** Or a connection string; docket opens (and on `close()` ends) its own pool. */
+  connectionString?: string;
+  /** Pool size when docket opens the pool. Default 10. */
+  max?: number;
+  /** Prefix of docket's table names. Default "docket_". */
+  tablePrefix?: string;
+  /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
+}
+
+/** Validates `options` and opens a store on PostgreSQL (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
+export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
+  checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument"], "postgresAdapter(options)");
+  const { pool, connectionString } = options;
+  if ((pool === undefined) === (connectionString === undefined)) {
+    throw new InvalidArgumentError("postgresAdapter needs exactly one of `pool` or `connectionString`");
+  }
+  const max = options.max ?? 10;
+  if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
+  const prefix = options.tablePrefix ?? "docket_";
+  // The pool is opened lazily, after construction: errors reach the store through this sink.
+  const sink = { report: (_error: unknown): void => undefined };
+  const report = (error: unknown) => sink.report(error);
+  const guarded = pool ? guardedPool(pool, report, false) : null;
+  const dialect = new PostgresDialect({
+    pool: guarded ? guarded.pool : async () => guardedPool(await openPgPool(connectionString!, max), report, true).pool,
+  });
+  // A dedicated connection: a caller's pool lends one client (destroyed, not returned, when done).
+  const openListen = pool
+    ? async () => {
+        const client = (await pool.connect()) as unknown as ListenClient & { release(destroy?: boolean): void };
+        return { client, release: async () => client.release(true) };
+      }
+    : async () => {
+        const client = await openPgClient(connectionString!);
+        return { client, release: async () => void (await (client as unknown as { end(): Promise<void> }).end()) };
+      };
+  const listener = new ReadyListener(openListen, `${prefix}ready`, report);
+  // The caller's pool outlives the store: docket's listeners come off it at close.
+  const engine = postgresEngine({ prefix, listener, onClose: () => guarded?.detach() });
+  const store = new KyselyStore({ db: createKysely(dialect, options.instrument), engine, tablePrefix: prefix, ownsDb: pool === undefined, instrument: options.instrument });
+  sink.report = (error) => store.reportBackgroundError(error);
+  return store;
+}
+
+async function openPgClient(connectionString: string): Promise<ListenClient> {
+  const mod = await import("pg");
+  const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
+  const client = new pg.Client({ connectionString });
+  // Until connect() settles, an error is its rejection; an 'error' event must still find a listener.
+  client.on("error", () => undefined);
+  await client.connect();
+  return client as unknown as ListenClient;
+}
+
+async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {
+  const mod = await import("pg");
+  const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
+  return new pg.Pool({ connectionString, max }) as unknown as PostgresPool;
+}

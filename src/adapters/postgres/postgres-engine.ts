@@ -1,0 +1,57 @@
+import { sql } from "kysely";
+import type { ReadyNotice } from "../../core/adapter.ts";
+import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
+import { migrations } from "./migrations.ts";
+import { readyPayload, type ReadyListener } from "./listener.ts";
+
+export interface PostgresEngineOptions {
+  prefix: string;
+  /** Subscriptions to other processes' notices (LISTEN on a dedicated connection). */
+  listener: ReadyListener;
+  /** Called by `close()` after the listener stopped (e.g. take docket's listeners off a caller's pool). */
+  onClose?: () => void;
+}
+
+/**
+ * PostgreSQL: `UPDATE … RETURNING` makes every guarded write one statement,
+ * run without BEGIN/COMMIT; claims are one statement that locks candidates
+ * with `FOR UPDATE SKIP LOCKED`. Transactions run at READ COMMITTED, where a
+ * guarded UPDATE re-checks its WHERE clause on the newest row version after
+ * waiting for a lock, so a lost race matches zero rows. Ready jobs are
+ * announced with NOTIFY on the `<prefix>ready` channel.
+ */
+export function postgresEngine(options: PostgresEngineOptions): Engine {
+  const { prefix, listener } = options;
+  const channel = `${prefix}ready`;
+  return {
+    ...ENGINE_DEFAULTS,
+    name: "postgres",
+    capabilities: { returning: true, rowLocks: true, skipLocked: true, claimStatement: true, anyArray: true, onConflict: true },
+    writeTransaction: (db, fn) => db.transaction().execute(fn),
+    // A single `UPDATE … RETURNING` is atomic on its own: no BEGIN/COMMIT round trips.
+    writeStatement: (db, fn) => fn(db),
+    // DDL is transactional here: the advisory lock and the migration commit together.
+    withMigrationLock: (db, fn) =>
+      db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${"docket:migrate:" + prefix}))`.execute(trx);
+        return fn(trx);
+      }),
+    migrations: () => migrations(prefix),
+    // SQLSTATE 42P01 undefined_table; the name is in the message: relation "x" does not exist.
+    missingTable(error) {
+      if ((error as { code?: unknown })?.code !== "42P01") return null;
+      return /relation "([^"]+)"/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
+    },
+    // One NOTIFY per distinct notice, sent when the caller's transaction commits.
+    async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]) {
+      if (notices.length === 0) return;
+      const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
+      await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
+    },
+    onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
+    async close() {
+      await listener.close();
+      options.onClose?.();
+    },
+  };
+}

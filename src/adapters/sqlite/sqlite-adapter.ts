@@ -1,0 +1,80 @@
+import { CompiledQuery, SqliteDialect, type SqliteDatabase } from "kysely";
+import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
+import { KyselyStore } from "../kysely/store.ts";
+import { sqliteEngine } from "./sqlite-engine.ts";
+import { checkKeys } from "../../core/validate.ts";
+import { InvalidArgumentError } from "../../core/errors.ts";
+import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
+
+export interface SqliteAdapterOptions {
+  /**
+   * An open database of the shape kysely's SqliteDialect expects: a
+   * better-sqlite3 `Database` on Node, or `node:sqlite` through
+   * `nodeSqliteDatabase()` on Deno. The caller keeps ownership: `close()`
+   * does not close it.
+   */
+  database?: SqliteDatabase;
+  /** Or a file to open (better-sqlite3 on Node, `node:sqlite` on Deno); closed by `close()`. */
+  filename?: string;
+  /** Prefix of docket's table names. Default "docket_". */
+  tablePrefix?: string;
+  /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
+  instrument?: InstrumentOptions;
+  /** How long a write waits for another PROCESS's write lock. Default 5000 ms. */
+  busyTimeoutMs?: number;
+  /**
+   * SQLite's `synchronous` setting. "full" (default): a commit is on disk
+   * when the call returns, so what docket reported as written survives a
+   * power loss or an OS crash. "normal": faster commits in WAL mode, but a
+   * power loss or OS crash (not a process crash) can drop the last commits,
+   * i.e. enqueued jobs or recorded outcomes the caller was told are stored.
+   */
+  synchronous?: "full" | "normal";
+}
+
+/** Validates `options` and opens a store on SQLite (the file lazily, on first use). Throws InvalidArgumentError on bad options. */
+export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
+  checkKeys(options, ["database", "filename", "tablePrefix", "instrument", "busyTimeoutMs", "synchronous"], "sqliteAdapter(options)");
+  const { database, filename } = options;
+  if ((database === undefined) === (filename === undefined)) {
+    throw new InvalidArgumentError("sqliteAdapter needs exactly one of `database` or `filename`");
+  }
+  const busy = options.busyTimeoutMs ?? 5000;
+  if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
+  const synchronous = options.synchronous ?? "full";
+  if (synchronous !== "full" && synchronous !== "normal") {
+    throw new InvalidArgumentError(`synchronous must be "full" or "normal", got ${JSON.stringify(synchronous)}`);
+  }
+  const prefix = options.tablePrefix ?? "docket_";
+  const dialect = new SqliteDialect({
+    database: database ?? (() => openSqliteFile(filename!)),
+    onCreateConnection: async (conn) => {
+      await conn.executeQuery(CompiledQuery.raw(`PRAGMA busy_timeout = ${busy}`));
+      if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
+      await conn.executeQuery(CompiledQuery.raw(`PRAGMA synchronous = ${synchronous.toUpperCase()}`));
+    },
+  });
+  return new KyselyStore({
+    db: createKysely(dialect, options.instrument),
+    engine: sqliteEngine({ prefix }),
+    tablePrefix: prefix,
+    ownsDb: database === undefined,
+    instrument: options.instrument,
+  });
+}
+
+/**
+ * Opens `filename` with better-sqlite3 on Node; on Deno, where better-sqlite3
+ * cannot load, with the built-in `node:sqlite` behind the same shape.
+ */
+async function openSqliteFile(filename: string): Promise<SqliteDatabase> {
+  if ("Deno" in globalThis) {
+    // A variable specifier: Node 20's types know no node:sqlite, and Node never reaches this line.
+    const specifier = "node:sqlite";
+    const { DatabaseSync } = (await import(specifier)) as { DatabaseSync: new (path: string) => NodeSqliteDatabaseSync };
+    return nodeSqliteDatabase(new DatabaseSync(filename));
+  }
+  const mod = await import("better-sqlite3");
+  const Database = mod.default;
+  return new Database(filename) as unknown as SqliteDatabase;
+}

@@ -1,0 +1,51 @@
+import { sql } from "kysely";
+import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
+import { Mutex } from "../kysely/mutex.ts";
+import { migrations } from "./migrations.ts";
+
+/**
+ * Every SQLite write transaction in this process goes through this one lock
+ * before `BEGIN IMMEDIATE`. The drivers are synchronous: a second connection
+ * in the same process waiting on SQLite's write lock would block the event
+ * loop, so the holder could never commit. Serializing here turns that wait
+ * into a promise. (SQLite has one writer per file anyway.)
+ */
+const processWriters = new Mutex();
+
+/**
+ * SQLite: a single writer per database file. It needs no row locks because
+ * every write is a `BEGIN IMMEDIATE` transaction, serialized against all
+ * others: in this process by `processWriters`, across processes by SQLite's
+ * lock. `RETURNING` (3.35+) makes a guarded write one statement.
+ */
+export function sqliteEngine(options: { prefix: string }): Engine {
+  const { prefix } = options;
+  const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
+    processWriters.run(() =>
+      db.connection().execute(async (conn) => {
+        await sql`begin immediate`.execute(conn);
+        try {
+          const result = await fn(conn);
+          await sql`commit`.execute(conn);
+          return result;
+        } catch (error) {
+          await sql`rollback`.execute(conn).catch(() => undefined);
+          throw error;
+        }
+      }),
+    );
+  return {
+    ...ENGINE_DEFAULTS,
+    name: "sqlite",
+    capabilities: { returning: true, rowLocks: false, skipLocked: false, claimStatement: true, anyArray: false, onConflict: true },
+    writeTransaction,
+    writeStatement: writeTransaction,
+    withMigrationLock: writeTransaction,
+    migrations: () => migrations(prefix),
+    // SQLITE_ERROR "no such table: x" (better-sqlite3 and node:sqlite alike).
+    missingTable(error) {
+      const match = /no such table: (\S+)/.exec(String((error as Error | undefined)?.message));
+      return match ? match[1]! : null;
+    },
+  };
+}
