@@ -1,5 +1,5 @@
 import type { JobRecord } from "./../core/job.ts";
-import { JOB_STATES } from "../core/states.ts";
+import { JOB_STATES, SLOT_HOLDING_STATES } from "../core/states.ts";
 import { applyJobOp, diffJob, isTerminal, toModelJob, type JobOp, type ModelJob } from "./model/model.ts";
 
 /**
@@ -199,7 +199,7 @@ export const historyInvariants: Invariant[] = [
   },
 ];
 
-const SLOT_HOLDERS: readonly string[] = ["ready", "running"];
+const SLOT_HOLDERS: readonly string[] = SLOT_HOLDING_STATES;
 
 /**
  * The earliest logical time another session can see an operation's writes:

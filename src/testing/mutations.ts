@@ -321,7 +321,7 @@ export const MUTATIONS: readonly Mutation[] = [
       "is no longer atomic, so it returns rows another worker wrote in between",
     appliesTo: (a) => !a.returning,
     notApplicableBecause:
-      "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the adapter, not the driver",
+      "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the engine, not the driver",
     wrapDialect: withoutTransactions,
   },
   {

@@ -3,6 +3,7 @@ import type { JobState } from "../../core/states.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
 import { TRANSITIONS, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
 import { discardReason } from "../../core/concurrency.ts";
+import { byClaimOrder } from "../../core/claim-order.ts";
 
 /**
  * The reference model of docket's storage: an in-memory, obviously
@@ -166,10 +167,8 @@ export function isTerminal(state: JobState): boolean {
   return TERMINAL_STATES.includes(state);
 }
 
-/** Claim order: priority (smaller first), then run_at, then id. */
-export function claimOrder(a: ModelJob, b: ModelJob): number {
-  return a.priority - b.priority || a.runAt - b.runAt || a.id - b.id;
-}
+/** Claim order: the core's (priority, smaller first; then run_at; then id). */
+export const claimOrder: (a: ModelJob, b: ModelJob) => number = byClaimOrder;
 
 export interface ModelNewJob {
   task: string;
