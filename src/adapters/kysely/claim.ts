@@ -103,7 +103,7 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams):
   // (With the guard repeated here, or with `IN` or a join, PostgreSQL with stale statistics, e.g. a burst of
   // jobs behind a million finished ones, walked every ready job per claim: 0.7 s per claim of 500 behind 10,000.)
   const rows = (
-    caps.anyArray
+    caps.arrays
       ? await query
           .where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`)
           .returningAll()

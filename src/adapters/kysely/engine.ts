@@ -24,8 +24,8 @@ export interface Capabilities {
   readonly skipLocked: boolean;
   /** A claim as one statement, `WITH … UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`, atomic on its own. */
   readonly claimStatement: boolean;
-  /** `x = ANY(ARRAY(SELECT …))` (PostgreSQL); otherwise `x IN (SELECT …)`. */
-  readonly anyArray: boolean;
+  /** `x = ANY(ARRAY(SELECT …))` (PostgreSQL arrays); otherwise `x IN (SELECT …)`. */
+  readonly arrays: boolean;
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
 }

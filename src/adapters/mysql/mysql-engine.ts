@@ -31,7 +31,7 @@ export function mysqlEngine(options: { prefix: string }): Engine {
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
-    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, anyArray: false, onConflict: false },
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, arrays: false, onConflict: false },
     writeTransaction,
     writeStatement: writeTransaction,
     /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; each version is one statement. */

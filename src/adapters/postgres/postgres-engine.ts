@@ -26,7 +26,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
   return {
     ...ENGINE_DEFAULTS,
     name: "postgres",
-    capabilities: { returning: true, rowLocks: true, skipLocked: true, claimStatement: true, anyArray: true, onConflict: true },
+    capabilities: { returning: true, rowLocks: true, skipLocked: true, claimStatement: true, arrays: true, onConflict: true },
     writeTransaction: (db, fn) => db.transaction().execute(fn),
     // A single `UPDATE … RETURNING` is atomic on its own: no BEGIN/COMMIT round trips.
     writeStatement: (db, fn) => fn(db),

@@ -37,7 +37,7 @@ export function sqliteEngine(options: { prefix: string }): Engine {
   return {
     ...ENGINE_DEFAULTS,
     name: "sqlite",
-    capabilities: { returning: true, rowLocks: false, skipLocked: false, claimStatement: true, anyArray: false, onConflict: true },
+    capabilities: { returning: true, rowLocks: false, skipLocked: false, claimStatement: true, arrays: false, onConflict: true },
     writeTransaction,
     writeStatement: writeTransaction,
     withMigrationLock: writeTransaction,
