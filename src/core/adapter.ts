@@ -107,10 +107,21 @@ export interface DocketAdapter {
   cancel(params: { id: number; now: number }): Promise<JobRecord | null>;
 
   /**
-   * dead → ready with a fresh attempt budget (attempt 0), run_at = now. Null
-   * when the job is not dead (another replay won, or it never died).
+   * dead → scheduled, due at `now` (a claim stages it), with a fresh attempt
+   * budget (attempt 0) and no finish time or error. Null when the job is not
+   * dead (another replay won, or it never died).
    */
   replay(params: { id: number; now: number }): Promise<JobRecord | null>;
+
+  /**
+   * Replays, as `replay` does, up to `limit` dead jobs that died at or
+   * before `diedBefore` (of `queue` and `task` when given), oldest death
+   * first, in ONE transaction. Rows another transaction holds (a concurrent
+   * replay or purge) are skipped, not waited for, where the engine has row
+   * locks; a single-writer engine runs replays one after another. So
+   * concurrent calls replay each job once. Returns the replayed records.
+   */
+  replayDead(params: ReplayDeadParams): Promise<JobRecord[]>;
 
   /**
    * Upserts a queue's controls; only the given fields change. Takes the
@@ -128,7 +139,7 @@ export interface DocketAdapter {
   /**
    * Deletes up to `limit` jobs whose state is one of `states` (finished
    * states only: succeeded, cancelled, dead) and whose `finished_at <=
-   * finishedBefore`, oldest first, in ONE transaction. Rows another
+   * finishedBefore` (of `queue` and `task` when given), oldest first, in ONE transaction. Rows another
    * transaction holds are skipped (a concurrent replay or purge wins), so
    * many purgers at once delete each job once. Returns how many it deleted.
    */
@@ -278,6 +289,20 @@ export interface PurgeParams {
   states: readonly JobState[];
   finishedBefore: number;
   limit: number;
+  /** Only jobs of this queue. */
+  queue?: string;
+  /** Only jobs of this task. */
+  task?: string;
+}
+
+export interface ReplayDeadParams {
+  diedBefore: number;
+  limit: number;
+  now: number;
+  /** Only jobs of this queue. */
+  queue?: string;
+  /** Only jobs of this task. */
+  task?: string;
 }
 
 export interface ListParams {

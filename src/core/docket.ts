@@ -309,6 +309,49 @@ export class Docket<T extends TaskMap = TaskMap> {
       this.#tellEnqueued(new Set([record.queue]), true);
       return toJob(record);
     },
+    /**
+     * Replays every dead job that died before this call (of `queue` and
+     * `task` when given; at most `limit`), in transactions of up to
+     * DEAD_LETTER_BATCH jobs, skipping jobs another replay or purge holds
+     * (they are that call's). Concurrent calls replay each job once: the
+     * counts they return add up to the jobs replayed. A job that dies again
+     * during the call is not replayed again by it. Returns how many it replayed.
+     */
+    replayAll: async (options: DeadLetterFilter & { limit?: number } = {}): Promise<{ replayed: number }> => {
+      checkKeys(options, ["queue", "task", "limit"], "deadLetters.replayAll(options)");
+      const filter = deadLetterFilter(options);
+      const limit = options.limit === undefined ? Number.MAX_SAFE_INTEGER : validateInteger(options.limit, "limit", 1, Number.MAX_SAFE_INTEGER);
+      const diedBefore = this.clock.now();
+      let replayed = 0;
+      while (replayed < limit) {
+        const batch = Math.min(DEAD_LETTER_BATCH, limit - replayed);
+        const records = await this.adapter.replayDead({ ...filter, diedBefore, limit: batch, now: this.clock.now() });
+        replayed += records.length;
+        if (records.length > 0) this.#tellEnqueued(new Set(records.map((r) => r.queue)), true);
+        if (records.length < batch) break;
+      }
+      return { replayed };
+    },
+    /**
+     * Deletes dead jobs that died at least `olderThanMs` ago (default 0: all;
+     * of `queue` and `task` when given; at most `limit`), in transactions of
+     * up to DEAD_LETTER_BATCH jobs, skipping jobs another replay or purge
+     * holds. Returns how many it deleted.
+     */
+    purge: async (options: DeadLetterFilter & { olderThanMs?: number; limit?: number } = {}): Promise<{ deleted: number }> => {
+      checkKeys(options, ["queue", "task", "olderThanMs", "limit"], "deadLetters.purge(options)");
+      const filter = deadLetterFilter(options);
+      const limit = options.limit === undefined ? Number.MAX_SAFE_INTEGER : validateInteger(options.limit, "limit", 1, Number.MAX_SAFE_INTEGER);
+      const finishedBefore = this.clock.now() - validateDuration(options.olderThanMs ?? 0, "olderThanMs");
+      let deleted = 0;
+      while (deleted < limit) {
+        const batch = Math.min(DEAD_LETTER_BATCH, limit - deleted);
+        const n = await this.adapter.purge({ ...filter, states: ["dead"], finishedBefore, limit: batch });
+        deleted += n;
+        if (n < batch) break;
+      }
+      return { deleted };
+    },
   };
 
   /**
@@ -437,6 +480,22 @@ const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concur
 const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");
 const LIST_OPTION_KEYS = ["state", "queue", "task", "afterId", "limit"] as const;
+
+/** Dead jobs per transaction of `deadLetters.replayAll` and `deadLetters.purge`. */
+const DEAD_LETTER_BATCH = 500;
+
+/** Which dead jobs a bulk dead-letter operation takes: all, or those of one queue and/or task. */
+export interface DeadLetterFilter {
+  queue?: string;
+  task?: string;
+}
+
+function deadLetterFilter(options: DeadLetterFilter): DeadLetterFilter {
+  const filter: DeadLetterFilter = {};
+  if (options.queue !== undefined) filter.queue = validateName(options.queue, "queue");
+  if (options.task !== undefined) filter.task = validateName(options.task, "task");
+  return filter;
+}
 
 function validateId(id: unknown): number {
   return validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);

@@ -244,6 +244,20 @@ export function runningCountedInAnyState(): KyselyPlugin {
   return rewritePlugin({ select: (n) => (isRunningCount(n) ? { ...n, where: stripWhere(n.where, [STATE_EQ]) } : n) });
 }
 
+const DIED_BY: PredicateShape = { column: "finished_at", operator: "<=" };
+/** Bulk replay's (and purge's) pick: `SELECT id FROM jobs WHERE state IN (…) AND finished_at <= ? … FOR UPDATE SKIP LOCKED`. */
+const isDeadPick = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && selectsOnly(n, "id") && hasPredicate(n.where, DIED_BY);
+/** A replay's UPDATE: the only write that sets state scheduled AND the attempt (a retry sets scheduled, not the attempt). */
+const isReplayUpdate = (n: UpdateQueryNode) => setsState(n) === "scheduled" && updatesColumn(n, "attempt");
+
+/** Race mutant: bulk replay picks dead jobs without locking them and writes them without the replay's `state IN (dead)` guard. */
+export function replayUnlockedUnguarded(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => (isDeadPick(n) ? withoutRowLocks(n) : n),
+    update: (n) => (isReplayUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+  });
+}
+
 /** Race mutant: the engine's units of work run their statements in autocommit, so nothing they lock or write is held together. */
 export function engineWithoutTransactions(engine: Engine): Engine {
   return { ...engine, writeTransaction: (db, fn) => fn(db), writeStatement: (db, fn) => fn(db) };

@@ -12,7 +12,12 @@ export async function purge(ctx: StoreContext, params: PurgeParams): Promise<num
   if (params.limit <= 0 || params.states.length === 0) return 0;
   if (params.states.some((s) => !TERMINAL_STATES.includes(s))) throw new AdapterError(`${ctx.engine.name}: purge takes finished states only`);
   // deno-lint-ignore no-explicit-any
-  const finished = (q: any) => q.where("state", "in", [...params.states]).where("finished_at", "<=", params.finishedBefore);
+  const finished = (q: any) => {
+    let f = q.where("state", "in", [...params.states]).where("finished_at", "<=", params.finishedBefore);
+    if (params.queue !== undefined) f = f.where("queue", "=", params.queue);
+    if (params.task !== undefined) f = f.where("task", "=", params.task);
+    return f;
+  };
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     let pick = finished(db.selectFrom(ctx.tables.jobs).select("id")).orderBy("finished_at").orderBy("id").limit(params.limit);
     if (ctx.engine.capabilities.skipLocked) pick = pick.forUpdate().skipLocked();

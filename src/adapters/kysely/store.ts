@@ -11,6 +11,7 @@ import type {
   PurgeParams,
   QueueControl,
   ReadyNotice,
+  ReplayDeadParams,
   SettleParams,
   SettledJob,
   TaskControl,
@@ -29,6 +30,7 @@ import { extendLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
+import { replayDead, replaySet } from "./replay.ts";
 
 export interface StoreOptions {
   db: AnyDb;
@@ -116,10 +118,14 @@ export class KyselyStore implements DocketAdapter {
 
   replay(params: { id: number; now: number }): Promise<JobRecord | null> {
     return this.#run(async () => {
-      const record = await transition(this.#ctx, "replay", params, { attempt: 0, run_at: params.now, finished_at: null, last_error: null });
+      const record = await transition(this.#ctx, "replay", params, replaySet(params.now));
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
       return record;
     });
+  }
+
+  replayDead(params: ReplayDeadParams): Promise<JobRecord[]> {
+    return this.#run(() => replayDead(this.#ctx, params));
   }
 
   setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {

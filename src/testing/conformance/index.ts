@@ -11,6 +11,7 @@ import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
 import { retentionCases } from "./retention.ts";
+import { deadLetterCases } from "./dead-letters.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -36,6 +37,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...statementCases,
     ...retryCases,
     ...retentionCases,
+    ...deadLetterCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,

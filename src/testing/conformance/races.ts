@@ -1,5 +1,5 @@
 /**
- * Deterministic two-session tests for races R1–R9 (DESIGN.md). Each holds
+ * Deterministic two-session tests for races R1–R9 and R18 (DESIGN.md). Each holds
  * session 1 at its critical statement (StatementHook) while session 2 runs,
  * then checks the invariant. Each race also runs against a mutant, the
  * adapter with the guard removed through the instrument seam, and must
@@ -11,10 +11,10 @@ import type { JobRecord } from "../../core/job.ts";
 import { Docket } from "../../core/docket.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { LEASE_MS, insert, newJob, sleep, token } from "./helpers.ts";
+import { LEASE_MS, insert, jobInState, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
 import type { InstrumentOptions } from "../../adapters/kysely/engine.ts";
-import { engineWithoutTransactions, holdersCountedIn, mutationById, runningCountedInAnyState } from "../mutations.ts";
+import { engineWithoutTransactions, holdersCountedIn, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 
 /**
  * A guard removed, through the public seams only: the `instrument` option
@@ -43,6 +43,8 @@ const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holde
 const KEY = { concurrency: { key: "k", limit: 1, onConflict: "block" as const } };
 const INSERT_JOB = /^insert into [`"]?\w*jobs[`"]? /i;
 const REBALANCE = /^select [`"]max_holders[`"]/i;
+/** A replay's UPDATE (`set attempt = …` first): after bulk replay locked its rows. */
+const REPLAY_UPDATE = /^update [`"]?\w*jobs[`"]? set [`"]attempt[`"] = /i;
 /** The claim's candidate select, which comes after the cap's running count. */
 const CLAIM_CANDIDATES = /^select [`"]id[`"], [`"]task[`"]/i;
 
@@ -230,6 +232,34 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
       if (got.length > 0) return `claimed ${got.length} over a full cap`;
       const after = await t.adapter.get({ id: waiting.id });
       return JSON.stringify(after) === JSON.stringify(waiting) ? null : `the turned-away job changed: ${JSON.stringify(after)}`;
+    },
+  },
+  {
+    id: "R18",
+    name: "a bulk replay skips the dead jobs another replay holds: each job is replayed once, and no replay waits for another's rows",
+    guard: "the bulk replay's row locks, its transaction and the replay guard (state IN dead)",
+    mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: engineWithoutTransactions } },
+    async scenario({ t, hook, s1, s2 }) {
+      const dead: number[] = [];
+      for (let i = 0; i < 6; i++) dead.push((await jobInState(t, "dead")).id);
+      const now = t.clock.advance(1);
+      const held = hook.holdNext(REPLAY_UPDATE);
+      const first = s1.replayDead({ diedBefore: now, limit: 3, now });
+      await held.reached;
+      let secondDone = false;
+      const second = s2.replayDead({ diedBefore: now, limit: 10, now }).finally(() => void (secondDone = true));
+      await settle(second);
+      const waited = !secondDone;
+      held.release();
+      const [a, b] = await Promise.all([first, second]);
+      const ids = [...a, ...b].map((j) => j.id);
+      const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
+      if (twice.length > 0) return `jobs ${twice.join(", ")} replayed twice (first ${a.map((j) => j.id)}, second ${b.map((j) => j.id)})`;
+      if (ids.length !== dead.length) return `${ids.length} of ${dead.length} dead jobs replayed`;
+      // With row locks the second replay passes over the held rows; a single-writer engine runs the two one after the other.
+      const caps = (t.adapter as { capabilities?: { skipLocked?: boolean } }).capabilities;
+      if (caps?.skipLocked && waited) return "the second replay waited for the rows the first one holds";
+      return null;
     },
   },
 ];
