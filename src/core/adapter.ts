@@ -31,9 +31,16 @@ export interface DocketAdapter {
 
   /**
    * Inserts all jobs in ONE transaction: all are stored or none is. Returns
-   * the stored records in input order.
+   * the stored records in input order. A job whose idempotency key is held
+   * (by a job stored earlier, by a concurrent call that committed, or by an
+   * earlier job of this batch) is not inserted: its record is the holder's,
+   * with `created: false`. Concurrent calls with one key never fail on the
+   * key's uniqueness: one creates the job, the others get it.
    */
-  enqueue(params: EnqueueParams): Promise<JobRecord[]>;
+  enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]>;
+
+  /** The job that holds idempotency key `key`, or null. */
+  getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null>;
 
   /**
    * First admits due scheduled jobs (scheduled → ready, or, when their
@@ -202,6 +209,8 @@ export interface NewJob {
   concurrency?: ConcurrencySpec | null;
   /** Time limit of one attempt in ms, stored with the job; null: none of its own. */
   timeoutMs?: number | null;
+  /** At most one job holds an idempotency key at a time (see EnqueueParams.keysReleasedBefore). */
+  idempotencyKey?: string | null;
 }
 
 export interface QueueControl {
@@ -218,6 +227,17 @@ export interface TaskControl {
 export interface EnqueueParams {
   jobs: NewJob[];
   now: number;
+  /**
+   * A finished job (succeeded, cancelled, dead) whose `finished_at` is at or
+   * before this no longer holds its idempotency key: the key is taken from it
+   * and given to the new job. Absent: a key holds until its job is purged.
+   */
+  keysReleasedBefore?: number;
+}
+
+/** What `enqueue` returns per job: the stored record, and whether this call created it. */
+export interface EnqueuedRecord extends JobRecord {
+  created: boolean;
 }
 
 export interface ClaimParams {

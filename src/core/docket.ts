@@ -66,7 +66,18 @@ export interface DocketOptions<T extends TaskMap> {
    * days. `null` keeps them forever.
    */
   retention?: RetentionOptions;
+  /**
+   * How long an idempotency key holds after its job finished (succeeded,
+   * cancelled or dead): `keyHoldAfterFinishMs`, in ms. 0: only while the job
+   * is live (scheduled, ready, blocked, running); `null` (default): until the
+   * finished job is deleted by retention. Once released, an enqueue with the
+   * key creates a new job, which takes the key over.
+   */
+  idempotency?: { keyHoldAfterFinishMs?: number | null };
 }
+
+/** What `enqueue` returns: the job, and whether this call created it (false: its idempotency key was held by this job). */
+export type EnqueuedJob<P = unknown> = Job<P> & { created: boolean };
 
 export interface RetentionOptions {
   finishedMs?: number | null;
@@ -96,6 +107,16 @@ export interface EnqueueOptions {
    * Overrides the task's; stored with the job. Default: the worker's `timeoutMs`.
    */
   timeoutMs?: number;
+  /**
+   * At most one job holds an idempotency key at a time: an enqueue with a key
+   * a job holds stores nothing and returns that job with `created: false`,
+   * also when N callers race with one key from separate connections or
+   * processes (exactly one creates it; none sees an error for the key). A
+   * key holds while its job is live, and after it finished for
+   * `idempotency.keyHoldAfterFinishMs` (default: until the job is purged).
+   * Non-empty, at most 191 characters. See `getByIdempotencyKey`.
+   */
+  idempotencyKey?: string;
 }
 
 export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
@@ -132,6 +153,8 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly defaultQueue: string;
   readonly random: () => number;
   readonly retention: { finishedMs: number | null; deadMs: number | null };
+  /** See DocketOptions.idempotency. */
+  readonly keyHoldAfterFinishMs: number | null;
   readonly #tasks: Map<string, TaskOptions> | null;
   /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
@@ -154,6 +177,9 @@ export class Docket<T extends TaskMap = TaskMap> {
       finishedMs: keep(options.retention?.finishedMs, 7 * DAY_MS, "retention.finishedMs"),
       deadMs: keep(options.retention?.deadMs, 30 * DAY_MS, "retention.deadMs"),
     };
+    checkKeys(options.idempotency, ["keyHoldAfterFinishMs"], "idempotency");
+    const hold = options.idempotency?.keyHoldAfterFinishMs;
+    this.keyHoldAfterFinishMs = hold === undefined || hold === null ? null : validateInteger(hold, "idempotency.keyHoldAfterFinishMs", 0, MAX_DELAY_MS);
     if (options.tasks) {
       this.#tasks = new Map();
       for (const [name, task] of Object.entries(options.tasks) as [string, TaskOptions][]) {
@@ -171,24 +197,37 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.migrate();
   }
 
-  /** Validates and stores one job. Returns it as stored. */
-  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions): Promise<Job<T[K]>> {
+  /**
+   * Validates and stores one job. Returns it as stored, with `created`. With
+   * an `idempotencyKey` that a job holds, nothing is stored and the holder is
+   * returned with `created: false` (see EnqueueOptions.idempotencyKey).
+   */
+  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions): Promise<EnqueuedJob<T[K]>> {
     const [job] = await this.enqueueMany([{ task, payload, options }]);
-    return job as Job<T[K]>;
+    return job as EnqueuedJob<T[K]>;
   }
 
   /**
    * Validates every item, then stores all of them in ONE transaction: either
    * every job is stored or none is (and nothing is when any item is invalid).
+   * An item whose idempotency key is held (also by an earlier item of the
+   * same call) gets the holder, with `created: false`.
    */
-  async enqueueMany(items: readonly EnqueueItem<T>[]): Promise<Job<T[keyof T]>[]> {
+  async enqueueMany(items: readonly EnqueueItem<T>[]): Promise<EnqueuedJob<T[keyof T]>[]> {
     if (!Array.isArray(items)) throw new InvalidArgumentError("enqueueMany takes an array");
     const now = this.clock.now();
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
-    const records = await this.adapter.enqueue({ jobs, now });
-    const ready = new Set(records.filter((r) => r.state === "ready").map((r) => r.queue));
+    const hold = this.keyHoldAfterFinishMs;
+    const records = await this.adapter.enqueue({ jobs, now, ...(hold === null ? {} : { keysReleasedBefore: now - hold }) });
+    const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
     if (ready.size > 0) this.#tellEnqueued(ready, false);
-    return records.map((r) => toJob<T[keyof T]>(r));
+    return records.map((r) => toJob<T[keyof T]>(r) as EnqueuedJob<T[keyof T]>);
+  }
+
+  /** The job that holds idempotency key `key` (see EnqueueOptions.idempotencyKey), or null. */
+  async getByIdempotencyKey(key: string): Promise<Job | null> {
+    const record = await this.adapter.getByIdempotencyKey({ key: validateName(key, "idempotencyKey") });
+    return record ? toJob(record) : null;
   }
 
   /**
@@ -439,7 +478,8 @@ export class Docket<T extends TaskMap = TaskMap> {
     const concurrency = this.#concurrencyFor(item, defaults, at);
     const timeout = o.timeoutMs ?? defaults.timeoutMs;
     const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs };
+    const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey };
   }
 
   #concurrencyFor(item: EnqueueItem<T>, defaults: TaskOptions, at: string): ConcurrencySpec | null {
@@ -474,10 +514,10 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 }
 
-const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention"] as const;
+const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention", "idempotency"] as const;
 const DAY_MS = 24 * 3600_000;
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs", "idempotencyKey"] as const;
 const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");
 const LIST_OPTION_KEYS = ["state", "queue", "task", "afterId", "limit"] as const;
 

@@ -27,6 +27,8 @@ export interface JobRecord {
   updatedAt: number;
   finishedAt: number | null;
   lastError: string | null;
+  /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
+  idempotencyKey: string | null;
 }
 
 /** A job with its payload parsed, as the public API returns it. */

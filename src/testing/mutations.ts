@@ -258,6 +258,16 @@ export function replayUnlockedUnguarded(): KyselyPlugin {
   });
 }
 
+/**
+ * Race mutant: an enqueue that meets a held idempotency key fails on the key's uniqueness instead of returning
+ * the holder: the jobs INSERT loses its `ON CONFLICT DO NOTHING` (PostgreSQL, SQLite), and the engine no longer
+ * recognises a duplicate key (MySQL, which catches it).
+ */
+export const idempotencyConflictsUnhandled = {
+  plugins: () => [rewritePlugin({ insert: (n) => (isTable(tableName(n.into), "jobs") && n.onConflict ? { ...n, onConflict: undefined } : n) })],
+  wrapEngine: (engine: Engine): Engine => ({ ...engine, isUniqueViolation: () => false }),
+};
+
 /** Race mutant: the engine's units of work run their statements in autocommit, so nothing they lock or write is held together. */
 export function engineWithoutTransactions(engine: Engine): Engine {
   return { ...engine, writeTransaction: (db, fn) => fn(db), writeStatement: (db, fn) => fn(db) };

@@ -53,6 +53,8 @@ export interface Engine {
   migrations(): readonly Migration[];
   /** The table an error says does not exist, or null when it says something else. */
   missingTable(error: unknown): string | null;
+  /** Whether an error is a unique-index violation (a duplicate key). */
+  isUniqueViolation(error: unknown): boolean;
   /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
   shareLock<Q>(query: Q): Q;
   /**

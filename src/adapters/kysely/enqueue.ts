@@ -1,7 +1,7 @@
-import type { EnqueueParams } from "../../core/adapter.ts";
+import type { EnqueueParams, EnqueuedRecord } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
-import type { JobState } from "../../core/states.ts";
+import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
 import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
@@ -11,28 +11,31 @@ import { rowToRecord, type JobRow } from "./row.ts";
 /**
  * Stores new jobs, all or none, and returns their records in input order.
  * Keyed jobs are admitted under their keys' locks (ready, blocked, or
- * cancelled by a "discard" policy). Ready jobs are announced to other
- * processes once stored. See DocketAdapter.enqueue.
+ * cancelled by a "discard" policy). A job whose idempotency key is held is
+ * not stored: its record is the holder's (`created: false`). Ready jobs are
+ * announced to other processes once stored. See DocketAdapter.enqueue.
  */
-export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: (error: unknown) => void): Promise<JobRecord[]> {
+export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: (error: unknown) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
   const values = rowsOf(params);
-  const keyed = params.jobs.some((j) => j.concurrency);
-  if (!keyed && values.length <= BATCH_ROWS && engine.capabilities.returning) {
+  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey);
+  if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
     // The jobs are stored: the notice is sent without holding up the caller, and one that fails is
     // reported, not thrown (workers still find the jobs by polling).
     void engine.announceReady(db, readyQueues(records)).catch(report);
-    return records;
+    return records.map(created);
   }
   return engine.writeTransaction(db, async (trx) => {
-    const records = keyed ? await insertAdmitted(ctx, trx, params, values) : await insertRows(ctx, trx, values);
-    await engine.announceReady(trx, readyQueues(records));
+    const records = oneByOne ? await insertAdmitted(ctx, trx, params, values) : (await insertRows(ctx, trx, values)).map(created);
+    await engine.announceReady(trx, readyQueues(records.filter((r) => r.created)));
     return records;
   });
 }
+
+const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
   const { now } = params;
@@ -49,6 +52,7 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     concurrency_key: j.concurrency?.key ?? null,
     on_conflict: j.concurrency?.onConflict ?? null,
     timeout_ms: j.timeoutMs ?? null,
+    idempotency_key: j.idempotencyKey ?? null,
     created_at: now,
     updated_at: now,
     finished_at: null as number | null,
@@ -56,9 +60,16 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
   }));
 }
 
-/** A batch with keyed jobs, inside its transaction: admission under each key's lock, then the rows, one by one. */
-async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParams, values: Record<string, unknown>[]): Promise<JobRecord[]> {
+/**
+ * A batch with keyed or idempotent jobs, inside its transaction: keys whose
+ * hold ran out are released, every concurrency key is locked and made exact,
+ * then each job is looked up by its idempotency key, admitted, and inserted,
+ * one by one.
+ */
+async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParams, values: Record<string, unknown>[]): Promise<EnqueuedRecord[]> {
   const { now } = params;
+  const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
+  if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
   // Every key of the batch is locked up front, in name order, so concurrent batches cannot deadlock.
   const limits = new Map<string, number>();
   for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
@@ -66,8 +77,14 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     await lockKey(ctx, db, name, limits.get(name)!);
     await rebalance(ctx, db, name, now);
   }
-  const records: JobRecord[] = [];
+  const records: EnqueuedRecord[] = [];
   for (const [i, job] of params.jobs.entries()) {
+    const key = job.idempotencyKey ?? null;
+    const holder = key === null ? null : await holderOf(ctx, db, key);
+    if (holder) {
+      records.push({ ...holder, created: false });
+      continue;
+    }
     const row = values[i]!;
     if (job.concurrency && job.state === "ready") {
       const holders = await countHolders(ctx, db, job.concurrency.key);
@@ -79,9 +96,60 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
         row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
       }
     }
-    records.push(...(await insertRows(ctx, db, [row])));
+    records.push(key === null ? created((await insertRows(ctx, db, [row]))[0]!) : await insertOrGetHolder(ctx, db, row, key));
   }
   return records;
+}
+
+/** The job that holds idempotency key `key` (as this transaction sees it), or null. */
+export async function holderOf(ctx: StoreContext, db: AnyDb, key: string): Promise<JobRecord | null> {
+  const row = (await db.selectFrom(ctx.tables.jobs).selectAll().where("idempotency_key", "=", key).executeTakeFirst()) as JobRow | undefined;
+  return row ? rowToRecord(row) : null;
+}
+
+/**
+ * Inserts `row`, unless a concurrent call holds `key` by then: the insert
+ * waits for that call's transaction, and when it committed, the record is
+ * its job (`created: false`). Never surfaces the key's uniqueness violation.
+ */
+async function insertOrGetHolder(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, key: string): Promise<EnqueuedRecord> {
+  const { tables, engine } = ctx;
+  for (let attempt = 1; ; attempt++) {
+    let inserted: JobRecord | null = null;
+    if (engine.capabilities.onConflict) {
+      // ON CONFLICT DO NOTHING waits for a concurrent holder's transaction, then skips the row if it committed.
+      const rows = (await db
+        .insertInto(tables.jobs)
+        .values(row)
+        .onConflict((oc) => oc.column("idempotency_key").where("idempotency_key", "is not", null).doNothing())
+        .returningAll()
+        .execute()) as JobRow[];
+      inserted = rows[0] ? rowToRecord(rows[0]) : null;
+    } else {
+      // No ON CONFLICT: the engine must keep the transaction usable after a duplicate key (MySQL rolls back the statement only).
+      try {
+        inserted = (await insertRows(ctx, db, [row]))[0]!;
+      } catch (error) {
+        if (!engine.isUniqueViolation(error)) throw error;
+      }
+    }
+    if (inserted) return created(inserted);
+    const holder = await holderOf(ctx, db, key);
+    if (holder) return { ...holder, created: false };
+    // The holder was deleted (purged) or gave its key up between the two statements: try again.
+    if (attempt >= 3) throw new AdapterError(`${engine.name}: idempotency key ${JSON.stringify(key)} kept changing hands; nothing was stored`);
+  }
+}
+
+/** Takes the idempotency keys `keys` from finished jobs that finished at or before `finishedBefore`: they no longer hold them. */
+async function releaseKeys(ctx: StoreContext, db: AnyDb, keys: readonly string[], finishedBefore: number): Promise<void> {
+  await db
+    .updateTable(ctx.tables.jobs)
+    .set({ idempotency_key: null })
+    .where("idempotency_key", "in", [...keys])
+    .where("state", "in", TERMINAL_STATES)
+    .where("finished_at", "<=", finishedBefore)
+    .execute();
 }
 
 /** Inserts rows (in this order) and returns their records; inside the caller's unit of work. */

@@ -28,6 +28,7 @@ export interface JobRow {
   updated_at: number | string | bigint;
   finished_at: number | string | bigint | null;
   last_error: string | null;
+  idempotency_key: string | null;
 }
 
 function int(v: number | string | bigint): number {
@@ -60,6 +61,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     updatedAt: int(row.updated_at),
     finishedAt: intOrNull(row.finished_at),
     lastError: row.last_error,
+    idempotencyKey: row.idempotency_key ?? null,
   };
 }
 

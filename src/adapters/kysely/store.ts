@@ -2,6 +2,7 @@ import type {
   ClaimParams,
   DocketAdapter,
   EnqueueParams,
+  EnqueuedRecord,
   ExtendLeasesParams,
   FailParams,
   FencedParams,
@@ -22,7 +23,7 @@ import type { AnyDb, Capabilities, Engine, InstrumentOptions } from "./engine.ts
 import type { StoreContext } from "./context.ts";
 import { tableNames } from "./identifiers.ts";
 import { migrate } from "./schema.ts";
-import { enqueue } from "./enqueue.ts";
+import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
@@ -71,7 +72,7 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => migrate(this.#ctx));
   }
 
-  enqueue(params: EnqueueParams): Promise<JobRecord[]> {
+  enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]> {
     return this.#run(() => enqueue(this.#ctx, params, (error) => this.reportBackgroundError(error)));
   }
 
@@ -146,6 +147,10 @@ export class KyselyStore implements DocketAdapter {
 
   get(params: { id: number }): Promise<JobRecord | null> {
     return this.#run(() => getJob(this.#ctx, params.id));
+  }
+
+  getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null> {
+    return this.#run(() => holderOf(this.#ctx, this.#ctx.db, params.key));
   }
 
   list(params: ListParams): Promise<JobRecord[]> {

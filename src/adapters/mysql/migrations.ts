@@ -104,5 +104,15 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 8,
       statements: [`CREATE INDEX ${jobs}_finished ON ${jobs} (state, finished_at, id)`],
     },
+    {
+      // Idempotency keys: unique among the jobs that hold one (a UNIQUE index allows many NULLs).
+      version: 9,
+      statements: [
+        `ALTER TABLE ${jobs}
+          ADD COLUMN idempotency_key VARCHAR(191) NULL,
+          ADD CONSTRAINT ${jobs}_idempotency_nonempty CHECK (idempotency_key IS NULL OR CHAR_LENGTH(idempotency_key) > 0),
+          ADD UNIQUE INDEX ${jobs}_idempotency (idempotency_key)`,
+      ],
+    },
   ];
 }

@@ -53,6 +53,8 @@ export function mysqlEngine(options: { prefix: string }): Engine {
       if ((error as { errno?: unknown })?.errno !== 1146) return null;
       return /Table '(?:[^'.]+\.)?([^']+)'/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
     },
+    // errno 1062 ER_DUP_ENTRY.
+    isUniqueViolation: (error) => (error as { errno?: unknown })?.errno === 1062,
     // MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`).
     // deno-lint-ignore no-explicit-any
     shareLock: <Q>(query: Q): Q => (query as any).modifyEnd(sql`lock in share mode`),

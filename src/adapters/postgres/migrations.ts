@@ -76,5 +76,13 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 8,
       statements: [`CREATE INDEX ${jobs}_finished ON ${jobs} (state, finished_at, id) WHERE finished_at IS NOT NULL`],
     },
+    {
+      // Idempotency keys: unique among the jobs that hold one; a partial index, so jobs without a key cost nothing.
+      version: 9,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN idempotency_key text CHECK (length(idempotency_key) > 0)`,
+        `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
+      ],
+    },
   ];
 }

@@ -4,6 +4,8 @@ import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
 import { readyPayload, type ReadyListener } from "./listener.ts";
 
+const MAX_TRANSACTION_TRIES = 5;
+
 export interface PostgresEngineOptions {
   prefix: string;
   /** Subscriptions to other processes' notices (LISTEN on a dedicated connection). */
@@ -23,11 +25,22 @@ export interface PostgresEngineOptions {
 export function postgresEngine(options: PostgresEngineOptions): Engine {
   const { prefix, listener } = options;
   const channel = `${prefix}ready`;
+  // A transaction PostgreSQL picked as a deadlock victim rolled back whole: it is run again (e.g. two batches
+  // inserting the same idempotency keys in opposite orders).
+  const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction().execute(fn);
+      } catch (error) {
+        if (attempt >= MAX_TRANSACTION_TRIES || (error as { code?: unknown })?.code !== "40P01") throw error;
+      }
+    }
+  };
   return {
     ...ENGINE_DEFAULTS,
     name: "postgres",
     capabilities: { returning: true, rowLocks: true, skipLocked: true, claimStatement: true, arrays: true, onConflict: true },
-    writeTransaction: (db, fn) => db.transaction().execute(fn),
+    writeTransaction,
     // A single `UPDATE … RETURNING` is atomic on its own: no BEGIN/COMMIT round trips.
     writeStatement: (db, fn) => fn(db),
     // DDL is transactional here: the advisory lock and the migration commit together.
@@ -42,6 +55,8 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       if ((error as { code?: unknown })?.code !== "42P01") return null;
       return /relation "([^"]+)"/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
     },
+    // SQLSTATE 23505 unique_violation.
+    isUniqueViolation: (error) => (error as { code?: unknown })?.code === "23505",
     // One NOTIFY per distinct notice, sent when the caller's transaction commits.
     async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]) {
       if (notices.length === 0) return;

@@ -99,5 +99,13 @@ export function migrations(prefix: string): readonly Migration[] {
         `ANALYZE sqlite_schema`,
       ],
     },
+    {
+      // Idempotency keys: unique among the jobs that hold one; a partial index, so jobs without a key cost nothing.
+      version: 9,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN idempotency_key TEXT CHECK (length(idempotency_key) > 0)`,
+        `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
+      ],
+    },
   ];
 }

@@ -47,5 +47,7 @@ export function sqliteEngine(options: { prefix: string }): Engine {
       const match = /no such table: (\S+)/.exec(String((error as Error | undefined)?.message));
       return match ? match[1]! : null;
     },
+    // SQLITE_CONSTRAINT_UNIQUE "UNIQUE constraint failed: …" (better-sqlite3 and node:sqlite alike).
+    isUniqueViolation: (error) => /UNIQUE constraint failed/.test(String((error as Error | undefined)?.message)),
   };
 }

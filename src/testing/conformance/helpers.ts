@@ -24,7 +24,8 @@ export function newJob(overrides: Partial<NewJob> = {}): NewJob {
 export async function insert(t: CaseContext, overrides: Partial<NewJob> = {}, adapter: DocketAdapter = t.adapter): Promise<JobRecord> {
   const now = t.clock.now();
   const [job] = await adapter.enqueue({ jobs: [newJob({ runAt: now, ...overrides })], now });
-  return job!;
+  const { created: _created, ...record } = job!;
+  return record;
 }
 
 let tokens = 0;

@@ -12,6 +12,7 @@ import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
+import { idempotencyCases } from "./idempotency.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -38,6 +39,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...retryCases,
     ...retentionCases,
     ...deadLetterCases,
+    ...idempotencyCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,

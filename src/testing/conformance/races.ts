@@ -1,5 +1,5 @@
 /**
- * Deterministic two-session tests for races R1–R9 and R18 (DESIGN.md). Each holds
+ * Deterministic two-session tests for races R1–R9, R12 and R18 (DESIGN.md). Each holds
  * session 1 at its critical statement (StatementHook) while session 2 runs,
  * then checks the invariant. Each race also runs against a mutant, the
  * adapter with the guard removed through the instrument seam, and must
@@ -14,7 +14,7 @@ import { StatementHook } from "../statement-hook.ts";
 import { LEASE_MS, insert, jobInState, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
 import type { InstrumentOptions } from "../../adapters/kysely/engine.ts";
-import { engineWithoutTransactions, holdersCountedIn, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { engineWithoutTransactions, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 
 /**
  * A guard removed, through the public seams only: the `instrument` option
@@ -232,6 +232,31 @@ const RACES: { id: string; name: string; scenario: Scenario; guard: string; muta
       if (got.length > 0) return `claimed ${got.length} over a full cap`;
       const after = await t.adapter.get({ id: waiting.id });
       return JSON.stringify(after) === JSON.stringify(waiting) ? null : `the turned-away job changed: ${JSON.stringify(after)}`;
+    },
+  },
+  {
+    id: "R12",
+    name: "two enqueues with one idempotency key, the second committing first: one job, both callers get it, neither fails",
+    guard: "the insert that yields to a committed holder of the key (ON CONFLICT DO NOTHING, or a caught duplicate key)",
+    // SQLite's single writer also serializes the two enqueues (the second then finds the holder before inserting): its transactions go too.
+    mutant: { instrument: { plugins: idempotencyConflictsUnhandled.plugins(), wrapEngine: (e) => engineWithoutTransactions(idempotencyConflictsUnhandled.wrapEngine(e)) } },
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      const job = () => newJob({ runAt: now, idempotencyKey: "order-7" });
+      const held = hook.holdNext(INSERT_JOB);
+      const first = s1.enqueue({ jobs: [job()], now });
+      await held.reached;
+      const second = s2.enqueue({ jobs: [job()], now });
+      await settle(second);
+      held.release();
+      const [a, b] = await Promise.allSettled([first, second]);
+      for (const r of [a, b]) if (r.status === "rejected") return `a caller failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const [x] = (a as PromiseFulfilledResult<Awaited<typeof first>>).value;
+      const [y] = (b as PromiseFulfilledResult<Awaited<typeof second>>).value;
+      if (x!.id !== y!.id) return `the callers got jobs ${x!.id} and ${y!.id}`;
+      if (Number(x!.created) + Number(y!.created) !== 1) return `created: ${x!.created} and ${y!.created}`;
+      const stored = (await t.adapter.list({ limit: 10 })).length;
+      return stored === 1 ? null : `${stored} jobs stored`;
     },
   },
   {
