@@ -233,6 +233,15 @@ export interface EnqueueParams {
    * and given to the new job. Absent: a key holds until its job is purged.
    */
   keysReleasedBefore?: number;
+  /**
+   * The caller's own open transaction, in a form the adapter accepts (a
+   * kysely `Transaction` of the same database; on PostgreSQL also a `pg`
+   * client inside BEGIN). The jobs are written in it, so they exist if and
+   * only if it commits; key admission takes the keys' locks in it; notices
+   * to other processes ride on it (delivered at commit). Anything else is
+   * InvalidArgumentError.
+   */
+  transaction?: object;
 }
 
 /** What `enqueue` returns per job: the stored record, and whether this call created it. */

@@ -76,6 +76,15 @@ export interface DocketOptions<T extends TaskMap> {
   idempotency?: { keyHoldAfterFinishMs?: number | null };
 }
 
+/**
+ * Enqueue in the caller's own open transaction: a kysely `Transaction` on the
+ * adapter's database (every adapter) or, on PostgreSQL, a `pg` client inside
+ * BEGIN. The jobs exist if and only if that transaction commits.
+ */
+export interface InTransaction {
+  transaction?: object;
+}
+
 /** What `enqueue` returns: the job, and whether this call created it (false: its idempotency key was held by this job). */
 export type EnqueuedJob<P = unknown> = Job<P> & { created: boolean };
 
@@ -202,8 +211,9 @@ export class Docket<T extends TaskMap = TaskMap> {
    * an `idempotencyKey` that a job holds, nothing is stored and the holder is
    * returned with `created: false` (see EnqueueOptions.idempotencyKey).
    */
-  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions): Promise<EnqueuedJob<T[K]>> {
-    const [job] = await this.enqueueMany([{ task, payload, options }]);
+  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions & InTransaction): Promise<EnqueuedJob<T[K]>> {
+    const { transaction, ...jobOptions } = options ?? {};
+    const [job] = await this.enqueueMany([{ task, payload, options: jobOptions }], transaction === undefined ? {} : { transaction });
     return job as EnqueuedJob<T[K]>;
   }
 
@@ -213,14 +223,26 @@ export class Docket<T extends TaskMap = TaskMap> {
    * An item whose idempotency key is held (also by an earlier item of the
    * same call) gets the holder, with `created: false`.
    */
-  async enqueueMany(items: readonly EnqueueItem<T>[]): Promise<EnqueuedJob<T[keyof T]>[]> {
+  async enqueueMany(items: readonly EnqueueItem<T>[], options: InTransaction = {}): Promise<EnqueuedJob<T[keyof T]>[]> {
     if (!Array.isArray(items)) throw new InvalidArgumentError("enqueueMany takes an array");
+    checkKeys(options, ["transaction"], "enqueueMany(items, options)");
+    const { transaction } = options;
+    if (transaction !== undefined && (typeof transaction !== "object" || transaction === null)) {
+      throw new InvalidArgumentError(`transaction must be the caller's open transaction (an object), got ${String(transaction)}`);
+    }
     const now = this.clock.now();
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
     const hold = this.keyHoldAfterFinishMs;
-    const records = await this.adapter.enqueue({ jobs, now, ...(hold === null ? {} : { keysReleasedBefore: now - hold }) });
+    const records = await this.adapter.enqueue({
+      jobs,
+      now,
+      ...(hold === null ? {} : { keysReleasedBefore: now - hold }),
+      ...(transaction === undefined ? {} : { transaction }),
+    });
+    // In the caller's transaction the jobs exist only once it commits, which docket cannot see: no local wake-up
+    // (workers find them at their next poll; on PostgreSQL the NOTIFY sent in the transaction wakes them at commit).
     const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
-    if (ready.size > 0) this.#tellEnqueued(ready, false);
+    if (ready.size > 0 && transaction === undefined) this.#tellEnqueued(ready, false);
     return records.map((r) => toJob<T[keyof T]>(r) as EnqueuedJob<T[keyof T]>);
   }
 

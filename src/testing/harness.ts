@@ -2,6 +2,7 @@ import type { DocketAdapter } from "../core/adapter.ts";
 import { ManualClock } from "../core/clock.ts";
 import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
 import type { InstrumentOptions } from "../adapters/kysely/engine.ts";
+import type { Kysely } from "kysely";
 
 /**
  * One isolated, empty store (its own table prefix, schema or database) on
@@ -18,6 +19,21 @@ export interface TestStore {
   /** Runs one raw statement on an admin connection; `{jobs}` is replaced by the jobs table name. */
   execute(sql: string): Promise<void>;
   /** Closes the admin connection and drops what the store created. */
+  close(): Promise<void>;
+  /**
+   * What an application holds beside docket: its own kysely instance on the
+   * store's database, and an adapter to this store set up to work with it
+   * (on SQLite, sharing its database handle), not migrated. The transaction
+   * cases need it; a target without it fails them.
+   */
+  application?(): Promise<ApplicationConnection>;
+}
+
+export interface ApplicationConnection {
+  // deno-lint-ignore no-explicit-any
+  readonly db: Kysely<any>;
+  readonly adapter: DocketAdapter;
+  /** Closes the adapter, then the application's kysely instance. */
   close(): Promise<void>;
 }
 

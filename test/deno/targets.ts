@@ -42,6 +42,17 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
           return sqliteAdapter({ database: nodeSqliteDatabase(db), tablePrefix, ...options });
         },
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
+        async application() {
+          const { Kysely, SqliteDialect } = await import("kysely");
+          const raw = new DatabaseSync(filename);
+          connections.push(raw);
+          raw.exec("PRAGMA busy_timeout = 5000");
+          const handle = nodeSqliteDatabase(raw);
+          // deno-lint-ignore no-explicit-any
+          const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) });
+          const adapter = sqliteAdapter({ database: handle, tablePrefix });
+          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+        },
         // runCase closes every adapter first; adapters do not own a database
         // they were given, so the store closes them.
         close: async () => {

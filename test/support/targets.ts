@@ -71,6 +71,14 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
         connect: async (o?: ConnectOptions): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix, ...o }),
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
         close: async () => void admin.close(),
+        async application() {
+          const { Kysely, SqliteDialect } = await import("kysely");
+          const handle = new Database(filename);
+          handle.pragma("busy_timeout = 5000");
+          const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) });
+          const adapter = sqliteAdapter({ database: handle, tablePrefix });
+          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+        },
       };
     },
     dispose: async () => rmSync(dir, { recursive: true, force: true }),
@@ -96,6 +104,12 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
         connect: async (o?: ConnectOptions) => postgresAdapter({ connectionString: url, tablePrefix, max: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
+        async application() {
+          const { Kysely, PostgresDialect } = await import("kysely");
+          const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2 }) }) });
+          const adapter = postgresAdapter({ connectionString: url, tablePrefix, max: 4 });
+          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+        },
       };
     },
     async dispose() {
@@ -123,6 +137,13 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
         connect: async (o?: ConnectOptions) => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
+        async application() {
+          const { Kysely, MysqlDialect } = await import("kysely");
+          const { createPool } = (await import("mysql2")).default;
+          const db = new Kysely<any>({ dialect: new MysqlDialect({ pool: createPool({ uri: url, connectionLimit: 2 }) }) });
+          const adapter = mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4 });
+          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+        },
       };
     },
     async dispose() {

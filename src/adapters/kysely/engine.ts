@@ -69,6 +69,12 @@ export interface Engine {
    * without notifications does nothing.
    */
   announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void>;
+  /**
+   * A kysely instance that runs its statements on `client`, a driver-level
+   * connection the caller holds inside BEGIN (e.g. a `pg` client), or null
+   * when `client` is not one this engine can use. Optional.
+   */
+  adoptClient?(client: object): AnyDb | null;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
   /** Closes what the engine opened beyond the kysely instance. */

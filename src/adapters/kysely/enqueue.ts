@@ -23,9 +23,10 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: 
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
-    // The jobs are stored: the notice is sent without holding up the caller, and one that fails is
-    // reported, not thrown (workers still find the jobs by polling).
-    void engine.announceReady(db, readyQueues(records)).catch(report);
+    // In the caller's transaction the notice rides on it. Otherwise the jobs are stored: the notice is sent
+    // without holding up the caller, and one that fails is reported, not thrown (workers still poll).
+    if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
+    else void engine.announceReady(db, readyQueues(records)).catch(report);
     return records.map(created);
   }
   return engine.writeTransaction(db, async (trx) => {

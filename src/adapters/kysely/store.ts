@@ -17,7 +17,7 @@ import type {
   SettledJob,
   TaskControl,
 } from "../../core/adapter.ts";
-import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors.ts";
+import { AdapterError, DocketError, InvalidArgumentError, SchemaMissingError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb, Capabilities, Engine, InstrumentOptions } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -73,7 +73,26 @@ export class KyselyStore implements DocketAdapter {
   }
 
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]> {
-    return this.#run(() => enqueue(this.#ctx, params, (error) => this.reportBackgroundError(error)));
+    return this.#run(() => {
+      const report = (error: unknown) => this.reportBackgroundError(error);
+      if (params.transaction === undefined) return enqueue(this.#ctx, params, report);
+      // The caller's transaction is the unit of work: every statement runs in it, and it commits or not.
+      const db = this.#adopt(params.transaction);
+      const engine: Engine = { ...this.#ctx.engine, writeTransaction: (_db, fn) => fn(db), writeStatement: (_db, fn) => fn(db) };
+      return enqueue({ ...this.#ctx, db, engine }, params, report);
+    });
+  }
+
+  /** A kysely instance on the caller's open transaction; InvalidArgumentError when `transaction` is not one this engine can use. */
+  #adopt(transaction: object): AnyDb {
+    const t = transaction as Partial<AnyDb>;
+    if (typeof t.selectFrom === "function" && typeof t.insertInto === "function") {
+      if (t.isTransaction !== true) throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction, got a Kysely instance outside one`);
+      return transaction as AnyDb;
+    }
+    const adopted = this.#ctx.engine.adoptClient?.(transaction) ?? null;
+    if (adopted) return adopted;
+    throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction${this.#ctx.engine.adoptClient ? " or a driver client inside BEGIN" : ""}`);
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { Kysely, PostgresDialect, sql, type PostgresPool } from "kysely";
 import type { ReadyNotice } from "../../core/adapter.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
@@ -63,10 +63,31 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
       await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
     },
+    adoptClient: (client) => adoptPgClient(client),
     onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
     async close() {
       await listener.close();
       options.onClose?.();
     },
   };
+}
+
+const adopted = new WeakMap<object, AnyDb>();
+
+/**
+ * A kysely instance whose every statement goes to `client` (a `pg` Client or
+ * PoolClient the caller holds, inside BEGIN), or null when `client` has no
+ * `query` function. The caller keeps the client: it is never released or ended here.
+ */
+function adoptPgClient(client: object): AnyDb | null {
+  const c = client as { query?: unknown };
+  if (typeof c.query !== "function") return null;
+  let db = adopted.get(client);
+  if (!db) {
+    const lent = { query: (c.query as (...args: unknown[]) => unknown).bind(client), release: () => undefined };
+    const pool = { connect: async () => lent, end: async () => undefined } as unknown as PostgresPool;
+    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    adopted.set(client, db);
+  }
+  return db;
 }

@@ -9,6 +9,8 @@ import { InvalidArgumentError } from "../../core/errors.ts";
 export interface NodeSqliteDatabaseSync {
   prepare(sql: string): NodeSqliteStatementSync;
   close(): void;
+  /** Whether a transaction is open (newer `node:sqlite` only). */
+  readonly isTransaction?: boolean;
 }
 
 /** The part of `node:sqlite`'s `StatementSync` that docket uses. */
@@ -45,8 +47,11 @@ export interface NodeSqliteStatementSync {
  * The caller owns `db`: closing the adapter does not close it; the returned
  * object's `close()` does.
  */
-export function nodeSqliteDatabase(db: NodeSqliteDatabaseSync): SqliteDatabase {
+export function nodeSqliteDatabase(db: NodeSqliteDatabaseSync): SqliteDatabase & { readonly inTransaction: boolean } {
   return {
+    get inTransaction() {
+      return db.isTransaction === true;
+    },
     close: () => db.close(),
     prepare(sql: string): SqliteStatement {
       const stmt = db.prepare(sql);

@@ -46,17 +46,22 @@ export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
     throw new InvalidArgumentError(`synchronous must be "full" or "normal", got ${JSON.stringify(synchronous)}`);
   }
   const prefix = options.tablePrefix ?? "docket_";
+  const pragmas = [`PRAGMA busy_timeout = ${busy}`, ...(filename === ":memory:" ? [] : ["PRAGMA journal_mode = WAL"]), `PRAGMA synchronous = ${synchronous.toUpperCase()}`];
+  // A handle the caller gave may carry the caller's own transactions, inside which the journal mode and the
+  // safety level cannot change: set them now, when it is free, else on first use once its transaction ended.
+  let configured = database !== undefined && !inTransaction(database) && (applyPragmas(database, pragmas), true);
   const dialect = new SqliteDialect({
     database: database ?? (() => openSqliteFile(filename!)),
     onCreateConnection: async (conn) => {
-      await conn.executeQuery(CompiledQuery.raw(`PRAGMA busy_timeout = ${busy}`));
-      if (filename !== ":memory:") await conn.executeQuery(CompiledQuery.raw("PRAGMA journal_mode = WAL"));
-      await conn.executeQuery(CompiledQuery.raw(`PRAGMA synchronous = ${synchronous.toUpperCase()}`));
+      if (configured) return;
+      while (database !== undefined && inTransaction(database)) await new Promise((resolve) => setTimeout(resolve, 2));
+      for (const pragma of pragmas) await conn.executeQuery(CompiledQuery.raw(pragma));
+      configured = true;
     },
   });
   return new KyselyStore({
     db: createKysely(dialect, options.instrument),
-    engine: sqliteEngine({ prefix }),
+    engine: sqliteEngine({ prefix, inOutsideTransaction: database === undefined ? undefined : () => inTransaction(database) }),
     tablePrefix: prefix,
     ownsDb: database === undefined,
     instrument: options.instrument,
@@ -77,4 +82,19 @@ async function openSqliteFile(filename: string): Promise<SqliteDatabase> {
   const mod = await import("better-sqlite3");
   const Database = mod.default;
   return new Database(filename) as unknown as SqliteDatabase;
+}
+
+/** Whether the handle has a transaction open: better-sqlite3's `inTransaction`, node:sqlite's `isTransaction`. */
+function inTransaction(database: SqliteDatabase): boolean {
+  const d = database as { inTransaction?: unknown; isTransaction?: unknown };
+  return d.inTransaction === true || d.isTransaction === true;
+}
+
+/** Runs each PRAGMA on the handle, synchronously (the drivers are synchronous). */
+function applyPragmas(database: SqliteDatabase, pragmas: readonly string[]): void {
+  for (const pragma of pragmas) {
+    const statement = database.prepare(pragma);
+    if (statement.reader) statement.all([]);
+    else statement.run([]);
+  }
 }

@@ -18,11 +18,14 @@ const processWriters = new Mutex();
  * others: in this process by `processWriters`, across processes by SQLite's
  * lock. `RETURNING` (3.35+) makes a guarded write one statement.
  */
-export function sqliteEngine(options: { prefix: string }): Engine {
+export function sqliteEngine(options: { prefix: string; inOutsideTransaction?: () => boolean }): Engine {
   const { prefix } = options;
+  const outside = options.inOutsideTransaction ?? (() => false);
   const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
     processWriters.run(() =>
       db.connection().execute(async (conn) => {
+        // The application's own transaction on the same database handle (see SqliteAdapterOptions.database): wait for its end.
+        while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
         await sql`begin immediate`.execute(conn);
         try {
           const result = await fn(conn);

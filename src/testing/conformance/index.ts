@@ -13,6 +13,7 @@ import { raceCases } from "./races.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
+import { transactionCases } from "./transaction.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -40,6 +41,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...retentionCases,
     ...deadLetterCases,
     ...idempotencyCases,
+    ...transactionCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
