@@ -118,7 +118,7 @@ async function runScenario(adapter: DocketAdapter, s: Scenario): Promise<Result>
         if (e.type === "succeeded") {
           commit.set(e.job.id, hr());
           if (++finished === JOBS) allDone();
-        } else if (e.type !== "started") problems.push(e.type === "error" ? String(e.error) : `${e.type} event for job ${e.job.id}`);
+        } else if (e.type !== "started") problems.push(e.type === "error" ? String(e.error) : e.type === "keyRepaired" ? `key ${e.key} repaired` : `${e.type} event for job ${e.job.id}`);
       },
     });
     const t0 = hr();

@@ -119,6 +119,11 @@ const worker = docket.worker({
     // "started" mirrors the handler's start line; every other event is recorded with the time it fired
     // (for "succeeded": right after the completion committed).
     if (event.type === "started") return;
+    if (event.type === "keyRepaired") {
+      // Counted as an unexpected event by the parent: docket's own writes never strand a key.
+      record({ k: "event", type: "keyRepaired", key: event.key, pid, t: now() });
+      return;
+    }
     const j = event.job;
     const extra = "error" in event ? { error: event.error } : "reason" in event ? { reason: event.reason } : {};
     record({ k: "event", type: event.type, id: j.id, key: j.concurrencyKey, queue: j.queue, attempt: j.attempt, state: j.state, pid, t: now(), ...extra });

@@ -152,6 +152,15 @@ export interface DocketAdapter {
    */
   purge(params: PurgeParams): Promise<number>;
 
+  /**
+   * Defence in depth for concurrency keys: finds up to `limit` keys that have
+   * blocked jobs while fewer than their limit hold a slot (which no write of
+   * docket leaves behind; a manual edit or a bug could), and rebalances each
+   * under its lock in its own transaction. Returns the keys whose jobs it
+   * promoted. Safe from many callers at once.
+   */
+  repairKeys(params: { now: number; limit: number }): Promise<string[]>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 

@@ -351,6 +351,20 @@ export class Docket<T extends TaskMap = TaskMap> {
     return { deleted };
   }
 
+  /**
+   * The keys maintenance pass (defence in depth): promotes the blocked jobs
+   * of up to `limit` (default 100) keys that hold fewer jobs than their limit
+   * allows. docket's own writes never leave such a key (the write that frees
+   * a slot promotes in its transaction); a manual edit or a bug could.
+   * Returns the keys it repaired. Safe in every process at once; workers run
+   * it about once a minute and report each repair as a `keyRepaired` event.
+   */
+  async repairKeys(options: { limit?: number } = {}): Promise<{ repaired: string[] }> {
+    checkKeys(options, ["limit"], "repairKeys(options)");
+    const limit = validateInteger(options.limit ?? 100, "limit", 1, 100_000);
+    return { repaired: await this.adapter.repairKeys({ now: this.clock.now(), limit }) };
+  }
+
   /** The dead-letter list: jobs that used up their attempts. */
   readonly deadLetters = {
     /** Dead jobs, oldest id first. */

@@ -24,7 +24,7 @@ export interface JobContext<P = unknown> {
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
 
 /** Which step of the worker an `error` event comes from. */
-export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "purge" | "connection";
+export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "purge" | "repair" | "connection";
 
 /** Emitted only by the winner of a transition: each fires at most once per attempt. */
 export type WorkerEvent =
@@ -34,6 +34,8 @@ export type WorkerEvent =
   | { type: "dead"; job: Job; error: string }
   | { type: "released"; job: Job }
   | { type: "lost"; job: Job; reason: string }
+  /** The keys maintenance pass promoted blocked jobs of `key`, which had free slots: something (a manual edit, a bug) left it stranded. */
+  | { type: "keyRepaired"; key: string }
   /** `retryInMs`: when the failed step is tried again (claims and outcome writes back off). */
   | { type: "error"; error: DocketError | Error; operation: WorkerOperation; retryInMs?: number };
 
@@ -700,7 +702,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
   }
 
-  /** The sweep: expired leases every tick; finished jobs past their retention at most every PURGE_EVERY_MS. */
+  /** The sweep: expired leases every tick; finished jobs past their retention, and stranded keys, at most every PURGE_EVERY_MS. */
   async #reclaim(): Promise<void> {
     try {
       await this.#docket.reclaimExpired();
@@ -715,16 +717,22 @@ export class Worker<T extends TaskMap = TaskMap> {
     } catch (error) {
       this.#emit({ type: "error", error: error as Error, operation: "purge" });
     }
+    try {
+      for (const key of (await this.#docket.repairKeys()).repaired) this.#emit({ type: "keyRepaired", key });
+    } catch (error) {
+      this.#emit({ type: "error", error: error as Error, operation: "repair" });
+    }
   }
 
   #emit(event: WorkerEvent): void {
-    if (this.#logger && (event.type === "error" || event.type === "lost")) {
+    if (this.#logger && (event.type === "error" || event.type === "lost" || event.type === "keyRepaired")) {
       try {
         if (event.type === "error") {
           const retry = event.retryInMs === undefined ? "" : ` (retrying in ${event.retryInMs} ms)`;
           this.#logger.warn(`docket worker: ${event.operation} failed${retry}: ${messageOf(event.error)}`);
-        }
-        else this.#logger.warn(`docket worker: job ${event.job.id} (${event.job.task}) lost: ${event.reason}`);
+        } else if (event.type === "keyRepaired") {
+          this.#logger.warn(`docket worker: concurrency key ${JSON.stringify(event.key)} had blocked jobs and free slots; promoted them`);
+        } else this.#logger.warn(`docket worker: job ${event.job.id} (${event.job.task}) lost: ${event.reason}`);
       } catch {
         // A logger's failure must not affect the job.
       }

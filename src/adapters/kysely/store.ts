@@ -32,6 +32,7 @@ import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
+import { repairKeys } from "./repair.ts";
 
 export interface StoreOptions {
   db: AnyDb;
@@ -162,6 +163,10 @@ export class KyselyStore implements DocketAdapter {
 
   purge(params: PurgeParams): Promise<number> {
     return this.#run(() => purge(this.#ctx, params));
+  }
+
+  repairKeys(params: { now: number; limit: number }): Promise<string[]> {
+    return this.#run(() => repairKeys(this.#ctx, params));
   }
 
   get(params: { id: number }): Promise<JobRecord | null> {

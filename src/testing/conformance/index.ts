@@ -14,6 +14,7 @@ import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
 import { transactionCases } from "./transaction.ts";
+import { maintenanceCases } from "./maintenance.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -42,6 +43,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...deadLetterCases,
     ...idempotencyCases,
     ...transactionCases,
+    ...maintenanceCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
