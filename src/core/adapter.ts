@@ -68,8 +68,11 @@ export interface DocketAdapter {
    */
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]>;
 
-  /** running → succeeded for the lease holder. Clears the lease. Null when the lease is not held. */
-  complete(params: FencedParams): Promise<JobRecord | null>;
+  /** running → succeeded for the lease holder, storing `result` (JSON text). Clears the lease. Null when the lease is not held. */
+  complete(params: CompleteParams): Promise<JobRecord | null>;
+
+  /** Records `progress` (JSON text) on a running job, for the lease holder only. Null when the lease is not held. */
+  setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null>;
 
   /**
    * For the lease holder: running → scheduled at `retryAt` when given,
@@ -291,6 +294,11 @@ export interface FencedParams {
   concurrencyKey?: string | null;
 }
 
+export interface CompleteParams extends FencedParams {
+  /** The handler's return value as JSON text; null or absent: none. */
+  result?: string | null;
+}
+
 export interface HeartbeatParams extends FencedParams {
   leaseExpiresAt: number;
 }
@@ -314,10 +322,10 @@ export interface ExtendLeasesParams {
 }
 
 /** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */
-export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt">;
+export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt" | "result">;
 
 /** One outcome for `settle`: what `complete`, `fail` or `release` takes, with which of them it is. */
-export type SettleItem = (FencedParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });
+export type SettleItem = (CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });
 
 export interface SettleParams {
   items: readonly SettleItem[];

@@ -1,10 +1,10 @@
 import type { DocketAdapter, NewJob, QueueControl, TaskControl } from "./adapter.ts";
 import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict } from "./concurrency.ts";
 import { systemClock, type Clock } from "./clock.ts";
-import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError } from "./errors.ts";
+import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError, WaitTimeoutError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { DEFAULT_RETRY_POLICY, RETRY_POLICY_KEYS, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
-import { JOB_STATES, isJobState, type JobState } from "./states.ts";
+import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "./states.ts";
 import {
   MAX_ATTEMPTS_LIMIT,
   MAX_DELAY_MS,
@@ -244,6 +244,34 @@ export class Docket<T extends TaskMap = TaskMap> {
     const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
     if (ready.size > 0 && transaction === undefined) this.#tellEnqueued(ready, false);
     return records.map((r) => toJob<T[keyof T]>(r) as EnqueuedJob<T[keyof T]>);
+  }
+
+  /**
+   * Resolves with the job once it is finished (succeeded, with its `result`;
+   * dead; or cancelled), reading it every `pollMs` (default 100). Rejects
+   * with NotFoundError when there is no such job (or it was purged),
+   * WaitTimeoutError after `timeoutMs` (default: no limit), and with the
+   * signal's reason when `signal` aborts. Waiting changes nothing.
+   */
+  async waitFor(id: number, options: { signal?: AbortSignal; timeoutMs?: number; pollMs?: number } = {}): Promise<Job> {
+    validateId(id);
+    checkKeys(options, ["signal", "timeoutMs", "pollMs"], "waitFor(options)");
+    const pollMs = validateInteger(options.pollMs ?? 100, "pollMs", 1, 3_600_000);
+    const timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 0, MAX_DELAY_MS);
+    const { signal } = options;
+    if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function")) {
+      throw new InvalidArgumentError(`signal must be an AbortSignal, got ${String(signal)}`);
+    }
+    const deadline = timeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+    for (;;) {
+      if (signal?.aborted) throw signal.reason;
+      const job = await this.get(id);
+      if (!job) throw new NotFoundError(id, `no job ${id} to wait for`);
+      if ((TERMINAL_STATES as readonly string[]).includes(job.state)) return job;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new WaitTimeoutError(id, timeoutMs!);
+      await pause(Math.min(pollMs, left), signal);
+    }
   }
 
   /** The job that holds idempotency key `key` (see EnqueueOptions.idempotencyKey), or null. */
@@ -575,4 +603,17 @@ function deadLetterFilter(options: DeadLetterFilter): DeadLetterFilter {
 
 function validateId(id: unknown): number {
   return validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);
+}
+
+/** Sleeps `ms`, or less when `signal` aborts first (the caller checks `signal.aborted` after). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -13,7 +13,9 @@ export type DocketErrorCode =
   | "SCHEMA_TOO_NEW"
   | "SCHEMA_MISSING"
   | "ADAPTER_ERROR"
-  | "CLOSED";
+  | "CLOSED"
+  | "LEASE_LOST"
+  | "WAIT_TIMEOUT";
 
 export class DocketError extends Error {
   readonly code: DocketErrorCode;
@@ -105,5 +107,23 @@ export class AdapterError extends DocketError {
 export class ClosedError extends DocketError {
   constructor(what: string) {
     super("CLOSED", `${what} is closed`);
+  }
+}
+
+/** The job's lease is no longer held by this attempt (cancelled, reclaimed, finished): nothing was written. */
+export class LeaseLostError extends DocketError {
+  readonly id: number;
+  constructor(id: number, what: string) {
+    super("LEASE_LOST", `job ${id}: ${what}: the attempt no longer holds the job's lease (cancelled or reclaimed)`);
+    this.id = id;
+  }
+}
+
+/** A wait ended before the job finished. */
+export class WaitTimeoutError extends DocketError {
+  readonly id: number;
+  constructor(id: number, ms: number) {
+    super("WAIT_TIMEOUT", `job ${id} did not finish within ${ms} ms`);
+    this.id = id;
   }
 }

@@ -29,13 +29,26 @@ export interface JobRecord {
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
   idempotencyKey: string | null;
+  /** A succeeded job's handler return value as JSON text; null when it returned undefined (or has not succeeded). */
+  result: string | null;
+  /** The last progress its handler recorded (`ctx.progress`), as JSON text, or null. */
+  progress: string | null;
 }
 
-/** A job with its payload parsed, as the public API returns it. */
-export interface Job<P = unknown> extends Omit<JobRecord, "payload"> {
+/** A job with its payload, result and progress parsed, as the public API returns it. */
+export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" | "progress"> {
   payload: P;
+  /** What the handler returned, for a succeeded job (null when it returned undefined or nothing yet). */
+  result: unknown;
+  /** The last value the handler passed to `ctx.progress`, or null. */
+  progress: unknown;
 }
 
 export function toJob<P = unknown>(record: JobRecord): Job<P> {
-  return { ...record, payload: JSON.parse(record.payload) as P };
+  return {
+    ...record,
+    payload: JSON.parse(record.payload) as P,
+    result: record.result === null ? null : JSON.parse(record.result),
+    progress: record.progress === null ? null : JSON.parse(record.progress),
+  };
 }

@@ -1,11 +1,11 @@
 import type { SettleItem, SettledJob } from "./adapter.ts";
 import type { Docket, TaskMap } from "./docket.ts";
-import { DocketError, InvalidArgumentError } from "./errors.ts";
+import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { errorBackoffDelay } from "./retry.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { describeThrown, messageOf } from "./thrown.ts";
-import { checkKeys, validateInteger, validateName } from "./validate.ts";
+import { checkKeys, serializePayload, validateInteger, validateName } from "./validate.ts";
 
 export { describeThrown } from "./thrown.ts";
 
@@ -19,6 +19,12 @@ export interface JobContext<P = unknown> {
    * returns then is not recorded.
    */
   signal: AbortSignal;
+  /**
+   * Records `value` (JSON, bounded like payloads) as the job's progress,
+   * readable through `docket.get` while it runs. Fenced by the lease: when
+   * the attempt no longer holds it, rejects with LeaseLostError and writes nothing.
+   */
+  progress(value: unknown): Promise<void>;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
@@ -146,7 +152,8 @@ interface Attempt {
 }
 
 type Outcome =
-  | { kind: "succeeded" }
+  /** `result`: the handler's return value as JSON text, or null. */
+  | { kind: "succeeded"; result: string | null }
   | { kind: "failed"; error: string }
   /** Interrupted by shutdown: hand back without spending an attempt. */
   | { kind: "released" };
@@ -495,16 +502,17 @@ export class Worker<T extends TaskMap = TaskMap> {
     const { record, controller } = attempt;
     const job = toJob(record);
     this.#emit({ type: "started", job });
-    const failure = await this.#runHandler(job, controller);
+    const ran = await this.#runHandler(job, controller, record);
     free();
     if (!this.#inFlight.has(attemptKey(record))) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
+    const failure = "failure" in ran ? ran.failure : null;
     const outcome: Outcome =
-      failure === null
-        ? { kind: "succeeded" }
+      "result" in ran
+        ? { kind: "succeeded", result: ran.result }
         : this.#stopping && controller.signal.aborted && !isTimeout(controller.signal)
           ? { kind: "released" }
-          : { kind: "failed", error: failure };
+          : { kind: "failed", error: failure! };
     await this.#record(attempt, outcome);
   }
 
@@ -564,23 +572,33 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
   #settleItem(record: JobRecord, outcome: Outcome, now: number): SettleItem {
     const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
-    if (outcome.kind === "succeeded") return { ...fence, kind: "complete" };
+    if (outcome.kind === "succeeded") return { ...fence, kind: "complete", result: outcome.result };
     if (outcome.kind === "released") return { ...fence, kind: "release" };
     const plan = this.#docket.planFailure(record, now);
     return { ...fence, kind: "fail", error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null };
   }
 
-  /** Runs the handler under the job's timeout; null when it succeeded, else the failure reason. Never throws. */
-  async #runHandler(job: Job, controller: AbortController): Promise<string | null> {
+  /**
+   * Runs the handler under the job's timeout: its return value as JSON text
+   * (null for undefined), or the failure reason (a throw, a timeout, a value
+   * that cannot be stored). Never throws.
+   */
+  async #runHandler(job: Job, controller: AbortController, record: JobRecord): Promise<{ result: string | null } | { failure: string }> {
     const handler = this.#handlers.get(job.task) ?? this.#fallback;
-    if (!handler) return `no handler for task ${JSON.stringify(job.task)} in this worker`;
+    if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const timeoutMs = job.timeoutMs ?? this.#timeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timeout: JobTimeoutError | null = null;
+    const progress = async (value: unknown): Promise<void> => {
+      const text = serializePayload(value, this.#docket.maxPayloadBytes);
+      const fence = { id: record.id, leaseToken: record.leaseToken!, now: this.#docket.clock.now() };
+      if (!(await this.#docket.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
+    };
     try {
-      const run = Promise.resolve().then(() => handler(job.payload, { job, signal: controller.signal }));
+      const run = Promise.resolve().then(() => handler(job.payload, { job, signal: controller.signal, progress }));
+      let value: unknown;
       if (timeoutMs === null) {
-        await run;
+        value = await run;
       } else {
         const timedOut = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
@@ -590,12 +608,16 @@ export class Worker<T extends TaskMap = TaskMap> {
           }, timeoutMs);
         });
         run.catch(() => undefined); // a handler that fails after its timeout is already recorded
-        await Promise.race([run, timedOut]);
+        value = await Promise.race([run, timedOut]);
       }
-      return null;
+      try {
+        return { result: value === undefined ? null : serializePayload(value, this.#docket.maxPayloadBytes) };
+      } catch (error) {
+        return { failure: `the handler's return value cannot be stored as its result: ${(error as Error).message}` };
+      }
     } catch (thrown) {
       // Compared by identity: `instanceof` on a thrown Proxy runs its traps.
-      return timeout !== null && thrown === timeout ? (timeout as JobTimeoutError).message : describeThrown(thrown);
+      return { failure: timeout !== null && thrown === timeout ? (timeout as JobTimeoutError).message : describeThrown(thrown) };
     } finally {
       clearTimeout(timer);
     }

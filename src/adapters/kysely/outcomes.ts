@@ -17,7 +17,7 @@ export interface Write {
 
 /** What a lease holder's outcome writes. */
 export function outcomeWrite(item: SettleItem): Write {
-  if (item.kind === "complete") return { event: "complete", set: { ...CLEAR_LEASE, finished_at: item.now } };
+  if (item.kind === "complete") return { event: "complete", set: { ...CLEAR_LEASE, finished_at: item.now, result: item.result ?? null } };
   if (item.kind === "release") return { event: "release", set: { ...CLEAR_LEASE, attempt: sql`attempt - 1` } };
   return failureWrite(item, "retry", "bury");
 }
@@ -91,5 +91,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: (Write & { ite
 
 /** Items that write the same columns with the same values, so one statement serves them all. */
 function groupKey(item: SettleItem): string {
-  return item.kind === "fail" ? `fail\u0000${item.now}\u0000${item.retryAt}\u0000${item.error}` : `${item.kind}\u0000${item.now}`;
+  if (item.kind === "fail") return `fail\u0000${item.now}\u0000${item.retryAt}\u0000${item.error}`;
+  // Completions that return a value each write their own (one statement each, in the batch's transaction).
+  return item.kind === "complete" ? `complete\u0000${item.now}\u0000${item.result ?? ""}` : `${item.kind}\u0000${item.now}`;
 }

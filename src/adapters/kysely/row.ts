@@ -29,6 +29,8 @@ export interface JobRow {
   finished_at: number | string | bigint | null;
   last_error: string | null;
   idempotency_key: string | null;
+  result: string | null;
+  progress: string | null;
 }
 
 function int(v: number | string | bigint): number {
@@ -62,12 +64,14 @@ export function rowToRecord(row: JobRow): JobRecord {
     finishedAt: intOrNull(row.finished_at),
     lastError: row.last_error,
     idempotencyKey: row.idempotency_key ?? null,
+    result: row.result ?? null,
+    progress: row.progress ?? null,
   };
 }
 
 /** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
-export const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue"];
-export type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue">;
+export const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue", "result"];
+export type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue" | "result">;
 
 export function rowToSettled(row: SettledRow): SettledJob {
   if (!isJobState(row.state)) throw new AdapterError(`job ${String(row.id)} has unknown state ${row.state}`);
@@ -81,6 +85,7 @@ export function rowToSettled(row: SettledRow): SettledJob {
     lastError: row.last_error,
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),
+    result: row.result ?? null,
   };
 }
 

@@ -1,5 +1,6 @@
 import type {
   ClaimParams,
+  CompleteParams,
   DocketAdapter,
   EnqueueParams,
   EnqueuedRecord,
@@ -108,7 +109,11 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => extendLeases(this.#ctx, params));
   }
 
-  complete(params: FencedParams): Promise<JobRecord | null> {
+  setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null> {
+    return this.#run(() => transition(this.#ctx, "heartbeat", params, { progress: params.progress }));
+  }
+
+  complete(params: CompleteParams): Promise<JobRecord | null> {
     return this.#outcome({ ...params, kind: "complete" });
   }
 

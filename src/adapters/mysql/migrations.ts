@@ -106,10 +106,13 @@ export function migrations(prefix: string): readonly Migration[] {
     },
     {
       // Idempotency keys: unique among the jobs that hold one (a UNIQUE index allows many NULLs).
+      // A succeeded job's result and a running job's progress, as JSON text.
       version: 9,
       statements: [
         `ALTER TABLE ${jobs}
           ADD COLUMN idempotency_key VARCHAR(191) NULL,
+          ADD COLUMN result LONGTEXT NULL,
+          ADD COLUMN progress LONGTEXT NULL,
           ADD CONSTRAINT ${jobs}_idempotency_nonempty CHECK (idempotency_key IS NULL OR CHAR_LENGTH(idempotency_key) > 0),
           ADD UNIQUE INDEX ${jobs}_idempotency (idempotency_key)`,
       ],

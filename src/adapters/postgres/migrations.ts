@@ -78,9 +78,10 @@ export function migrations(prefix: string): readonly Migration[] {
     },
     {
       // Idempotency keys: unique among the jobs that hold one; a partial index, so jobs without a key cost nothing.
+      // A succeeded job's result and a running job's progress, as JSON text.
       version: 9,
       statements: [
-        `ALTER TABLE ${jobs} ADD COLUMN idempotency_key text CHECK (length(idempotency_key) > 0)`,
+        `ALTER TABLE ${jobs} ADD COLUMN idempotency_key text CHECK (length(idempotency_key) > 0), ADD COLUMN result text, ADD COLUMN progress text`,
         `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
       ],
     },

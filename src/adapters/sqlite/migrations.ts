@@ -101,9 +101,12 @@ export function migrations(prefix: string): readonly Migration[] {
     },
     {
       // Idempotency keys: unique among the jobs that hold one; a partial index, so jobs without a key cost nothing.
+      // A succeeded job's result and a running job's progress, as JSON text.
       version: 9,
       statements: [
         `ALTER TABLE ${jobs} ADD COLUMN idempotency_key TEXT CHECK (length(idempotency_key) > 0)`,
+        `ALTER TABLE ${jobs} ADD COLUMN result TEXT`,
+        `ALTER TABLE ${jobs} ADD COLUMN progress TEXT`,
         `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
       ],
     },

@@ -15,6 +15,7 @@ import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
 import { transactionCases } from "./transaction.ts";
 import { maintenanceCases } from "./maintenance.ts";
+import { resultCases } from "./results.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -44,6 +45,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...idempotencyCases,
     ...transactionCases,
     ...maintenanceCases,
+    ...resultCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
