@@ -68,6 +68,13 @@ export interface DocketAdapter {
    */
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]>;
 
+  /**
+   * Reads which of these leases are still held (the job running under that
+   * token), without writing: the worker's quick check for cancelled or
+   * reclaimed jobs between heartbeats.
+   */
+  heldLeases(params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]>;
+
   /** running → succeeded for the lease holder, storing `result` (JSON text). Clears the lease. Null when the lease is not held. */
   complete(params: CompleteParams): Promise<JobRecord | null>;
 

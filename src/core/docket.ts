@@ -167,6 +167,8 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly #tasks: Map<string, TaskOptions> | null;
   /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
+  /** Workers of this docket, told about the jobs it cancelled. */
+  readonly #cancelListeners = new Set<(id: number) => void>();
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -292,6 +294,12 @@ export class Docket<T extends TaskMap = TaskMap> {
     return () => void this.#enqueueListeners.delete(listener);
   }
 
+  /** Calls `listener` with the id of every job this docket cancelled, once the cancel committed. For workers: a running handler's signal aborts at once. */
+  onCancelled(listener: (id: number) => void): () => void {
+    this.#cancelListeners.add(listener);
+    return () => void this.#cancelListeners.delete(listener);
+  }
+
   #tellEnqueued(queues: ReadonlySet<string>, due: boolean): void {
     for (const listener of this.#enqueueListeners) {
       try {
@@ -332,7 +340,16 @@ export class Docket<T extends TaskMap = TaskMap> {
   async cancel(id: number): Promise<Job> {
     validateId(id);
     const record = await this.adapter.cancel({ id, now: this.clock.now() });
-    if (record) return toJob(record);
+    if (record) {
+      for (const listener of this.#cancelListeners) {
+        try {
+          listener(record.id);
+        } catch {
+          // A listener's failure must not fail the cancel that committed.
+        }
+      }
+      return toJob(record);
+    }
     const current = await this.adapter.get({ id });
     if (!current) throw new NotFoundError(id);
     throw new InvalidStateError(id, current.state, "cancel");

@@ -126,6 +126,9 @@ const AUTO_PREFETCH_MAX = 1_000;
 /** Batched outcome writes a worker keeps in flight at once. */
 const MAX_FLUSHES = 3;
 
+/** The longest a running handler's signal waits to abort after its job was cancelled in another process (see #checkLeases). */
+const LEASE_CHECK_MAX_MS = 1000;
+
 /** How often a worker runs the retention pass (`docket.purgeFinished()`). */
 const PURGE_EVERY_MS = 60_000;
 
@@ -274,6 +277,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#timers = [
       setInterval(() => void this.#heartbeatAll(), this.#heartbeatMs),
       setInterval(() => void this.#reclaim(), this.#reclaimMs),
+      setInterval(() => void this.#checkLeases(), Math.min(this.#pollMs, LEASE_CHECK_MAX_MS)),
     ];
     const unsubscribeErrors = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" }));
     const unsubscribeEnqueues = this.#docket.onEnqueued((queues, due) => {
@@ -281,6 +285,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (due) this.#stageRequested = true;
       this.#signalWake();
     });
+    const unsubscribeCancels = this.#docket.onCancelled((id) => this.#abortLost((a) => a.record.id === id, "cancelled"));
     const unsubscribeReady = this.#docket.adapter.onReady?.((notice) => {
       if (notice.queue !== null && !this.#queues.includes(notice.queue)) return;
       if (notice.due) this.#stageRequested = true;
@@ -289,6 +294,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#unsubscribe = () => {
       unsubscribeErrors?.();
       unsubscribeEnqueues();
+      unsubscribeCancels();
       unsubscribeReady?.();
     };
     this.#loop = this.#claimLoop();
@@ -721,6 +727,38 @@ export class Worker<T extends TaskMap = TaskMap> {
         this.#inFlight.delete(key);
         this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });
       }
+    }
+  }
+
+  /**
+   * Between heartbeats: reads whether the running and buffered attempts
+   * still hold their leases (one statement), so a handler whose job another
+   * process cancelled (or a sweeper reclaimed) sees its signal abort within
+   * min(pollMs, 1 s), and such a buffered job is dropped before it starts.
+   */
+  async #checkLeases(): Promise<void> {
+    const running = [...this.#inFlight.values()].filter((a) => a.phase === "running" || a.phase === "buffered");
+    if (running.length === 0) return;
+    let held: Set<string>;
+    try {
+      const items = running.map((a) => ({ id: a.record.id, leaseToken: a.record.leaseToken! }));
+      held = new Set((await this.#docket.adapter.heldLeases({ items })).map((k) => `${k.id}:${k.leaseToken}`));
+    } catch (error) {
+      this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
+      return;
+    }
+    const lost = new Set(running.filter((a) => !held.has(attemptKey(a.record))));
+    this.#abortLost((a) => lost.has(a), "lease lost (cancelled or reclaimed)");
+  }
+
+  /** Aborts the handlers of the running attempts `which` selects (a buffered one never starts), and reports them lost: their leases are gone. */
+  #abortLost(which: (attempt: Attempt) => boolean, reason: string): void {
+    for (const attempt of [...this.#inFlight.values()]) {
+      if ((attempt.phase !== "running" && attempt.phase !== "buffered") || !which(attempt)) continue;
+      const key = attemptKey(attempt.record);
+      attempt.controller.abort(new Error(`lease lost: the job was ${reason.startsWith("cancelled") ? "cancelled" : "cancelled or reclaimed"}`));
+      this.#inFlight.delete(key);
+      this.#emit({ type: "lost", job: toJob(attempt.record), reason });
     }
   }
 

@@ -24,3 +24,17 @@ export async function extendLeases(ctx: StoreContext, params: ExtendLeasesParams
   }
   return kept;
 }
+
+/** See DocketAdapter.heldLeases: one read per BATCH_ROWS leases, fenced like a heartbeat. */
+export async function heldLeases(ctx: StoreContext, params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]> {
+  const held: LeaseKey[] = [];
+  for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
+    const keys = params.items.slice(i, i + BATCH_ROWS);
+    const rows = (await guardMany(ctx.db.selectFrom(ctx.tables.jobs).select(["id", "lease_token"]), "heartbeat", keys).execute()) as {
+      id: number | string;
+      lease_token: string;
+    }[];
+    for (const r of rows) held.push({ id: Number(r.id), leaseToken: r.lease_token });
+  }
+  return held;
+}

@@ -28,7 +28,7 @@ import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
-import { extendLeases } from "./leases.ts";
+import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
@@ -111,6 +111,10 @@ export class KyselyStore implements DocketAdapter {
 
   setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null> {
     return this.#run(() => transition(this.#ctx, "heartbeat", params, { progress: params.progress }));
+  }
+
+  heldLeases(params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]> {
+    return this.#run(() => heldLeases(this.#ctx, params));
   }
 
   complete(params: CompleteParams): Promise<JobRecord | null> {

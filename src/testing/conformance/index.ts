@@ -16,6 +16,7 @@ import { idempotencyCases } from "./idempotency.ts";
 import { transactionCases } from "./transaction.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
+import { cancelReachCases } from "./cancel-reach.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { statementCases } from "./statements.ts";
@@ -46,6 +47,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...transactionCases,
     ...maintenanceCases,
     ...resultCases,
+    ...cancelReachCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
