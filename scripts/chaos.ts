@@ -23,7 +23,8 @@
  * succeeded twice (at most one succeeded event per job); no key or cap
  * exceeded in any snapshot of the live rows (every 100 ms); a job ran again
  * in the same attempt never, and in a later attempt only after a planned
- * failure, a kill of the process that ran it, or its lost lease (counted);
+ * failure, or (counted) after a kill of the process that ran it or its lost
+ * lease, and then not before that lease could have expired;
  * no worker process exited but those killed; producer batches whole or
  * absent, and every returned batch whole. Exits 1 on any violation.
  */
@@ -222,7 +223,7 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
     const failFirst = r < 0.03 ? 9 : r < 0.11 ? 1 : 0;
     const keyed = random() < 0.6;
     const key = `k${Math.floor(random() * KEYS)}`;
-    const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(5, 30)) };
+    const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(20, 200)) };
     return {
       task: "chaos.job",
       payload,
@@ -259,7 +260,7 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
     let restarts = 0;
     while (!done) {
       if (scenario === "kill") {
-        await sleep(between(SHORT ? 500 : 1000, SHORT ? 1500 : 3000));
+        await sleep(between(SHORT ? 300 : 1000, SHORT ? 800 : 3000));
         if (done) break;
         const live = workers.filter((w) => !w.killed);
         const victim = live[Math.floor(random() * live.length)]!;
@@ -361,6 +362,9 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
       const next = list[i]!;
       if (next.attempt <= prev.attempt) violation(`job ${id} ran twice in attempt ${next.attempt} (pids ${prev.pid}, ${next.pid})`);
       else if (prev.attempt <= plan.get(id)!.failFirst) reexecutions.plannedRetries++;
+      // Otherwise the previous holder's lease must have expired first: it ran at least LEASE_MS past its claim,
+      // less the time the job may have waited in its worker's buffer (well under LEASE_MS / 2).
+      else if (next.t - prev.t < LEASE_MS / 2) violation(`job ${id} ran again ${next.t - prev.t} ms after attempt ${prev.attempt} started (pid ${prev.pid}), before its lease could expire`);
       else if ((killedAt.get(prev.pid) ?? -1) >= prev.t) reexecutions.afterKill++;
       else if (lostBy.has(`${id}:${prev.pid}`) || scenario !== "kill") reexecutions.afterLostLease++;
       else violation(`job ${id} ran again (attempt ${next.attempt}, pid ${next.pid}) after attempt ${prev.attempt} (pid ${prev.pid}) without a kill or a lost lease`);
