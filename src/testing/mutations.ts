@@ -268,6 +268,33 @@ export const idempotencyConflictsUnhandled = {
   wrapEngine: (engine: Engine): Engine => ({ ...engine, isUniqueViolation: () => false }),
 };
 
+/** Race mutant (R13): the sweep's list of expired leases is always empty, so a crashed worker's job is never reclaimed. */
+export function expiredLeasesUnlisted(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isTable(fromTable(n), "jobs") && hasPredicate(n.where, LEASE_EXPIRED) ? noRows(n) : n) });
+}
+
+/** Race mutant (R15): staging admits nothing, so a retry (a scheduled row) never becomes ready. */
+export function stagingAdmitsNothing(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isStageSelect(n) ? noRows(n) : n) });
+}
+
+/** A holder's retry write: sets state scheduled and the error, not the attempt, fenced by the lease token (a sweeper's also by expiry). */
+const isRetryUpdate = (n: UpdateQueryNode) => setsState(n) === "scheduled" && updatesColumn(n, "last_error") && !updatesColumn(n, "attempt");
+
+/** Race mutant (R16): the holder's retry write loses its state and lease fence, so it overwrites a concurrent cancel. */
+export function retryUnfenced(): KyselyPlugin {
+  return rewritePlugin({
+    update: (n) => (isRetryUpdate(n) && !hasPredicate(n.where, LEASE_EXPIRED) ? { ...n, where: stripWhere(n.where, [STATE_IN, LEASE_TOKEN]) } : n),
+  });
+}
+
+/** Race mutant (R19): the sweeper's expire write loses its state, token and expiry fence, so two sweepers both move a job. */
+export function expireUnfenced(): KyselyPlugin {
+  return rewritePlugin({
+    update: (n) => (hasPredicate(n.where, LEASE_EXPIRED) ? { ...n, where: stripWhere(n.where, [STATE_IN, LEASE_TOKEN, LEASE_EXPIRED]) } : n),
+  });
+}
+
 /** Race mutant: the engine's units of work run their statements in autocommit, so nothing they lock or write is held together. */
 export function engineWithoutTransactions(engine: Engine): Engine {
   return { ...engine, writeTransaction: (db, fn) => fn(db), writeStatement: (db, fn) => fn(db) };

@@ -10,6 +10,7 @@ import { keyPolicyCases } from "./keys-policy.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
 import { raceCases } from "./races.ts";
+import { lifecycleRaceCases } from "./races-lifecycle.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
@@ -52,6 +53,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...keyPolicyCases,
     ...capCases,
     ...raceCases,
+    ...lifecycleRaceCases,
     ...concurrencyCases,
     ...workerCases,
     ...workerLeaseCases,

@@ -21,18 +21,27 @@ import { engineWithoutTransactions, holdersCountedIn, idempotencyConflictsUnhand
  * (a query rewrite, or an engine whose units of work are not transactions),
  * and for R9 a wrapper around the public `claim`.
  */
-interface Mutant {
+export interface Mutant {
   instrument: InstrumentOptions;
   wrap?: (adapter: DocketAdapter) => void;
 }
-interface Sessions {
+export interface Sessions {
   t: CaseContext;
   hook: StatementHook;
   s1: DocketAdapter;
   s2: DocketAdapter;
 }
 /** A race scenario: returns a description of the violation it observed, or null. */
-type Scenario = (x: Sessions) => Promise<string | null>;
+export type Scenario = (x: Sessions) => Promise<string | null>;
+
+/** A race: its scenario, the guard it pins, and that guard removed. */
+export interface Race {
+  id: string;
+  name: string;
+  scenario: Scenario;
+  guard: string;
+  mutant: Mutant;
+}
 
 /** Mutation: every "transaction" runs its statements in autocommit, so nothing it locks or writes is held together. */
 const noTransaction: Mutant = { instrument: { wrapEngine: engineWithoutTransactions } };
@@ -48,7 +57,8 @@ const REPLAY_UPDATE = /^update [`"]?\w*jobs[`"]? set [`"]attempt[`"] = /i;
 /** The claim's candidate select, which comes after the cap's running count. */
 const CLAIM_CANDIDATES = /^select [`"]id[`"], [`"]task[`"]/i;
 
-async function settle(p: Promise<unknown>, ms = 300): Promise<void> {
+/** Waits until `p` settles or `ms` passed (a statement blocked on a lock does not settle). */
+export async function settle(p: Promise<unknown>, ms = 300): Promise<void> {
   await Promise.race([p.catch(() => undefined), sleep(ms)]);
 }
 
@@ -70,7 +80,7 @@ async function runningJob(t: CaseContext, extra: Partial<ReturnType<typeof newJo
 
 const fenced = (t: CaseContext, j: JobRecord) => ({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() });
 
-const RACES: { id: string; name: string; scenario: Scenario; guard: string; mutant: Mutant }[] = [
+const RACES: Race[] = [
   {
     id: "R1",
     name: "an enqueue that decided to block, racing a finishing holder, is promoted: no lost wakeup",
@@ -299,20 +309,25 @@ async function sessions(t: CaseContext, mutant?: Mutant): Promise<Sessions> {
   return { t, hook, s1, s2 };
 }
 
-export const raceCases: ConformanceCase[] = RACES.flatMap((race) => [
-  {
-    name: `races › ${race.id}: ${race.name}`,
-    async run(t: CaseContext) {
-      const violation = await race.scenario(await sessions(t));
-      assert.equal(violation, null, `${race.id} violated: ${violation}`);
+/** Two cases per race: the scenario holds, and it reports a violation once its guard is removed. */
+export function raceCasesOf(races: readonly Race[]): ConformanceCase[] {
+  return races.flatMap((race) => [
+    {
+      name: `races › ${race.id}: ${race.name}`,
+      async run(t: CaseContext) {
+        const violation = await race.scenario(await sessions(t));
+        assert.equal(violation, null, `${race.id} violated: ${violation}`);
+      },
     },
-  },
-  {
-    name: `races › ${race.id} is caught when ${race.guard} is removed`,
-    async run(t: CaseContext) {
-      const x = await sessions(t, race.mutant);
-      const violation = await race.scenario(x);
-      assert.notEqual(violation, null, `${race.id}: the scenario did not detect the removed guard (${race.guard})`);
+    {
+      name: `races › ${race.id} is caught when ${race.guard} is removed`,
+      async run(t: CaseContext) {
+        const x = await sessions(t, race.mutant);
+        const violation = await race.scenario(x);
+        assert.notEqual(violation, null, `${race.id}: the scenario did not detect the removed guard (${race.guard})`);
+      },
     },
-  },
-]);
+  ]);
+}
+
+export const raceCases: ConformanceCase[] = raceCasesOf(RACES);
