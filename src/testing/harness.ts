@@ -11,6 +11,8 @@ import type { Kysely } from "kysely";
 export interface TestStore {
   /** The table prefix the store's adapters use. */
   readonly tablePrefix: string;
+  /** Where the store lives (a SQLite file, a server URL), for tests that open it from another process. Optional. */
+  readonly location?: string;
   /**
    * A new adapter on its own connection (pool of its own) to this store. Not
    * migrated. `instrument` is passed to the adapter (statement hooks in race tests).

@@ -68,6 +68,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
       admin.pragma("journal_mode = WAL");
       return {
         tablePrefix,
+        location: filename,
         connect: async (o?: ConnectOptions): Promise<DocketAdapter> => sqliteAdapter({ filename, tablePrefix, ...o }),
         execute: async (sql) => void admin.exec(sql.replaceAll("{jobs}", `${tablePrefix}jobs`)),
         close: async () => void admin.close(),
@@ -101,6 +102,7 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
+        location: url,
         connect: async (o?: ConnectOptions) => postgresAdapter({ connectionString: url, tablePrefix, max: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
@@ -134,6 +136,7 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
+        location: url,
         connect: async (o?: ConnectOptions) => mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4, ...o }),
         execute: async (sql) => void (await admin.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
         close: async () => undefined,
