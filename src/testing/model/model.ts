@@ -39,6 +39,8 @@ export interface ModelJob {
   /** The key's policy when full at admission, or null. */
   onConflict: "block" | "discard" | null;
   timeoutMs: number | null;
+  /** The idempotency key the job holds, or null. */
+  idempotencyKey: string | null;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -59,6 +61,7 @@ export const MODEL_FIELDS = [
   "concurrencyKey",
   "onConflict",
   "timeoutMs",
+  "idempotencyKey",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -179,6 +182,7 @@ export interface ModelNewJob {
   maxAttempts: number;
   concurrency?: { key: string; limit: number; onConflict: "block" | "discard" } | null;
   timeoutMs?: number | null;
+  idempotencyKey?: string | null;
 }
 
 export interface ModelQueueControl {
@@ -212,8 +216,13 @@ export class ReferenceModel {
   readonly queueControls = new Map<string, ModelQueueControl>();
   readonly taskControls = new Map<string, ModelTaskControl>();
 
-  /** Adds jobs under the ids the adapter assigned (the model does not predict ids). */
-  enqueue(jobs: readonly ModelNewJob[], ids: readonly number[], now: number): ModelJob[] {
+  /**
+   * Adds jobs under the ids the adapter assigned (the model does not predict
+   * ids), in input order. A job whose idempotency key a job holds (also an
+   * earlier one of this call) is not added: its result is the holder, with
+   * `created: false`.
+   */
+  enqueue(jobs: readonly ModelNewJob[], ids: readonly number[], now: number): (ModelJob & { created: boolean })[] {
     const limits = new Map<string, number>();
     for (const j of jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
     for (const key of [...limits.keys()].sort()) {
@@ -221,6 +230,8 @@ export class ReferenceModel {
       this.rebalance(key, now);
     }
     return jobs.map((j, i) => {
+      const holder = j.idempotencyKey ? [...this.jobs.values()].find((h) => h.idempotencyKey === j.idempotencyKey) : undefined;
+      if (holder) return { ...holder, created: false };
       const job: ModelJob = {
         id: ids[i]!,
         task: j.task,
@@ -238,6 +249,7 @@ export class ReferenceModel {
         concurrencyKey: j.concurrency?.key ?? null,
         onConflict: j.concurrency?.onConflict ?? null,
         timeoutMs: j.timeoutMs ?? null,
+        idempotencyKey: j.idempotencyKey ?? null,
       };
       const c = j.concurrency;
       if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
@@ -245,7 +257,7 @@ export class ReferenceModel {
         else Object.assign(job, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
       }
       this.jobs.set(job.id, job);
-      return { ...job };
+      return { ...job, created: true };
     });
   }
 

@@ -1,5 +1,5 @@
 import type { AsyncCommand } from "fast-check";
-import { expectSameList, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { expectSameList, expectSameStore, fail, type ModelState, type RealSystem } from "./context.ts";
 
 export interface EnqueueSpec {
   queue: string;
@@ -10,6 +10,8 @@ export interface EnqueueSpec {
   task: string;
   /** A concurrency key (its limit and onConflict), or null. */
   concurrency: { key: string; limit: number; onConflict: "block" | "discard" } | null;
+  /** An idempotency key, or null. */
+  idempotencyKey?: string | null;
 }
 
 /** enqueue(jobs): all stored in one transaction, in input order. */
@@ -29,14 +31,18 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
       maxAttempts: j.maxAttempts,
       backoff: null,
       concurrency: j.concurrency,
+      idempotencyKey: j.idempotencyKey ?? null,
     }));
     const got = await r.adapter.enqueue({ jobs, now: m.now });
     const modelled = m.store.enqueue(jobs, got.map((g) => g.id), m.now);
     expectSameList(this.toString(), modelled, got);
+    const created = (list: readonly { created: boolean }[]) => list.map((x) => x.created).join(",");
+    if (created(modelled) !== created(got)) fail(this.toString(), [`created: model ${created(modelled)} ≠ actual ${created(got)}`]);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
-    const key = (j: EnqueueSpec) => (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "");
+    const key = (j: EnqueueSpec) =>
+      (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "");
     return `enqueue(${this.jobs.map((j) => `${j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
   }
 }

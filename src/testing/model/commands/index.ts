@@ -10,6 +10,7 @@ import { HeartbeatCommand } from "./heartbeat.ts";
 import { ReclaimCommand } from "./reclaim.ts";
 import { ReleaseCommand } from "./release.ts";
 import { ReplayCommand } from "./replay.ts";
+import { ReplayDeadCommand } from "./replay-dead.ts";
 import type { ModelState, RealSystem } from "./context.ts";
 
 export { ModelState, type RealSystem, expectSame, expectSameList, expectSameStore } from "./context.ts";
@@ -25,6 +26,7 @@ export {
   ReclaimCommand,
   ReleaseCommand,
   ReplayCommand,
+  ReplayDeadCommand,
 };
 export { expiryPlan } from "./reclaim.ts";
 
@@ -68,6 +70,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
         maxAttempts: fc.integer({ min: 1, max: 3 }),
         task: fc.constantFrom(...TASKS),
         concurrency,
+        idempotencyKey: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom("i1", "i2", "i3") }),
       }),
       { minLength: 1, maxLength: 3 },
     )
@@ -87,6 +90,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
       w(1, fc.tuple(jobPick, tokenPick).map(([j, t]) => new ReleaseCommand(j, t))),
       w(1, jobPick.map((j) => new CancelCommand(j))),
       w(1, jobPick.map((j) => new ReplayCommand(j))),
+      w(1, fc.tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<string | null>(null, "a")).map(([l, q]) => new ReplayDeadCommand(l, q))),
       w(3, controlChange.map((c) => new ControlCommand(c))),
       w(1, fc.constantFrom(0, 700).map((r) => new ReclaimCommand(r))),
       w(2, fc.constantFrom(300, 700, MODEL_LEASE_MS + 1).map((ms) => new AdvanceClockCommand(ms))),
