@@ -230,6 +230,7 @@ function withStatesIn(node: OperationNode, states: readonly string[]): Operation
 }
 
 const KEY_EQ: PredicateShape = { column: "concurrency_key", operator: "=" };
+const IDEMPOTENCY_EQ: PredicateShape = { column: "idempotency_key", operator: "=" };
 /** A key's holder count: `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`. */
 const isHolderCount = (n: SelectQueryNode) =>
   isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_IN) && (n.selections ?? []).length === 1 && n.selections![0]!.selection.kind === "AliasNode";
@@ -434,6 +435,25 @@ export const MUTATIONS: readonly Mutation[] = [
                 ),
               }
             : n,
+      }),
+    ],
+  },
+  {
+    id: "idempotency-holder-unread",
+    description:
+      "an enqueue with an idempotency key never finds the key's holder (its lookup reads nothing): a held key makes the enqueue fail " +
+      "instead of returning the holder with created false",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isTable(fromTable(n), "jobs") && hasPredicate(n.where, IDEMPOTENCY_EQ) ? noRows(n) : n) })],
+  },
+  {
+    id: "replay-dead-any-state",
+    description: "replay without its state predicate (bulk replay's pick, and the replay UPDATE of single and bulk replays): finished jobs that are not dead are replayed",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({
+        select: (n) => (isDeadPick(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+        update: (n) => (isReplayUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
       }),
     ],
   },
