@@ -14,7 +14,7 @@
  *                 `PRAGMA integrity_check` at the end.
  *  - connections: (PostgreSQL, MariaDB) every 0.5–2 s every connection of
  *                 the workers is terminated by the server.
- *  - restart:     (PostgreSQL) a PostgreSQL cluster this script starts on
+ *  - restart:     (PostgreSQL, MariaDB) a server this script starts on
  *                 another port (never the shared one) is restarted twice mid-run.
  *  - producer:    2 producers enqueue batches of 25 with enqueueMany and are
  *                 SIGKILLed every 0.2–0.8 s, often inside a call.
@@ -78,7 +78,7 @@ const random = () => {
 };
 const between = (a: number, b: number) => a + random() * (b - a);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const applicable: Record<AdapterName, Scenario[]> = { sqlite: ["kill", "producer"], postgres: ["kill", "connections", "restart", "producer"], mysql: ["kill", "connections", "producer"] };
+const applicable: Record<AdapterName, Scenario[]> = { sqlite: ["kill", "producer"], postgres: ["kill", "connections", "restart", "producer"], mysql: ["kill", "connections", "restart", "producer"] };
 const scenarios = args.scenario === "all" ? applicable[adapterName] : [args.scenario as Scenario];
 for (const s of scenarios) {
   if (!applicable[adapterName].includes(s)) {
@@ -142,8 +142,11 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
   }
   const mysql = (await import("mysql2/promise")).default;
   const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
+  const { startPrivateMariadb } = await import("../test/support/private-mariadb.ts");
+  const server = scenario === "restart" ? await startPrivateMariadb() : null;
+  const root = server ? server.url : MYSQL_URL;
   const admin = async <T>(fn: (c: Awaited<ReturnType<typeof mysql.createConnection>>) => Promise<T>) => {
-    const c = await mysql.createConnection({ uri: MYSQL_URL });
+    const c = await mysql.createConnection({ uri: root });
     try {
       return await fn(c);
     } finally {
@@ -151,7 +154,7 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
     }
   };
   await admin((c) => c.query(`CREATE DATABASE ${database}`));
-  const u = new URL(MYSQL_URL);
+  const u = new URL(root);
   u.pathname = `/${database}`;
   const target = u.toString();
   return {
@@ -164,7 +167,11 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
         for (const r of rows) await c.query(`KILL ${Number(r.id)}`).catch(() => undefined);
         return rows.length;
       }),
-    dispose: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${database}`)).then(() => undefined),
+    restart: server ? () => server.restart() : undefined,
+    dispose: async () => {
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${database}`)).catch(() => undefined);
+      await server?.destroy();
+    },
   };
 }
 
