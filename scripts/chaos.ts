@@ -99,6 +99,13 @@ interface Store {
   dispose(): Promise<void>;
 }
 
+/** `url` with its database path replaced by `database`. */
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
 let stores = 0;
 async function openStore(scenario: Scenario, dir: string): Promise<Store> {
   const prefix = `chaos${stores++}_`;
@@ -125,9 +132,7 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
       }
     };
     await admin(`CREATE DATABASE ${database}`);
-    const u = new URL(root);
-    u.pathname = `/${database}`;
-    const target = u.toString();
+    const target = withDatabase(root, database);
     return {
       target,
       prefix,
@@ -154,9 +159,7 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
     }
   };
   await admin((c) => c.query(`CREATE DATABASE ${database}`));
-  const u = new URL(root);
-  u.pathname = `/${database}`;
-  const target = u.toString();
+  const target = withDatabase(root, database);
   return {
     target,
     prefix,

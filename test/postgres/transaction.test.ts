@@ -3,20 +3,13 @@ import pg from "pg";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
+import { until } from "../support/until.ts";
 
 const created = await createPgTestDatabase("docket_tx", "the postgres transactional enqueue tests");
 const url = created?.url ?? null;
 afterAll(async () => {
   if (created) await dropPgDatabase(PG_URL, created.database);
 });
-
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /**
  * Issue 10 item 2 on PostgreSQL: enqueue with a plain `pg` client inside

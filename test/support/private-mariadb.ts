@@ -1,9 +1,9 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./private-postgres.ts";
 
 const run = promisify(execFile);
 
@@ -21,19 +21,6 @@ export interface PrivateMariadb {
   restart(): Promise<void>;
   /** Stops the server and deletes its directory. */
   destroy(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = 40_000 + Math.floor(Math.random() * 10_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once("error", () => resolve(false));
-      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error("no free port found");
 }
 
 export async function startPrivateMariadb(): Promise<PrivateMariadb> {

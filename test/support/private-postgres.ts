@@ -32,7 +32,8 @@ export function postgresBinDir(): string | null {
   return versions.length > 0 ? join(root, versions[0]!, "bin") : null;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort(): Promise<number> {
   for (let i = 0; i < 50; i++) {
     const port = 40_000 + Math.floor(Math.random() * 10_000);
     const free = await new Promise<boolean>((resolve) => {
@@ -42,7 +43,7 @@ async function freePort(): Promise<number> {
     });
     if (free) return port;
   }
-  throw new Error("no free port found for a private PostgreSQL server");
+  throw new Error("no free port found for a private server");
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
