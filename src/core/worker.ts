@@ -512,13 +512,12 @@ export class Worker<T extends TaskMap = TaskMap> {
     free();
     if (!this.#inFlight.has(attemptKey(record))) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
-    const failure = "failure" in ran ? ran.failure : null;
     const outcome: Outcome =
       "result" in ran
         ? { kind: "succeeded", result: ran.result }
         : this.#stopping && controller.signal.aborted && !isTimeout(controller.signal)
           ? { kind: "released" }
-          : { kind: "failed", error: failure! };
+          : { kind: "failed", error: ran.failure };
     await this.#record(attempt, outcome);
   }
 
@@ -714,20 +713,14 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
       return;
     }
+    const missed = new Set<Attempt>();
     for (const attempt of attempts) {
-      const key = attemptKey(attempt.record);
-      if (kept.has(key)) {
-        attempt.leaseExpiresAt = leaseExpiresAt;
-        continue;
-      }
-      // Lost only while the handler still runs (or waits in the buffer): a completion that committed
-      // while this heartbeat was in flight also makes it miss, and a retried write finds out itself.
-      if ((attempt.phase === "running" || attempt.phase === "buffered") && this.#inFlight.get(key) === attempt) {
-        attempt.controller.abort(new Error("lease lost: the job was cancelled or reclaimed"));
-        this.#inFlight.delete(key);
-        this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease lost at heartbeat" });
-      }
+      if (kept.has(attemptKey(attempt.record))) attempt.leaseExpiresAt = leaseExpiresAt;
+      else missed.add(attempt);
     }
+    // Lost only while the handler still runs (or waits in the buffer): a completion that committed
+    // while this heartbeat was in flight also makes it miss, and a retried write finds out itself.
+    this.#abortLost((a) => missed.has(a), "lease lost at heartbeat");
   }
 
   /**
@@ -756,7 +749,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     for (const attempt of [...this.#inFlight.values()]) {
       if ((attempt.phase !== "running" && attempt.phase !== "buffered") || !which(attempt)) continue;
       const key = attemptKey(attempt.record);
-      attempt.controller.abort(new Error(`lease lost: the job was ${reason.startsWith("cancelled") ? "cancelled" : "cancelled or reclaimed"}`));
+      attempt.controller.abort(new Error(`lease lost: the job was ${reason === "cancelled" ? "cancelled" : "cancelled or reclaimed"}`));
       this.#inFlight.delete(key);
       this.#emit({ type: "lost", job: toJob(attempt.record), reason });
     }

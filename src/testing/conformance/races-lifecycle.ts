@@ -21,10 +21,9 @@ const FAILURE_WRITE = /^update [`"]?\w*jobs[`"]? set [`"]lease_token[`"]/i;
 /** A replay's write. */
 const REPLAY_WRITE = /^update [`"]?\w*jobs[`"]? set [`"]attempt[`"] = /i;
 
-const noTransactions = (e: Parameters<typeof engineWithoutTransactions>[0]) => engineWithoutTransactions(e);
 /** The claim without its state guard and without its row locks. */
 const claimUnguarded: Mutant = {
-  instrument: { plugins: [...mutationById("claim-any-state").plugins!(), ...mutationById("claim-unlocked-no-recheck").plugins!()], wrapEngine: noTransactions },
+  instrument: { plugins: [...mutationById("claim-any-state").plugins!(), ...mutationById("claim-unlocked-no-recheck").plugins!()], wrapEngine: engineWithoutTransactions },
 };
 const claimOf = (a: DocketAdapter, now: number) => a.claim({ queues: ["default"], limit: 5, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS, stage: false });
 
@@ -110,7 +109,7 @@ const LIFECYCLE_RACES: Race[] = [
     id: "R16",
     name: "a retry write racing a cancel does not overwrite the cancel",
     guard: "the retry's state and lease fence",
-    mutant: { instrument: { plugins: [retryUnfenced()], wrapEngine: noTransactions } },
+    mutant: { instrument: { plugins: [retryUnfenced()], wrapEngine: engineWithoutTransactions } },
     async scenario({ t, hook, s1, s2 }) {
       const job = await insert(t);
       const [running] = await claimOf(t.adapter, t.clock.now());
@@ -132,7 +131,7 @@ const LIFECYCLE_RACES: Race[] = [
     id: "R17",
     name: "two concurrent replays of one dead job: exactly one replays it",
     guard: "the replay's state guard (dead only)",
-    mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: noTransactions } },
+    mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: engineWithoutTransactions } },
     async scenario({ t, hook, s1, s2 }) {
       const dead = await jobInState(t, "dead");
       const now = t.clock.now();
@@ -150,7 +149,7 @@ const LIFECYCLE_RACES: Race[] = [
     id: "R19",
     name: "two sweepers expiring one lease: exactly one moves the job",
     guard: "the expire's state, token and expiry fence",
-    mutant: { instrument: { plugins: [expireUnfenced()], wrapEngine: noTransactions } },
+    mutant: { instrument: { plugins: [expireUnfenced()], wrapEngine: engineWithoutTransactions } },
     async scenario({ t, hook, s1, s2 }) {
       const job = await insert(t);
       const [running] = await claimOf(t.adapter, t.clock.now());
