@@ -6,6 +6,12 @@
  *   npm run test:mutations                              # everything
  *   npm run test:mutations -- --mutation lease-token-unchecked --adapter mysql
  *   DOCKET_PROPERTY_RUNS=500 npm run test:mutations     # more runs per property
+ *   npm run test:mutations -- --repeat 20               # the gate: each mutation caught in >= 19 of 20 independent runs
+ *
+ * With --repeat N, every mutation and adapter is run N times, each with
+ * fresh seeds and a fresh database; the table gives the catch count out of
+ * N and the spread of runs to the counterexample, and the script fails when
+ * any count is below 95% of N.
  */
 import { checkModel, checkSchedules, failureReport } from "../src/testing/property.ts";
 import { MUTATIONS, type Mutation } from "../src/testing/mutations.ts";
@@ -96,27 +102,30 @@ async function main(): Promise<void> {
     }
     return;
   }
+  const repeat = Number(arg("repeat") ?? "1");
+  if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a positive integer, got ${arg("repeat")}`);
   const rows: Row[] = [];
   const started = Date.now();
   try {
-    for (const m of mutations) {
-      for (const a of adapters) {
-        const row = await runOne(m, a);
-        rows.push(row);
-        console.log(`${row.verdict.padEnd(8)} ${m.id} on ${a}${row.by ? ` (${row.by})` : ""}${row.detail ? `: ${row.detail}` : ""}`);
+    for (let round = 1; round <= repeat; round++) {
+      for (const m of mutations) {
+        for (const a of adapters) {
+          const row = await runOne(m, a);
+          rows.push(row);
+          const at = repeat > 1 ? `[${round}/${repeat}] ` : "";
+          console.log(`${at}${row.verdict.padEnd(8)} ${m.id} on ${a}${row.by ? ` (${row.by}, ${row.runs} runs)` : ""}${row.detail ? `: ${row.detail}` : ""}`);
+        }
       }
     }
   } finally {
     await dropPropertyDatabases(adapters);
   }
-  const header = ["mutation", "adapter", "verdict", "caught by", "runs to counterexample", "seconds"];
-  const table = rows.map((r) => [r.mutation, r.adapter, r.verdict, r.verdict === "n/a" ? "" : r.by, r.runs, r.seconds]);
-  console.log(`\n| ${header.join(" | ")} |\n|${header.map(() => "---").join("|")}|`);
-  for (const t of table) console.log(`| ${t.join(" | ")} |`);
+  if (repeat === 1) printTable(rows);
+  else printCounts(rows, repeat);
   const na = rows.filter((r) => r.verdict === "n/a");
   if (na.length > 0) {
     console.log("\nNot applicable:");
-    for (const m of new Set(na.map((r) => r.mutation))) console.log(`- ${m} on ${na.filter((r) => r.mutation === m).map((r) => r.adapter).join(", ")}: ${MUTATIONS.find((x) => x.id === m)?.notApplicableBecause}`);
+    for (const m of new Set(na.map((r) => r.mutation))) console.log(`- ${m} on ${[...new Set(na.filter((r) => r.mutation === m).map((r) => r.adapter))].join(", ")}: ${MUTATIONS.find((x) => x.id === m)?.notApplicableBecause}`);
   }
   const schedulesOnly = mutations.filter((m) => m.schedulesOnly);
   if (schedulesOnly.length > 0) {
@@ -126,7 +135,59 @@ async function main(): Promise<void> {
   const survived = rows.filter((r) => r.verdict === "SURVIVED");
   const skipped = rows.filter((r) => r.verdict === "skipped");
   console.log(`\n${rows.filter((r) => r.verdict === "caught").length} caught, ${survived.length} survived, ${na.length} n/a, ${skipped.length} skipped in ${secs(started)} s`);
-  if (survived.length > 0 || (skipped.length > 0 && process.env.DOCKET_REQUIRE_ALL_ADAPTERS === "1")) process.exitCode = 1;
+  const required = Math.ceil(0.95 * repeat);
+  const short = groups(rows).filter((g) => g.applicable && g.caught < required);
+  if (repeat > 1 && short.length > 0) console.log(`below ${required}/${repeat}: ${short.map((g) => `${g.mutation} on ${g.adapter} (${g.caught})`).join(", ")}`);
+  if (short.length > 0 || (skipped.length > 0 && process.env.DOCKET_REQUIRE_ALL_ADAPTERS === "1")) process.exitCode = 1;
+}
+
+function printTable(rows: Row[]): void {
+  const header = ["mutation", "adapter", "verdict", "caught by", "runs to counterexample", "seconds"];
+  const table = rows.map((r) => [r.mutation, r.adapter, r.verdict, r.verdict === "n/a" ? "" : r.by, r.runs, r.seconds]);
+  console.log(`\n| ${header.join(" | ")} |\n|${header.map(() => "---").join("|")}|`);
+  for (const t of table) console.log(`| ${t.join(" | ")} |`);
+}
+
+interface Group {
+  mutation: string;
+  adapter: string;
+  applicable: boolean;
+  caught: number;
+  rows: Row[];
+}
+
+/** Rows grouped by mutation and adapter, in first-seen order. */
+function groups(rows: Row[]): Group[] {
+  const out = new Map<string, Group>();
+  for (const r of rows) {
+    const k = `${r.mutation} ${r.adapter}`;
+    const g = out.get(k) ?? { mutation: r.mutation, adapter: r.adapter, applicable: r.verdict !== "n/a" && r.verdict !== "skipped", caught: 0, rows: [] };
+    g.rows.push(r);
+    if (r.verdict === "caught") g.caught++;
+    out.set(k, g);
+  }
+  return [...out.values()];
+}
+
+function printCounts(rows: Row[], repeat: number): void {
+  const header = ["mutation", "adapter", `caught of ${repeat}`, "caught by", "runs to counterexample (min / median / max)", "seconds (median)"];
+  console.log(`\n| ${header.join(" | ")} |\n|${header.map(() => "---").join("|")}|`);
+  for (const g of groups(rows)) {
+    if (!g.applicable) {
+      console.log(`| ${g.mutation} | ${g.adapter} | ${g.rows[0]!.verdict} | | | |`);
+      continue;
+    }
+    const caught = g.rows.filter((r) => r.verdict === "caught");
+    const runs = caught.map((r) => Number(r.runs)).sort((a, b) => a - b);
+    const seconds = g.rows.map((r) => Number(r.seconds)).sort((a, b) => a - b);
+    const by = [...new Set(caught.map((r) => r.by))].join(", ");
+    const spread = runs.length === 0 ? "" : `${runs[0]} / ${median(runs)} / ${runs[runs.length - 1]}`;
+    console.log(`| ${g.mutation} | ${g.adapter} | ${g.caught}/${repeat} | ${by} | ${spread} | ${median(seconds)} |`);
+  }
+}
+
+function median(xs: number[]): number {
+  return xs.length === 0 ? 0 : xs[Math.floor((xs.length - 1) / 2)]!;
 }
 
 await main();

@@ -45,8 +45,10 @@ export interface OperationEvent {
    * move (stage, stageBlocked, unblock at `now`) happen inside the call.
    */
   admits?: { now: number; keys: "all" | string[] };
-  /** For an enqueue: the stored records (their state is the admission's decision). */
+  /** For an enqueue: the records it created (their state is the admission's decision). */
   created?: JobRecord[];
+  /** For an enqueue: per job asked for, its idempotency key, the id returned, whether this call created it, and the key the returned row holds. */
+  enqueued?: { idempotencyKey: string | null; id: number; created: boolean; heldKey: string | null }[];
   /** For a queue control change: what it set. */
   control?: { queue: string; paused: boolean };
 }
@@ -160,30 +162,66 @@ export const historyInvariants: Invariant[] = [
   },
   {
     id: "I6",
-    name: "once: a job's terminal transition is accepted at most once",
+    name: "once: a job's terminal transition is accepted at most once per run it is given (the first, and one after each accepted replay)",
     check: (run) => {
       const count = new Map<number, string[]>();
+      const replays = new Map<number, number>();
       for (const o of operations(run)) {
         for (const e of o.effects) {
-          if (e.result !== null && isTerminal(e.result.state)) count.set(e.id, [...(count.get(e.id) ?? []), o.label]);
+          if (e.result === null) continue;
+          if (e.op.kind === "replay") replays.set(e.id, (replays.get(e.id) ?? 0) + 1);
+          else if (isTerminal(e.result.state)) count.set(e.id, [...(count.get(e.id) ?? []), o.label]);
         }
       }
-      return [...count].filter(([, l]) => l.length > 1).map(([id, l]) => `job #${id} finished ${l.length} times: ${l.join("; ")}`);
+      return [...count]
+        .filter(([id, l]) => l.length > 1 + (replays.get(id) ?? 0))
+        .map(([id, l]) => `job #${id} finished ${l.length} times after ${replays.get(id) ?? 0} replay(s): ${l.join("; ")}`);
     },
   },
   {
-    id: "I7",
-    name: "cancel vs claim: no claim that began after a job's cancel was accepted returns that job",
+    id: "I8",
+    name: "idempotency: one job per key (nothing releases a key during a run); every enqueue with the key returns that job, created by at most one call",
     check: (run) => {
       const out: string[] = [];
-      const ops = operations(run);
-      for (const o of ops) {
-        for (const e of o.effects) {
-          if (e.op.kind !== "cancel" || e.result === null) continue;
-          for (const c of ops) {
-            if (c.start > o.end && c.effects.some((x) => x.id === e.id && x.op.kind === "claim")) out.push(`job #${e.id} was cancelled by ${o.label}, then ${c.label} claimed it`);
-          }
+      const holders = new Map<string, number[]>();
+      for (const j of run.final) if (j.idempotencyKey !== null) holders.set(j.idempotencyKey, [...(holders.get(j.idempotencyKey) ?? []), j.id]);
+      for (const [key, ids] of holders) if (ids.length > 1) out.push(`key ${key} is held by ${ids.length} jobs [${ids.join(",")}]`);
+      const setupHolder = new Map(run.initial.filter((j) => j.idempotencyKey !== null).map((j) => [j.idempotencyKey!, j.id]));
+      const creators = new Map<string, string[]>();
+      for (const o of operations(run)) {
+        for (const e of o.enqueued ?? []) {
+          if (e.idempotencyKey === null) continue;
+          const holder = holders.get(e.idempotencyKey)?.[0];
+          if (e.id !== holder) out.push(`${o.label} returned job #${e.id}, but key ${e.idempotencyKey} is held by #${holder ?? "nobody"}`);
+          if (e.heldKey !== e.idempotencyKey) out.push(`${o.label} returned job #${e.id} holding key ${e.heldKey}, not ${e.idempotencyKey}`);
+          if (e.created) creators.set(e.idempotencyKey, [...(creators.get(e.idempotencyKey) ?? []), o.label]);
         }
+      }
+      for (const [key, labels] of creators) {
+        if (labels.length > 1) out.push(`key ${key} was created by ${labels.length} enqueues: ${labels.join("; ")}`);
+        if (setupHolder.has(key)) out.push(`key ${key}, held by #${setupHolder.get(key)} before the run, was created again by ${labels.join("; ")}`);
+      }
+      return out;
+    },
+  },
+  {
+    id: "I9",
+    name: "replay: a dead job is re-enqueued once per time it died, however many replays race (each needs it dead again)",
+    check: (run) => {
+      const out: string[] = [];
+      const replays = new Map<number, string[]>();
+      const deaths = new Map<number, number>();
+      for (const j of run.initial) if (j.state === "dead") deaths.set(j.id, 1);
+      for (const o of operations(run)) {
+        for (const e of o.effects) {
+          if (e.result === null) continue;
+          if (e.op.kind === "replay") replays.set(e.id, [...(replays.get(e.id) ?? []), o.label]);
+          else if (e.result.state === "dead") deaths.set(e.id, (deaths.get(e.id) ?? 0) + 1);
+        }
+      }
+      for (const [id, labels] of replays) {
+        const died = deaths.get(id) ?? 0;
+        if (labels.length > died) out.push(`job #${id} was replayed ${labels.length} times (${labels.join("; ")}) but was dead only ${died} time(s)`);
       }
       return out;
     },

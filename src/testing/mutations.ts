@@ -40,6 +40,7 @@ export interface Mutation {
   readonly notApplicableBecause?: string;
   readonly plugins?: () => KyselyPlugin[];
   readonly wrapDialect?: (d: Dialect) => Dialect;
+  readonly wrapEngine?: (e: Engine) => Engine;
   /**
    * Set when the mutation also changes sequential behaviour that the model
    * test would flag for a reason other than the removed protection; the
@@ -251,11 +252,12 @@ const isDeadPick = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && sele
 /** A replay's UPDATE: the only write that sets state scheduled AND the attempt (a retry sets scheduled, not the attempt). */
 const isReplayUpdate = (n: UpdateQueryNode) => setsState(n) === "scheduled" && updatesColumn(n, "attempt");
 
-/** Race mutant: bulk replay picks dead jobs without locking them and writes them without the replay's `state IN (dead)` guard. */
+const ID_IN: PredicateShape = { column: "id", operator: "in" };
+/** Race mutant: bulk replay picks dead jobs without locking them and writes them (`id IN …`) without the replay's `state IN (dead)` guard; a single replay keeps its guard. */
 export function replayUnlockedUnguarded(): KyselyPlugin {
   return rewritePlugin({
     select: (n) => (isDeadPick(n) ? withoutRowLocks(n) : n),
-    update: (n) => (isReplayUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+    update: (n) => (isReplayUpdate(n) && hasPredicate(n.where, ID_IN) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
   });
 }
 
@@ -456,6 +458,23 @@ export const MUTATIONS: readonly Mutation[] = [
         update: (n) => (isReplayUpdate(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
       }),
     ],
+  },
+  {
+    id: "idempotency-conflict-unhandled",
+    description:
+      "an enqueue that meets a key another transaction just took fails on the key's uniqueness instead of returning the holder: " +
+      "the jobs INSERT loses `ON CONFLICT DO NOTHING` (PostgreSQL) and the engine no longer recognises a duplicate key (MySQL)",
+    appliesTo: (a) => a.skipLocked,
+    notApplicableBecause: "SQLite's single writer runs the holder lookup and the insert of one enqueue with no other writer between them",
+    plugins: idempotencyConflictsUnhandled.plugins,
+    wrapEngine: idempotencyConflictsUnhandled.wrapEngine,
+  },
+  {
+    id: "replay-unlocked-unguarded",
+    description: "bulk replay picks dead jobs without locking them (`FOR UPDATE SKIP LOCKED` dropped) and replays them without `state IN (dead)`: two replays both replay a job",
+    appliesTo: (a) => a.skipLocked,
+    notApplicableBecause: "SQLite's single writer runs one replay's pick and update with no other writer between them",
+    plugins: () => [replayUnlockedUnguarded()],
   },
 ];
 

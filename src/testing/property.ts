@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { allInvariants, checkInvariants, type Invariant } from "./invariants.ts";
 import { ModelState, modelCommands } from "./model/commands/index.ts";
-import { T0, describeScenario, runScenario, scenarioArbitrary, type ScheduleEnv } from "./schedule/concurrent.ts";
+import { T0, describeScenario, runScenario, type ScheduleEnv } from "./schedule/concurrent.ts";
+import { scenarioArbitrary } from "./schedule/scenarios.ts";
 
 /**
  * The property suite, runner-agnostic (vitest, `deno test` and

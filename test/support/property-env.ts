@@ -38,6 +38,7 @@ function instrumentFor(statements: StatementScheduler, label: string, mutation: 
   const plugins: KyselyPlugin[] = mutation?.plugins?.() ?? [];
   return {
     plugins,
+    ...(mutation?.wrapEngine ? { wrapEngine: mutation.wrapEngine } : {}),
     wrapDialect: (d: Dialect) =>
       scheduledDialect(mutation?.wrapDialect ? mutation.wrapDialect(d) : d, { scheduler: statements, connection: label, ...(identify ? { identify } : {}) }),
   };

@@ -1,4 +1,4 @@
-import fc from "fast-check";
+import type fc from "fast-check";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { HandlerEvent, HistoryEvent, OperationEvent, RunLimits, RunRecord } from "../invariants.ts";
@@ -18,7 +18,7 @@ export const LEASE_MS = 1_000;
 export const SKEWS = [0, 1_500] as const;
 
 /** How a job is set up before the concurrent phase. */
-export type JobStart = "ready" | "future" | "running-live" | "running-expired";
+export type JobStart = "ready" | "future" | "running-live" | "running-expired" | "dead";
 export interface JobSetup {
   readonly start: JobStart;
   readonly priority: number;
@@ -28,12 +28,16 @@ export interface JobSetup {
   readonly task: string;
   /** A concurrency key (its limit is the scenario's), or null. */
   readonly key: string | null;
+  /** An idempotency key (IDEMPOTENCY_KEYS), or null; at most one setup job holds each. */
+  readonly idempotencyKey: string | null;
 }
 
 /** The queues of a scenario; every claim asks for all of them. */
 export const QUEUES = ["qa", "qb", "qc"] as const;
 export const TASKS = ["t", "u"] as const;
 export const KEYS = ["k1", "k2"] as const;
+/** Idempotency keys; a key holds for the whole run (nothing is purged). */
+export const IDEMPOTENCY_KEYS = ["i1", "i2"] as const;
 /** The queue whose pause the scenario and the pause/resume steps toggle. */
 export const PAUSABLE = "qb";
 
@@ -59,7 +63,16 @@ export type WorkerStep =
   | { readonly kind: "sweep" }
   | { readonly kind: "cancel"; readonly job: number }
   /** Enqueues one ready job (racing claims, completions and other enqueues of its key). */
-  | { readonly kind: "enqueue"; readonly queue: number; readonly task: string; readonly key: string | null; readonly priority: number }
+  | {
+      readonly kind: "enqueue";
+      readonly queue: number;
+      readonly task: string;
+      readonly key: string | null;
+      readonly priority: number;
+      readonly idempotencyKey: string | null;
+    }
+  /** Bulk replay of the dead jobs that died by the worker's now (racing other replays, claims of replayed jobs). */
+  | { readonly kind: "replayDead"; readonly limit: number }
   /** Pauses or resumes qb. */
   | { readonly kind: "pause"; readonly paused: boolean };
 
@@ -72,62 +85,6 @@ export interface Scenario {
   readonly jobs: readonly JobSetup[];
   readonly controls: ScenarioControls;
   readonly workers: readonly WorkerProgram[];
-}
-
-const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "crash");
-const keyArb = fc.constantFrom<string | null>(null, null, "k1", "k1", "k2");
-/** qa (the cappable queue) twice as often, so that concurrent claims meet its cap. */
-const queue = fc.constantFrom(0, 0, 1, 2);
-
-/**
- * Random scenarios: 1–4 jobs (some keyed, in three queues, two tasks),
- * controls (key limits 1–2, a cap on qa, a cap on task u, qb paused or
- * not), 2–`maxWorkers` workers of 1–2 steps each.
- */
-export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
-  return fc.integer({ min: 1, max: 5 }).chain((n) => {
-    const job = fc.nat({ max: n - 1 });
-    const step: fc.Arbitrary<WorkerStep> = fc.oneof(
-      { weight: 5, arbitrary: fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome }) },
-      { weight: 3, arbitrary: fc.record({ kind: fc.constant("hold" as const), job, outcome }) },
-      { weight: 2, arbitrary: fc.record({ kind: fc.constant("sweep" as const) }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), job }) },
-      {
-        weight: 2,
-        arbitrary: fc.record({
-          kind: fc.constant("enqueue" as const),
-          queue,
-          task: fc.constantFrom(...TASKS),
-          key: keyArb,
-          priority: fc.integer({ min: 0, max: 1 }),
-        }),
-      },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant("pause" as const), paused: fc.boolean() }) },
-    );
-    return fc.record({
-      jobs: fc.array(
-        fc.record({
-          start: fc.constantFrom<JobStart>("ready", "ready", "ready", "future", "running-live", "running-live", "running-expired"),
-          priority: fc.integer({ min: 0, max: 1 }),
-          maxAttempts: fc.integer({ min: 1, max: 2 }),
-          queue,
-          task: fc.constantFrom(...TASKS),
-          key: keyArb,
-        }),
-        { minLength: n, maxLength: n },
-      ),
-      controls: fc.record({
-        keyLimits: fc.record({ k1: fc.integer({ min: 1, max: 2 }), k2: fc.integer({ min: 1, max: 2 }) }),
-        capA: fc.constantFrom<number | null>(null, 1, 1, 2),
-        capU: fc.constantFrom<number | null>(null, null, 1),
-        pausedB: fc.boolean(),
-      }),
-      workers: fc.array(fc.record({ skew: fc.constantFrom(...SKEWS), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), {
-        minLength: 2,
-        maxLength: maxWorkers,
-      }),
-    });
-  });
 }
 
 /** One simulated worker: a label and an adapter on its own gated connection. */
@@ -183,6 +140,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     maxAttempts: j.maxAttempts,
     backoff: null,
     concurrency: concurrencyOf(j.key, c),
+    ...(j.idempotencyKey === null ? {} : { idempotencyKey: j.idempotencyKey }),
   });
   const ids: number[] = new Array(scenario.jobs.length);
   const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);
@@ -194,6 +152,17 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     if (j.queue === 0 && c.capA !== null && running((x) => x.queue === 0) >= c.capA) continue;
     if (j.task === "u" && c.capU !== null && running((x) => x.task === "u") >= c.capU) continue;
     toRun.add(i);
+  }
+  // Dead jobs first, one at a time: enqueued, claimed and buried (each is then its queue's only ready job).
+  for (const [i, j] of scenario.jobs.entries()) {
+    if (j.start !== "dead") continue;
+    const [stored] = await env.plain.enqueue({ jobs: [newJob(j)], now: T0 - 3 * LEASE_MS });
+    ids[i] = stored!.id;
+    const now = T0 - 2 * LEASE_MS;
+    const got = await env.plain.claim({ queues: [QUEUES[j.queue]!], limit: 1, now, leaseToken: `dead${i}`, leaseExpiresAt: now + LEASE_MS });
+    if (got.length !== 1 || got[0]!.id !== stored!.id) throw new Error(`setup: could not claim job ${i} to bury it`);
+    const buried = await env.plain.fail({ id: stored!.id, now, leaseToken: `dead${i}`, error: "boom", retryAt: null });
+    if (buried?.state !== "dead") throw new Error(`setup: could not bury job ${i}`);
   }
   for (const i of toRun) {
     const j = scenario.jobs[i]!;
@@ -207,7 +176,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     if (got.length !== 1 || got[0]!.id !== stored!.id) throw new Error(`setup: could not put job ${i} in running`);
     tokens[i] = token;
   }
-  const rest = scenario.jobs.map((j, i) => ({ j, i })).filter(({ i }) => !toRun.has(i));
+  const rest = scenario.jobs.map((j, i) => ({ j, i })).filter(({ i, j }) => !toRun.has(i) && j.start !== "dead");
   const stored = await env.plain.enqueue({ jobs: rest.map(({ j }) => newJob(j)), now: T0 - 3 * LEASE_MS });
   rest.forEach(({ i }, k) => (ids[i] = stored[k]!.id));
   if (c.capA !== null) await env.plain.setQueueControl({ queue: "qa", maxRunning: c.capA });
@@ -360,18 +329,28 @@ export async function runScenario(
           maxAttempts: 2,
           backoff: null,
           concurrency: concurrencyOf(step.key, scenario.controls),
+          ...(step.idempotencyKey === null ? {} : { idempotencyKey: step.idempotencyKey }),
         };
         await operation(
           "enqueue",
-          ` ${job.queue}/${job.task}${step.key ? `/${step.key}` : ""}`,
+          ` ${job.queue}/${job.task}${step.key ? `/${step.key}` : ""}${step.idempotencyKey ? ` idem ${step.idempotencyKey}` : ""}`,
           () => adapter.enqueue({ jobs: [job], now }),
           (stored, e) => {
-            for (const r of stored) known.set(r.id, r);
-            e.created = stored;
+            for (const r of stored) if (!known.has(r.id)) known.set(r.id, r);
+            e.created = stored.filter((r) => r.created);
+            e.enqueued = stored.map((r) => ({ idempotencyKey: step.idempotencyKey, id: r.id, created: r.created, heldKey: r.idempotencyKey }));
             // The enqueue rebalances its key (under the key's lock) before inserting.
             if (step.key !== null) e.admits = { now, keys: [step.key] };
             return [];
           },
+        );
+      } else if (step.kind === "replayDead") {
+        const op = { kind: "replay" as const, now };
+        await operation(
+          "replayDead",
+          ` ≤${step.limit}`,
+          () => adapter.replayDead({ diedBefore: now, limit: step.limit, now }),
+          (r) => r.map((j) => ({ id: j.id, op, result: j })),
         );
       } else {
         await operation(
@@ -430,7 +409,9 @@ async function peekAttempt(history: readonly HistoryEvent[], id: number, leaseTo
 export function describeScenario(s: Scenario): string {
   const c = s.controls;
   const controls = `controls: key limits ${Object.entries(c.keyLimits).map(([k, l]) => `${k}≤${l}`).join(" ")}; qa cap ${c.capA ?? "none"}; task u cap ${c.capU ?? "none"}; qb ${c.pausedB ? "paused" : "running"}`;
-  const jobs = s.jobs.map((j, i) => `job ${i}: ${j.start}, ${QUEUES[j.queue]}/${j.task}${j.key ? `/${j.key}` : ""}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`);
+  const jobs = s.jobs.map(
+    (j, i) => `job ${i}: ${j.start}, ${QUEUES[j.queue]}/${j.task}${j.key ? `/${j.key}` : ""}${j.idempotencyKey ? ` idem ${j.idempotencyKey}` : ""}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`,
+  );
   const step = (st: WorkerStep): string => {
     switch (st.kind) {
       case "claim":
@@ -442,7 +423,9 @@ export function describeScenario(s: Scenario): string {
       case "cancel":
         return `cancel job ${st.job}`;
       case "enqueue":
-        return `enqueue ${QUEUES[st.queue]}/${st.task}${st.key ? `/${st.key}` : ""} p${st.priority}`;
+        return `enqueue ${QUEUES[st.queue]}/${st.task}${st.key ? `/${st.key}` : ""} p${st.priority}${st.idempotencyKey ? ` idem ${st.idempotencyKey}` : ""}`;
+      case "replayDead":
+        return `replayDead ≤${st.limit}`;
       case "pause":
         return `${st.paused ? "pause" : "resume"} ${PAUSABLE}`;
     }

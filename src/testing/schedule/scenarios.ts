@@ -1,0 +1,181 @@
+import fc from "fast-check";
+import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outcome, type Scenario, type ScenarioControls, type WorkerProgram, type WorkerStep } from "./concurrent.ts";
+
+/**
+ * The scenarios the concurrent schedules draw. Half are unconstrained
+ * (any jobs, controls and steps); the other half come from four race
+ * families, each a first-class schedule for one class of interleaving that
+ * the unconstrained draw reaches only rarely:
+ *
+ * - lease: a live holder heartbeats and finishes while one or two sweepers
+ *   with a skewed clock list and expire its lease (sweeper vs heartbeat,
+ *   sweeper vs sweeper, zombie writes);
+ * - claim: two or three claimers take the same few ready jobs, under caps
+ *   (claim vs claim, cap counting, multi-statement claims);
+ * - admission: enqueues, finishes and cancels of one key with limit 1
+ *   (key lock, slot hand-off);
+ * - lifecycle: idempotent enqueues of one key, and bulk replays of the same
+ *   dead jobs racing each other and claims.
+ *
+ * A family only narrows the draw: every run is judged by every invariant.
+ */
+export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
+  return fc.oneof(
+    { weight: 4, arbitrary: anyScenario(maxWorkers) },
+    { weight: 1, arbitrary: leaseRace(maxWorkers) },
+    { weight: 1, arbitrary: claimRace(maxWorkers) },
+    { weight: 1, arbitrary: admissionRace(maxWorkers) },
+    { weight: 1, arbitrary: lifecycleRace(maxWorkers) },
+  );
+}
+
+const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "crash");
+const keyArb = fc.constantFrom<string | null>(null, null, "k1", "k1", "k2");
+const idempotencyArb = fc.constantFrom<string | null>(null, null, null, ...IDEMPOTENCY_KEYS);
+/** qa (the cappable queue) twice as often, so that concurrent claims meet its cap. */
+const queue = fc.constantFrom(0, 0, 1, 2);
+const task = fc.constantFrom(...TASKS);
+const priority = fc.integer({ min: 0, max: 1 });
+
+const controlsArb: fc.Arbitrary<ScenarioControls> = fc.record({
+  keyLimits: fc.record({ k1: fc.integer({ min: 1, max: 2 }), k2: fc.integer({ min: 1, max: 2 }) }),
+  capA: fc.constantFrom<number | null>(null, 1, 1, 2),
+  capU: fc.constantFrom<number | null>(null, null, 1),
+  pausedB: fc.boolean(),
+});
+
+function jobArb(start: fc.Arbitrary<JobStart>, o: { queue?: fc.Arbitrary<number>; key?: fc.Arbitrary<string | null> } = {}): fc.Arbitrary<JobSetup> {
+  return fc.record({
+    start,
+    priority,
+    maxAttempts: fc.integer({ min: 1, max: 2 }),
+    queue: o.queue ?? queue,
+    task,
+    key: o.key ?? keyArb,
+    idempotencyKey: idempotencyArb,
+  });
+}
+
+/** Setup jobs with repeated idempotency keys lose the repeat: one setup job holds each key. */
+function oneHolderPerKey(jobs: JobSetup[]): JobSetup[] {
+  const held = new Set<string>();
+  return jobs.map((j) => {
+    if (j.idempotencyKey === null) return j;
+    if (held.has(j.idempotencyKey)) return { ...j, idempotencyKey: null };
+    held.add(j.idempotencyKey);
+    return j;
+  });
+}
+
+const claimStep = (o = outcome) => fc.record({ kind: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 2 }), outcome: o });
+const holdStep = (job: fc.Arbitrary<number>, o = outcome) => fc.record({ kind: fc.constant("hold" as const), job, outcome: o });
+const sweepStep = fc.constant({ kind: "sweep" as const });
+const cancelStep = (job: fc.Arbitrary<number>) => fc.record({ kind: fc.constant("cancel" as const), job });
+const enqueueStep = (o: { key?: fc.Arbitrary<string | null>; idempotencyKey?: fc.Arbitrary<string | null> } = {}) =>
+  fc.record({ kind: fc.constant("enqueue" as const), queue, task, key: o.key ?? keyArb, priority, idempotencyKey: o.idempotencyKey ?? idempotencyArb });
+const replayStep = fc.record({ kind: fc.constant("replayDead" as const), limit: fc.integer({ min: 1, max: 3 }) });
+const pauseStep = fc.record({ kind: fc.constant("pause" as const), paused: fc.boolean() });
+
+function workersOf(programs: fc.Arbitrary<WorkerProgram>, min: number, max: number): fc.Arbitrary<WorkerProgram[]> {
+  return fc.array(programs, { minLength: min, maxLength: Math.max(min, max) });
+}
+
+/**
+ * Unconstrained: 1–5 jobs (some keyed, in three queues, two tasks, some
+ * dead), controls (key limits 1–2, a cap on qa, a cap on task u, qb paused
+ * or not), 2–`maxWorkers` workers of 1–2 steps each.
+ */
+function anyScenario(maxWorkers: number): fc.Arbitrary<Scenario> {
+  return fc.integer({ min: 1, max: 5 }).chain((n) => {
+    const job = fc.nat({ max: n - 1 });
+    const step: fc.Arbitrary<WorkerStep> = fc.oneof(
+      { weight: 5, arbitrary: claimStep() },
+      { weight: 3, arbitrary: holdStep(job) },
+      { weight: 2, arbitrary: sweepStep },
+      { weight: 1, arbitrary: cancelStep(job) },
+      { weight: 2, arbitrary: enqueueStep() },
+      { weight: 1, arbitrary: replayStep },
+      { weight: 1, arbitrary: pauseStep },
+    );
+    const start = fc.constantFrom<JobStart>("ready", "ready", "ready", "future", "running-live", "running-live", "running-expired", "dead");
+    return fc.record({
+      jobs: fc.array(jobArb(start), { minLength: n, maxLength: n }).map(oneHolderPerKey),
+      controls: controlsArb,
+      workers: workersOf(fc.record({ skew: fc.constantFrom(...SKEWS), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, maxWorkers),
+    });
+  });
+}
+
+/** Job 0 runs under a lease; its holder (clock T0) heartbeats or finishes while 1–2 sweepers (clock T0+1500) expire it. */
+function leaseRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const others = fc.array(jobArb(fc.constantFrom<JobStart>("ready", "running-expired")), { maxLength: 1 });
+  return fc.record({
+    first: jobArb(fc.constantFrom<JobStart>("running-live", "running-live", "running-expired")),
+    others,
+    controls: controlsArb,
+    holder: outcome.filter((o) => o !== "crash"),
+    sweepers: fc.integer({ min: 1, max: Math.min(2, maxWorkers - 1) }),
+    then: fc.option(claimStep(), { nil: undefined }),
+  }).map(({ first, others, controls, holder, sweepers, then }) => ({
+    jobs: oneHolderPerKey([first, ...others]),
+    controls,
+    workers: [
+      { skew: 0, steps: [{ kind: "hold" as const, job: 0, outcome: holder }] },
+      ...Array.from({ length: sweepers }, (_, i) => ({ skew: SKEWS[1], steps: i === 0 && then ? [{ kind: "sweep" as const }, then] : [{ kind: "sweep" as const }] })),
+    ],
+  }));
+}
+
+/** 1–3 ready jobs in qa (capped or not) and qc, some keyed; 2–3 claimers; maybe one running job holding a cap's room. */
+function claimRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const q = fc.constantFrom(0, 0, 2);
+  return fc.record({
+    jobs: fc.array(jobArb(fc.constantFrom<JobStart>("ready", "ready", "ready", "running-live"), { queue: q }), { minLength: 1, maxLength: 3 }),
+    controls: controlsArb.map((c) => ({ ...c, pausedB: false })),
+    workers: workersOf(
+      fc.record({
+        skew: fc.constantFrom(...SKEWS),
+        steps: fc.oneof(
+          { weight: 3, arbitrary: claimStep(fc.constantFrom<Outcome>("complete", "crash", "release", "fail")).map((s) => [s]) },
+          { weight: 1, arbitrary: fc.tuple(holdStep(fc.constant(0), fc.constant("complete")), claimStep()) },
+        ),
+      }),
+      2,
+      Math.min(3, maxWorkers),
+    ),
+  }).map((s) => ({ ...s, jobs: oneHolderPerKey(s.jobs) }));
+}
+
+/** Key k1 with limit 1: 0–2 setup jobs of it; 2–3 workers enqueue it, finish or cancel its holder, claim. */
+function admissionRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const k1 = fc.constant<string | null>("k1");
+  return fc.integer({ min: 1, max: 2 }).chain((n) => {
+    const job = fc.nat({ max: n - 1 });
+    const step: fc.Arbitrary<WorkerStep> = fc.oneof(
+      { weight: 3, arbitrary: enqueueStep({ key: k1, idempotencyKey: fc.constant(null) }) },
+      { weight: 2, arbitrary: holdStep(job, fc.constantFrom<Outcome>("complete", "fail", "release")) },
+      { weight: 2, arbitrary: claimStep(fc.constantFrom<Outcome>("complete", "fail", "crash")) },
+      { weight: 1, arbitrary: cancelStep(job) },
+    );
+    return fc.record({
+      jobs: fc.array(jobArb(fc.constantFrom<JobStart>("ready", "running-live", "running-live"), { key: k1 }), { minLength: n, maxLength: n }).map(oneHolderPerKey),
+      controls: controlsArb.map((c) => ({ ...c, keyLimits: { ...c.keyLimits, k1: 1 }, pausedB: false })),
+      workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
+    });
+  });
+}
+
+/** 1–3 dead jobs and maybe a holder of i1; 2–3 workers replay the dead, enqueue with i1, claim what was replayed. */
+function lifecycleRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const step: fc.Arbitrary<WorkerStep> = fc.oneof(
+    { weight: 3, arbitrary: replayStep },
+    { weight: 3, arbitrary: enqueueStep({ idempotencyKey: fc.constantFrom<string | null>("i1", "i1", "i2") }) },
+    { weight: 2, arbitrary: claimStep() },
+  );
+  return fc.record({
+    dead: fc.array(jobArb(fc.constant<JobStart>("dead")), { minLength: 1, maxLength: 3 }),
+    holder: fc.option(jobArb(fc.constantFrom<JobStart>("ready", "running-live", "dead")).map((j) => ({ ...j, idempotencyKey: "i1" })), { nil: undefined }),
+    controls: controlsArb.map((c) => ({ ...c, pausedB: false })),
+    workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
+  }).map(({ dead, holder, controls, workers }) => ({ jobs: oneHolderPerKey(holder ? [holder, ...dead] : dead), controls, workers }));
+}
