@@ -47,6 +47,13 @@ export interface Mutation {
    * runner then skips the model test and only the concurrent schedules judge.
    */
   readonly schedulesOnly?: string;
+  /**
+   * Set when the removed protection matters only when another session
+   * writes in between (a row lock, a transaction, a fence against a
+   * concurrent write): the model test, one worker's calls in sequence,
+   * cannot observe it, so the runner goes straight to the schedules.
+   */
+  readonly concurrentOnly?: string;
 }
 
 /** The capabilities a mutation may depend on (the engine's, see KyselyStore.capabilities). */
@@ -346,6 +353,7 @@ export const MUTATIONS: readonly Mutation[] = [
       "claim without its row lock (`FOR UPDATE SKIP LOCKED` dropped) AND without the UPDATE's state re-check " +
       "(either alone is backed by the other: the re-check after a lock wait, or the lock): two claimers take the same job",
     appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "alone, a claim's SELECT and UPDATE see the same state: only a second claimer between them takes the job twice",
     notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process mutex) serializes every claim",
     plugins: () => [
       rewritePlugin({
@@ -366,6 +374,7 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "expire-ignores-expiry",
     description: "the sweeper's expire without `lease_expires_at <= now`: a lease renewed by a heartbeat after listExpired is reclaimed anyway",
     appliesTo: everywhere,
+    concurrentOnly: "the model's sweep lists and expires in one go: only a heartbeat between them renews a listed lease",
     plugins: () => [rewritePlugin({ update: (n) => ({ ...n, where: stripWhere(n.where, [LEASE_EXPIRED]) }) })],
   },
   {
@@ -374,6 +383,7 @@ export const MUTATIONS: readonly Mutation[] = [
       "begin/commit/rollback become no-ops: a multi-statement primitive (UPDATE then read-back; claim's SELECT, UPDATE, SELECT) " +
       "is no longer atomic, so it returns rows another worker wrote in between",
     appliesTo: (a) => !a.returning,
+    concurrentOnly: "a transaction only matters when another session's statement lands between two of the primitive's",
     notApplicableBecause:
       "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the engine, not the driver",
     wrapDialect: withoutTransactions,
@@ -417,6 +427,7 @@ export const MUTATIONS: readonly Mutation[] = [
     description:
       "claim reads the queue and task control rows without `FOR UPDATE`: concurrent claims each count the same room and together exceed the cap",
     appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "one claimer's count is always right: only a second claimer counting the same room exceeds the cap",
     notApplicableBecause: "SQLite's single writer serializes every claim; there is no row lock to remove",
     plugins: () => [rewritePlugin({ select: (n) => (isControlRead(n) ? withoutRowLocks(n) : n) })],
   },
@@ -465,6 +476,7 @@ export const MUTATIONS: readonly Mutation[] = [
       "an enqueue that meets a key another transaction just took fails on the key's uniqueness instead of returning the holder: " +
       "the jobs INSERT loses `ON CONFLICT DO NOTHING` (PostgreSQL) and the engine no longer recognises a duplicate key (MySQL)",
     appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "alone, an enqueue finds a held key's holder before it inserts: only a holder committed in between meets the insert",
     notApplicableBecause: "SQLite's single writer runs the holder lookup and the insert of one enqueue with no other writer between them",
     plugins: idempotencyConflictsUnhandled.plugins,
     wrapEngine: idempotencyConflictsUnhandled.wrapEngine,
@@ -473,6 +485,7 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "replay-unlocked-unguarded",
     description: "bulk replay picks dead jobs without locking them (`FOR UPDATE SKIP LOCKED` dropped) and replays them without `state IN (dead)`: two replays both replay a job",
     appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "alone, a replay picks only dead jobs and nothing changes them before its update: only a second replay in between replays one twice",
     notApplicableBecause: "SQLite's single writer runs one replay's pick and update with no other writer between them",
     plugins: () => [replayUnlockedUnguarded()],
   },

@@ -126,12 +126,17 @@ function leaseRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   }));
 }
 
-/** 1–3 ready jobs in qa (capped or not) and qc, some keyed; 2–3 claimers; maybe one running job holding a cap's room. */
+/** 2–3 ready jobs, mostly in the capped qa, some keyed; 2–3 claimers; maybe one running job holding a cap's room. */
 function claimRace(maxWorkers: number): fc.Arbitrary<Scenario> {
-  const q = fc.constantFrom(0, 0, 2);
+  const q = fc.constantFrom(0, 0, 0, 2);
   return fc.record({
-    jobs: fc.array(jobArb(fc.constantFrom<JobStart>("ready", "ready", "ready", "running-live"), { queue: q }), { minLength: 1, maxLength: 3 }),
-    controls: controlsArb.map((c) => ({ ...c, pausedB: false })),
+    jobs: fc.array(jobArb(fc.constantFrom<JobStart>("ready", "ready", "ready", "running-live"), { queue: q }), { minLength: 2, maxLength: 3 }),
+    controls: fc.record({
+      keyLimits: fc.record({ k1: fc.integer({ min: 1, max: 2 }), k2: fc.integer({ min: 1, max: 2 }) }),
+      capA: fc.constantFrom<number | null>(null, 1, 1, 2),
+      capU: fc.constantFrom<number | null>(null, 1),
+      pausedB: fc.constant(false),
+    }),
     workers: workersOf(
       fc.record({
         skew: fc.constantFrom(...SKEWS),
@@ -169,12 +174,16 @@ function admissionRace(maxWorkers: number): fc.Arbitrary<Scenario> {
 function lifecycleRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   const step: fc.Arbitrary<WorkerStep> = fc.oneof(
     { weight: 3, arbitrary: replayStep },
-    { weight: 3, arbitrary: enqueueStep({ idempotencyKey: fc.constantFrom<string | null>("i1", "i1", "i2") }) },
+    { weight: 3, arbitrary: enqueueStep({ idempotencyKey: fc.constantFrom<string | null>("i1", "i1", "i1", "i2") }) },
     { weight: 2, arbitrary: claimStep() },
   );
   return fc.record({
     dead: fc.array(jobArb(fc.constant<JobStart>("dead")), { minLength: 1, maxLength: 3 }),
-    holder: fc.option(jobArb(fc.constantFrom<JobStart>("ready", "running-live", "dead")).map((j) => ({ ...j, idempotencyKey: "i1" })), { nil: undefined }),
+    // Mostly no holder, so that concurrent enqueues of i1 race to create it.
+    holder: fc.oneof(
+      { weight: 3, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: jobArb(fc.constantFrom<JobStart>("ready", "running-live", "dead")).map((j) => ({ ...j, idempotencyKey: "i1" })) },
+    ),
     controls: controlsArb.map((c) => ({ ...c, pausedB: false })),
     workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
   }).map(({ dead, holder, controls, workers }) => ({ jobs: oneHolderPerKey(holder ? [holder, ...dead] : dead), controls, workers }));
