@@ -171,6 +171,17 @@ export interface DocketAdapter {
    */
   repairKeys(params: { now: number; limit: number }): Promise<string[]>;
 
+  /**
+   * A snapshot for operators, read-only, in a fixed number of queries
+   * (the counts read every job once; the rest read index ranges): job
+   * counts per queue, task and state; per queue the `run_at` of its oldest
+   * ready job; the running jobs, soonest lease expiry first (at most
+   * `runningLimit`); the keys with holders or blocked jobs (at most
+   * `keysLimit`, by name); and the jobs finished since `since`, per state
+   * and `bucketMs`-long bucket (by `finished_at - finished_at % bucketMs`).
+   */
+  stats(params: StatsParams): Promise<StoredStats>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 
@@ -356,6 +367,22 @@ export interface ReplayDeadParams {
   queue?: string;
   /** Only jobs of this task. */
   task?: string;
+}
+
+export interface StatsParams {
+  since: number;
+  bucketMs: number;
+  runningLimit: number;
+  keysLimit: number;
+}
+
+export interface StoredStats {
+  counts: { queue: string; task: string; state: JobState; count: number }[];
+  oldestReady: { queue: string; runAt: number }[];
+  running: JobRecord[];
+  /** `limit` is null for a key with no stored limit row (which docket never leaves behind). */
+  keys: { key: string; limit: number | null; holders: number; blocked: number }[];
+  finished: { state: JobState; bucket: number; count: number }[];
 }
 
 export interface ListParams {

@@ -1,6 +1,8 @@
 import type { DocketAdapter, NewJob, QueueControl, TaskControl } from "./adapter.ts";
 import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict } from "./concurrency.ts";
 import { systemClock, type Clock } from "./clock.ts";
+import { shapeStats, type DocketStats, type StatsOptions } from "./stats.ts";
+import { EventHub, type DocketEvent, type DocketEventType, type EventOf } from "./events.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError, WaitTimeoutError } from "./errors.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { DEFAULT_RETRY_POLICY, RETRY_POLICY_KEYS, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -19,6 +21,21 @@ import {
   validateTime,
 } from "./validate.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
+
+const EVENT_TYPES: ReadonlySet<string> = new Set<DocketEventType>([
+  "enqueued",
+  "started",
+  "succeeded",
+  "retried",
+  "dead",
+  "released",
+  "cancelled",
+  "reclaimed",
+  "replayed",
+  "lost",
+  "keyRepaired",
+  "error",
+]);
 
 /** Map of task name → payload type, for typed enqueue and handlers. */
 export type TaskMap = Record<string, unknown>;
@@ -169,6 +186,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
   /** Workers of this docket, told about the jobs it cancelled. */
   readonly #cancelListeners = new Set<(id: number) => void>();
+  readonly #events = new EventHub();
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -245,6 +263,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     // (workers find them at their next poll; on PostgreSQL the NOTIFY sent in the transaction wakes them at commit).
     const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
     if (ready.size > 0 && transaction === undefined) this.#tellEnqueued(ready, false);
+    if (transaction === undefined) this.#publishJobs("enqueued", records.filter((r) => r.created));
     return records.map((r) => toJob<T[keyof T]>(r) as EnqueuedJob<T[keyof T]>);
   }
 
@@ -300,6 +319,37 @@ export class Docket<T extends TaskMap = TaskMap> {
     return () => void this.#cancelListeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` with every event of `type` ("*": of every type) this
+   * process reports: the transitions this docket and its workers won, and
+   * the errors its workers survived (see DocketEvent). Returns an
+   * unsubscribe function. A listener runs synchronously and must not
+   * throw (what it throws is ignored).
+   */
+  on<E extends DocketEventType>(type: E, listener: (event: EventOf<E>) => void): () => void;
+  on(type: "*", listener: (event: DocketEvent) => void): () => void;
+  on(type: DocketEventType | "*", listener: (event: never) => void): () => void {
+    if (type !== "*" && !EVENT_TYPES.has(type)) throw new InvalidArgumentError(`unknown event type ${JSON.stringify(type)}; known: *, ${[...EVENT_TYPES].join(", ")}`);
+    if (typeof listener !== "function") throw new InvalidArgumentError("on(type, listener): listener must be a function");
+    return this.#events.on(type, listener as (event: DocketEvent) => void);
+  }
+
+  /** @internal Reports an event a worker of this docket won or survived (see `on`). */
+  publish(event: DocketEvent): void {
+    this.#events.emit(event);
+  }
+
+  /** @internal Whether anything listens for `type`. */
+  listens(type: DocketEventType): boolean {
+    return this.#events.wants(type);
+  }
+
+  #publishJobs(type: "enqueued" | "cancelled" | "replayed", records: readonly JobRecord[]): void {
+    if (records.length === 0 || !this.#events.wants(type)) return;
+    const at = this.clock.now();
+    for (const r of records) this.#events.emit({ type, at, job: toJob(r) });
+  }
+
   #tellEnqueued(queues: ReadonlySet<string>, due: boolean): void {
     for (const listener of this.#enqueueListeners) {
       try {
@@ -341,6 +391,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     validateId(id);
     const record = await this.adapter.cancel({ id, now: this.clock.now() });
     if (record) {
+      this.#publishJobs("cancelled", [record]);
       for (const listener of this.#cancelListeners) {
         try {
           listener(record.id);
@@ -374,7 +425,9 @@ export class Docket<T extends TaskMap = TaskMap> {
         error: `lease expired at ${new Date(job.leaseExpiresAt!).toISOString()} (worker stopped heartbeating)`,
         retryAt: plan.kind === "retry" ? plan.runAt : null,
       });
-      if (moved) result[moved.state === "dead" ? "dead" : "retried"]++;
+      if (!moved) continue;
+      result[moved.state === "dead" ? "dead" : "retried"]++;
+      if (this.#events.wants("reclaimed")) this.#events.emit({ type: "reclaimed", at: this.clock.now(), job: toJob(moved), error: moved.lastError ?? "" });
     }
     return result;
   }
@@ -427,6 +480,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       const record = await this.adapter.replay({ id, now: this.clock.now() });
       if (!record) throw new NotFoundError(id, `no dead job ${id} to replay`);
       this.#tellEnqueued(new Set([record.queue]), true);
+      this.#publishJobs("replayed", [record]);
       return toJob(record);
     },
     /**
@@ -448,6 +502,7 @@ export class Docket<T extends TaskMap = TaskMap> {
         const records = await this.adapter.replayDead({ ...filter, diedBefore, limit: batch, now: this.clock.now() });
         replayed += records.length;
         if (records.length > 0) this.#tellEnqueued(new Set(records.map((r) => r.queue)), true);
+        this.#publishJobs("replayed", records);
         if (records.length < batch) break;
       }
       return { replayed };
@@ -503,6 +558,28 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** Every stored queue and task control. */
   listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
     return this.adapter.listControls();
+  }
+
+  /**
+   * What an operator wants to see, read in seven queries whatever the
+   * table size (the counts read every job once, retention keeps that to
+   * the live jobs and a window of finished ones; the rest read index
+   * ranges): per queue and task the jobs in
+   * each state, the age of the oldest ready job, pause and caps; running
+   * jobs with their lease expiry; keys with slots in use and blocked jobs;
+   * jobs finished per minute over the last 15 (see StatsOptions). Reads only.
+   */
+  async stats(options: StatsOptions = {}): Promise<DocketStats> {
+    checkKeys(options, ["windowMs", "bucketMs", "runningLimit", "keysLimit"], "stats(options)");
+    const bucketMs = validateInteger(options.bucketMs ?? 60_000, "bucketMs", 1_000, DAY_MS);
+    const windowMs = validateInteger(options.windowMs ?? 15 * 60_000, "windowMs", bucketMs, 31 * DAY_MS);
+    if (windowMs / bucketMs > 1_000) throw new InvalidArgumentError(`windowMs / bucketMs must be at most 1000 buckets, got ${Math.ceil(windowMs / bucketMs)}`);
+    const runningLimit = validateInteger(options.runningLimit ?? 100, "runningLimit", 1, 10_000);
+    const keysLimit = validateInteger(options.keysLimit ?? 100, "keysLimit", 1, 10_000);
+    const now = this.clock.now();
+    const since = now - windowMs;
+    const [stored, controls] = await Promise.all([this.adapter.stats({ since, bucketMs, runningLimit, keysLimit }), this.adapter.listControls()]);
+    return shapeStats(stored, controls, { now, since, bucketMs });
   }
 
   /** A worker that runs this docket's jobs. Call `start()` on it. */

@@ -7,4 +7,6 @@ export * from "./concurrency.ts";
 export * from "./job.ts";
 export type * from "./adapter.ts";
 export * from "./docket.ts";
+export * from "./events.ts";
+export type * from "./stats.ts";
 export * from "./worker.ts";

@@ -1,6 +1,7 @@
 import type { SettleItem, SettledJob } from "./adapter.ts";
 import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
+import type { DocketEvent, EventOperation } from "./events.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { errorBackoffDelay } from "./retry.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
@@ -30,7 +31,7 @@ export interface JobContext<P = unknown> {
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
 
 /** Which step of the worker an `error` event comes from. */
-export type WorkerOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "purge" | "repair" | "connection";
+export type WorkerOperation = EventOperation;
 
 /** Emitted only by the winner of a transition: each fires at most once per attempt. */
 export type WorkerEvent =
@@ -795,7 +796,14 @@ export class Worker<T extends TaskMap = TaskMap> {
     } catch {
       // An observer's failure must not affect the job.
     }
+    this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
   }
+}
+
+/** The docket-level form of a worker event (`retry` is `retried` there). */
+function toDocketEvent(event: WorkerEvent, at: number): DocketEvent {
+  if (event.type === "retry") return { type: "retried", at, job: event.job, error: event.error };
+  return { ...event, at };
 }
 
 /** The abort reason of a handler that ran past its timeout. */

@@ -1,4 +1,6 @@
 import type {
+  StatsParams,
+  StoredStats,
   ClaimParams,
   CompleteParams,
   DocketAdapter,
@@ -30,6 +32,7 @@ import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
+import { readStats } from "./stats.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
@@ -176,6 +179,10 @@ export class KyselyStore implements DocketAdapter {
 
   repairKeys(params: { now: number; limit: number }): Promise<string[]> {
     return this.#run(() => repairKeys(this.#ctx, params));
+  }
+
+  stats(params: StatsParams): Promise<StoredStats> {
+    return this.#run(() => readStats(this.#ctx, params));
   }
 
   get(params: { id: number }): Promise<JobRecord | null> {

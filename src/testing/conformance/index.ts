@@ -27,6 +27,8 @@ import { workerCases } from "./worker.ts";
 import { workerFaultCases } from "./worker-faults.ts";
 import { workerLeaseCases } from "./worker-lease.ts";
 import { workerLoopCases } from "./worker-loop.ts";
+import { statsCases } from "./stats.ts";
+import { eventCases } from "./events.ts";
 
 /** Every conformance case, in a stable order. Run each with `runCase`. */
 export function conformanceCases(): ConformanceCase[] {
@@ -48,6 +50,8 @@ export function conformanceCases(): ConformanceCase[] {
     ...transactionCases,
     ...maintenanceCases,
     ...resultCases,
+    ...statsCases,
+    ...eventCases,
     ...cancelReachCases,
     ...keyCases,
     ...keyPolicyCases,

@@ -1,0 +1,129 @@
+import type { QueueControl, StoredStats, TaskControl } from "./adapter.ts";
+import { JOB_STATES, type JobState } from "./states.ts";
+
+export type StateCounts = Record<JobState, number>;
+
+export interface QueueStats {
+  queue: string;
+  counts: StateCounts;
+  /** How long the oldest ready job of the queue has been due, in ms (0 when none is ready). */
+  oldestReadyAgeMs: number;
+  paused: boolean;
+  /** The queue's cap, or null. */
+  maxRunning: number | null;
+}
+
+export interface TaskStats {
+  task: string;
+  counts: StateCounts;
+  maxRunning: number | null;
+}
+
+export interface RunningJobStats {
+  id: number;
+  task: string;
+  queue: string;
+  attempt: number;
+  concurrencyKey: string | null;
+  leaseExpiresAt: number;
+  /** Negative once the lease expired (its worker stopped heartbeating; a sweep will reclaim it). */
+  leaseExpiresInMs: number;
+}
+
+export interface KeyStats {
+  key: string;
+  limit: number | null;
+  /** Jobs holding a slot (ready or running). */
+  holders: number;
+  blocked: number;
+}
+
+export interface ThroughputBucket {
+  /** The bucket's start (epoch ms); buckets are `bucketMs` long, oldest first, the last one still filling. */
+  start: number;
+  succeeded: number;
+  dead: number;
+  cancelled: number;
+}
+
+export interface DocketStats {
+  /** When the snapshot was taken (the docket clock). */
+  at: number;
+  /** Every queue that has jobs or stored controls, by name. */
+  queues: QueueStats[];
+  tasks: TaskStats[];
+  /** Running jobs, soonest lease expiry first (at most `runningLimit`). */
+  running: RunningJobStats[];
+  /** Keys with holders or blocked jobs, by name (at most `keysLimit`). */
+  keys: KeyStats[];
+  /** Jobs finished per bucket over the window, zeros included. */
+  throughput: ThroughputBucket[];
+  bucketMs: number;
+}
+
+export interface StatsOptions {
+  /** How far back throughput goes, ms. Default 15 minutes. */
+  windowMs?: number;
+  /** Throughput bucket length, ms. Default 1 minute. */
+  bucketMs?: number;
+  /** Most running jobs listed. Default 100. */
+  runningLimit?: number;
+  /** Most keys listed. Default 100. */
+  keysLimit?: number;
+}
+
+export function emptyCounts(): StateCounts {
+  return Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+}
+
+/** The operator's view of what the adapter read: grouped per queue and task, controls joined, throughput zero-filled. */
+export function shapeStats(
+  stored: StoredStats,
+  controls: { queues: QueueControl[]; tasks: TaskControl[] },
+  o: { now: number; since: number; bucketMs: number },
+): DocketStats {
+  const queues = new Map<string, QueueStats>();
+  const tasks = new Map<string, TaskStats>();
+  const queue = (name: string) => {
+    let q = queues.get(name);
+    if (!q) queues.set(name, (q = { queue: name, counts: emptyCounts(), oldestReadyAgeMs: 0, paused: false, maxRunning: null }));
+    return q;
+  };
+  const task = (name: string) => {
+    let t = tasks.get(name);
+    if (!t) tasks.set(name, (t = { task: name, counts: emptyCounts(), maxRunning: null }));
+    return t;
+  };
+  for (const c of stored.counts) {
+    queue(c.queue).counts[c.state] += c.count;
+    task(c.task).counts[c.state] += c.count;
+  }
+  for (const r of stored.oldestReady) queue(r.queue).oldestReadyAgeMs = Math.max(0, o.now - r.runAt);
+  for (const c of controls.queues) Object.assign(queue(c.queue), { paused: c.paused, maxRunning: c.maxRunning });
+  for (const c of controls.tasks) task(c.task).maxRunning = c.maxRunning;
+  const first = o.since - (o.since % o.bucketMs);
+  const buckets = new Map<number, ThroughputBucket>();
+  for (let start = first; start <= o.now; start += o.bucketMs) buckets.set(start, { start, succeeded: 0, dead: 0, cancelled: 0 });
+  for (const f of stored.finished) {
+    const b = buckets.get(f.bucket);
+    if (b && (f.state === "succeeded" || f.state === "dead" || f.state === "cancelled")) b[f.state] += f.count;
+  }
+  const byName = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  return {
+    at: o.now,
+    queues: byName(queues),
+    tasks: byName(tasks),
+    running: stored.running.map((j) => ({
+      id: j.id,
+      task: j.task,
+      queue: j.queue,
+      attempt: j.attempt,
+      concurrencyKey: j.concurrencyKey,
+      leaseExpiresAt: j.leaseExpiresAt ?? o.now,
+      leaseExpiresInMs: (j.leaseExpiresAt ?? o.now) - o.now,
+    })),
+    keys: stored.keys,
+    throughput: [...buckets.values()],
+    bucketMs: o.bucketMs,
+  };
+}
