@@ -579,7 +579,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     const now = this.clock.now();
     const since = now - windowMs;
     const [stored, controls] = await Promise.all([this.adapter.stats({ since, bucketMs, runningLimit, keysLimit }), this.adapter.listControls()]);
-    return shapeStats(stored, controls, { now, since, bucketMs });
+    return shapeStats(stored, controls, { now, since, windowMs, bucketMs });
   }
 
   /** A worker that runs this docket's jobs. Call `start()` on it. */

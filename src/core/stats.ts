@@ -58,6 +58,7 @@ export interface DocketStats {
   keys: KeyStats[];
   /** Jobs finished per bucket over the window, zeros included. */
   throughput: ThroughputBucket[];
+  windowMs: number;
   bucketMs: number;
 }
 
@@ -80,7 +81,7 @@ export function emptyCounts(): StateCounts {
 export function shapeStats(
   stored: StoredStats,
   controls: { queues: QueueControl[]; tasks: TaskControl[] },
-  o: { now: number; since: number; bucketMs: number },
+  o: { now: number; since: number; windowMs: number; bucketMs: number },
 ): DocketStats {
   const queues = new Map<string, QueueStats>();
   const tasks = new Map<string, TaskStats>();
@@ -124,6 +125,7 @@ export function shapeStats(
     })),
     keys: stored.keys,
     throughput: [...buckets.values()],
+    windowMs: o.windowMs,
     bucketMs: o.bucketMs,
   };
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { MYSQL_URL, PG_URL, REQUIRE_ALL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
+import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
 
 const run = promisify(execFile);
 const EXAMPLE = resolve("examples/transactional-enqueue.ts");
@@ -12,31 +12,11 @@ const TSX = resolve("node_modules/.bin/tsx");
 const EXPECTED = ["committed: order 1 stored, its job ready", "rolled back (payment declined): order 2 absent, its job absent"];
 
 const pgDb = await createPgTestDatabase("docket_example", "the transactional-enqueue example on PostgreSQL");
-const mysqlDb = await (async () => {
-  const database = `docket_example_${process.pid.toString(36)}${Date.now().toString(36)}`;
-  try {
-    const mysql = (await import("mysql2/promise")).default;
-    const c = await mysql.createConnection({ uri: MYSQL_URL });
-    await c.query(`CREATE DATABASE ${database}`);
-    await c.end();
-  } catch (error) {
-    if (REQUIRE_ALL) throw error;
-    console.warn(`\n${"!".repeat(78)}\n!! SKIPPING the transactional-enqueue example on MariaDB: ${String(error)}\n${"!".repeat(78)}\n`);
-    return null;
-  }
-  const url = new URL(MYSQL_URL);
-  url.pathname = `/${database}`;
-  return { url: url.toString(), database };
-})();
+const mysqlDb = await createMysqlTestDatabase("docket_example", "the transactional-enqueue example on MariaDB");
 const dir = mkdtempSync(join(tmpdir(), "docket-example-"));
 afterAll(async () => {
   if (pgDb) await dropPgDatabase(PG_URL, pgDb.database);
-  if (mysqlDb) {
-    const mysql = (await import("mysql2/promise")).default;
-    const c = await mysql.createConnection({ uri: MYSQL_URL });
-    await c.query(`DROP DATABASE IF EXISTS ${mysqlDb.database}`);
-    await c.end();
-  }
+  if (mysqlDb) await dropMysqlDatabase(mysqlDb.database);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -245,3 +245,27 @@ export async function createPgTestDatabase(prefix: string, what: string): Promis
   url.pathname = `/${database}`;
   return { url: url.toString(), database };
 }
+
+/** A fresh MariaDB database for a test file, or null (with a loud warning) when the server is down and not required. */
+export async function createMysqlTestDatabase(prefix: string, what: string): Promise<{ url: string; database: string } | null> {
+  const database = `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}`;
+  try {
+    const mysql = (await import("mysql2/promise")).default;
+    const c = await mysql.createConnection({ uri: MYSQL_URL });
+    await c.query(`CREATE DATABASE ${database}`);
+    await c.end();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (REQUIRE_ALL) throw new Error(`DOCKET_REQUIRE_ALL_ADAPTERS=1 but MariaDB is unavailable: ${reason}`, { cause: error });
+    console.warn(`\n${"!".repeat(78)}\n!! SKIPPING ${what}: ${reason}\n${"!".repeat(78)}\n`);
+    return null;
+  }
+  return { url: withDatabase(MYSQL_URL, database), database };
+}
+
+export async function dropMysqlDatabase(database: string): Promise<void> {
+  const mysql = (await import("mysql2/promise")).default;
+  const c = await mysql.createConnection({ uri: MYSQL_URL });
+  await c.query(`DROP DATABASE IF EXISTS ${database}`);
+  await c.end();
+}

@@ -1,0 +1,164 @@
+import { Docket } from "../core/docket.ts";
+import { isJobState, JOB_STATES } from "../core/states.ts";
+import { jobDetail, jobsTable, statsText, table } from "./format.ts";
+import { Progress } from "./progress.ts";
+import { UsageError, parseCount, parseDuration, parseId } from "./usage.ts";
+
+export interface Flags {
+  json: boolean;
+  state?: string;
+  queue?: string;
+  task?: string;
+  limit?: string;
+  after?: string;
+  window?: string;
+  olderThan?: string;
+}
+
+/** What a command prints: text for people, a value for --json. */
+export interface Output {
+  text: string;
+  json: unknown;
+}
+
+const BATCH = 1_000;
+
+/** Runs one command (positionals after the command name in `args`) on `docket`. Throws UsageError for a malformed command. */
+export async function runCommand(docket: Docket, command: string[], flags: Flags): Promise<Output> {
+  const [group, action, ...args] = command;
+  const filter = { ...(flags.queue === undefined ? {} : { queue: flags.queue }), ...(flags.task === undefined ? {} : { task: flags.task }) };
+  switch (`${group} ${action ?? ""}`.trim()) {
+    case "migrate": {
+      const r = await docket.migrate();
+      return { text: r.applied.length === 0 ? `schema is at version ${r.version}; nothing to apply` : `applied ${r.applied.join(", ")}; schema is at version ${r.version}`, json: r };
+    }
+    case "status": {
+      const s = await docket.stats(flags.window === undefined ? {} : { windowMs: parseDuration(flags.window, "--window") });
+      return { text: statsText(s), json: s };
+    }
+    case "jobs list": {
+      if (flags.state !== undefined && !isJobState(flags.state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
+      const jobs = await docket.list({
+        ...filter,
+        ...(flags.state === undefined ? {} : { state: flags.state }),
+        limit: parseCount(flags.limit, "--limit", 50),
+        ...(flags.after === undefined ? {} : { afterId: parseId(flags.after) }),
+      });
+      return { text: jobsTable(jobs), json: jobs };
+    }
+    case "jobs show": {
+      const job = await docket.get(parseId(args[0]));
+      if (!job) return refused(`no job ${args[0]}`);
+      return { text: jobDetail(job), json: job };
+    }
+    case "jobs cancel": {
+      const job = await docket.cancel(parseId(args[0]));
+      return { text: `cancelled job ${job.id} (${job.task})`, json: job };
+    }
+    case "dlq list": {
+      const jobs = await docket.deadLetters.list({ ...filter, limit: parseCount(flags.limit, "--limit", 50) });
+      return { text: jobsTable(jobs), json: jobs };
+    }
+    case "dlq replay": {
+      const job = await docket.deadLetters.replay(parseId(args[0]));
+      return { text: `replayed job ${job.id} (${job.task}): ${job.state}`, json: job };
+    }
+    case "dlq replay-all": {
+      const limit = flags.limit === undefined ? Number.MAX_SAFE_INTEGER : parseCount(flags.limit, "--limit", 0);
+      const total = Math.min(limit, await deadCount(docket, filter));
+      const bar = new Progress("replaying", total, !flags.json && Boolean(process.stderr.isTTY));
+      let replayed = 0;
+      while (replayed < limit) {
+        const ask = Math.min(BATCH, limit - replayed);
+        const { replayed: n } = await docket.deadLetters.replayAll({ ...filter, limit: ask });
+        replayed += n;
+        bar.update(replayed);
+        if (n < ask) break;
+      }
+      bar.done();
+      return { text: `replayed ${replayed} dead job(s)`, json: { replayed } };
+    }
+    case "dlq purge": {
+      const olderThanMs = flags.olderThan === undefined ? 0 : parseDuration(flags.olderThan, "--older-than");
+      const total = await deadCount(docket, filter);
+      const bar = new Progress("deleting", total, !flags.json && Boolean(process.stderr.isTTY));
+      let deleted = 0;
+      for (;;) {
+        const { deleted: n } = await docket.deadLetters.purge({ ...filter, olderThanMs, limit: BATCH });
+        deleted += n;
+        bar.update(deleted);
+        if (n < BATCH) break;
+      }
+      bar.done();
+      return { text: `deleted ${deleted} dead job(s)`, json: { deleted } };
+    }
+    case "queues list": {
+      const { queues, tasks } = await docket.listControls();
+      const text = [
+        queues.length === 0 ? "no queue controls" : table(["queue", "paused", "cap"], queues.map((q) => [q.queue, q.paused ? "yes" : "no", q.maxRunning ?? "-"])),
+        ...(tasks.length === 0 ? [] : ["", table(["task", "cap"], tasks.map((t) => [t.task, t.maxRunning ?? "-"]))]),
+      ].join("\n");
+      return { text, json: { queues, tasks } };
+    }
+    case "queues pause":
+    case "queues resume": {
+      const queue = required(args[0], "a queue name");
+      const c = action === "pause" ? await docket.pauseQueue(queue) : await docket.resumeQueue(queue);
+      return { text: `queue ${c.queue} ${c.paused ? "paused" : "resumed"}`, json: c };
+    }
+    case "queues cap":
+    case "tasks cap": {
+      const name = required(args[0], group === "queues" ? "a queue name" : "a task name");
+      const cap = capOf(required(args[1], "a cap (a number, or none)"));
+      const c = group === "queues" ? await docket.setQueueCap(name, cap) : await docket.setTaskCap(name, cap);
+      return { text: `${group === "queues" ? "queue" : "task"} ${name}: cap ${c.maxRunning ?? "none"}`, json: c };
+    }
+    case "purge": {
+      if (flags.olderThan === undefined) throw new UsageError("purge needs --older-than <duration> (e.g. 7d)");
+      const olderThanMs = parseDuration(flags.olderThan, "--older-than");
+      const stats = await docket.stats();
+      const total = stats.queues.reduce((n, q) => n + q.counts.succeeded + q.counts.cancelled + q.counts.dead, 0);
+      const purger = new Docket({ adapter: docket.adapter, retention: { finishedMs: olderThanMs, deadMs: olderThanMs } });
+      const bar = new Progress("deleting", total, !flags.json && Boolean(process.stderr.isTTY));
+      let deleted = 0;
+      for (;;) {
+        const { deleted: n } = await purger.purgeFinished({ limit: BATCH });
+        deleted += n;
+        bar.update(deleted);
+        if (n === 0) break;
+      }
+      bar.done();
+      return { text: `deleted ${deleted} finished job(s) older than ${flags.olderThan}`, json: { deleted } };
+    }
+    case "dashboard":
+      throw new UsageError("the dashboard is not in this version of docket");
+    default:
+      throw new UsageError(group === undefined ? "a command is required" : `unknown command: ${command.join(" ")}`);
+  }
+}
+
+/** A refusal the CLI reports with exit code 1, like a DocketError. */
+export class Refused extends Error {
+  override readonly name = "Refused";
+}
+
+function refused(message: string): never {
+  throw new Refused(message);
+}
+
+function required(value: string | undefined, what: string): string {
+  if (value === undefined) throw new UsageError(`${what} is required`);
+  return value;
+}
+
+function capOf(text: string): number | null {
+  if (text === "none") return null;
+  if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`a cap is a positive integer or none, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+async function deadCount(docket: Docket, filter: { queue?: string; task?: string }): Promise<number> {
+  const s = await docket.stats();
+  if (filter.task !== undefined) return s.tasks.find((t) => t.task === filter.task)?.counts.dead ?? 0;
+  return s.queues.filter((q) => filter.queue === undefined || q.queue === filter.queue).reduce((n, q) => n + q.counts.dead, 0);
+}

@@ -1,0 +1,88 @@
+import type { Job } from "../core/job.ts";
+import type { DocketStats } from "../core/stats.ts";
+
+/** Left-aligned columns, a header and a rule. */
+export function table(header: string[], rows: (string | number)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.slice(1).map(line)].join("\n");
+}
+
+export function time(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString().replace(".000Z", "Z");
+}
+
+export function age(ms: number): string {
+  if (ms < 1_000) return `${ms}ms`;
+  if (ms < 60_000) return `${Math.round(ms / 1_000)}s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)}m`;
+  return `${(ms / 3_600_000).toFixed(1)}h`;
+}
+
+export function jobsTable(jobs: Job[]): string {
+  if (jobs.length === 0) return "(no jobs)";
+  return table(
+    ["id", "task", "queue", "state", "attempt", "run at", "key", "last error"],
+    jobs.map((j) => [j.id, j.task, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, time(j.runAt), j.concurrencyKey ?? "-", (j.lastError ?? "-").split("\n")[0]!.slice(0, 60)]),
+  );
+}
+
+export function jobDetail(j: Job): string {
+  const rows: [string, string][] = [
+    ["id", String(j.id)],
+    ["task", j.task],
+    ["queue", j.queue],
+    ["state", j.state],
+    ["attempt", `${j.attempt} of ${j.maxAttempts}`],
+    ["priority", String(j.priority)],
+    ["run at", time(j.runAt)],
+    ["created", time(j.createdAt)],
+    ["updated", time(j.updatedAt)],
+    ["finished", time(j.finishedAt)],
+    ["concurrency key", j.concurrencyKey ?? "-"],
+    ["idempotency key", j.idempotencyKey ?? "-"],
+    ["lease expires", time(j.leaseExpiresAt)],
+    ["last error", j.lastError ?? "-"],
+    ["payload", JSON.stringify(j.payload)],
+    ["result", JSON.stringify(j.result)],
+    ["progress", JSON.stringify(j.progress)],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n");
+}
+
+export function statsText(s: DocketStats): string {
+  const out: string[] = [];
+  out.push(
+    s.queues.length === 0
+      ? "queues: none"
+      : table(
+          ["queue", "ready", "scheduled", "blocked", "running", "succeeded", "dead", "cancelled", "oldest ready", "paused", "cap"],
+          s.queues.map((q) => [
+            q.queue,
+            q.counts.ready,
+            q.counts.scheduled,
+            q.counts.blocked,
+            q.counts.running,
+            q.counts.succeeded,
+            q.counts.dead,
+            q.counts.cancelled,
+            q.counts.ready > 0 ? age(q.oldestReadyAgeMs) : "-",
+            q.paused ? "yes" : "no",
+            q.maxRunning ?? "-",
+          ]),
+        ),
+  );
+  if (s.tasks.some((t) => t.maxRunning !== null)) {
+    out.push("", table(["task", "running", "cap"], s.tasks.filter((t) => t.maxRunning !== null).map((t) => [t.task, t.counts.running, t.maxRunning ?? "-"])));
+  }
+  if (s.keys.length > 0) out.push("", table(["key", "limit", "in use", "blocked"], s.keys.map((k) => [k.key, k.limit ?? "-", k.holders, k.blocked])));
+  if (s.running.length > 0) {
+    out.push("", table(["running id", "task", "queue", "attempt", "lease expires in"], s.running.map((r) => [r.id, r.task, r.queue, r.attempt, r.leaseExpiresInMs < 0 ? `expired ${age(-r.leaseExpiresInMs)} ago` : age(r.leaseExpiresInMs)])));
+  }
+  const done = s.throughput.reduce((n, b) => n + b.succeeded, 0);
+  const dead = s.throughput.reduce((n, b) => n + b.dead, 0);
+  out.push("", `last ${age(s.windowMs)}: ${done} succeeded, ${dead} dead`);
+  return out.join("\n");
+}

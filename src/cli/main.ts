@@ -1,0 +1,73 @@
+import { parseArgs } from "node:util";
+import { Docket } from "../core/docket.ts";
+import { AdapterError, ClosedError, DocketError, SchemaMissingError, SchemaTooNewError } from "../core/errors.ts";
+import { Refused, runCommand } from "./commands.ts";
+import { openUrl } from "./open.ts";
+import { EXIT, USAGE, UsageError } from "./usage.ts";
+
+/**
+ * The `docket` command. Prints the result on stdout (a table, or JSON with
+ * --json), errors on stderr, and exits with a code from EXIT.
+ */
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: "string" },
+        prefix: { type: "string" },
+        json: { type: "boolean", default: false },
+        state: { type: "string" },
+        queue: { type: "string" },
+        task: { type: "string" },
+        limit: { type: "string" },
+        after: { type: "string" },
+        window: { type: "string" },
+        "older-than": { type: "string" },
+        port: { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (error) {
+    return usage((error as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  if (v.help || positionals.length === 0) {
+    console.log(USAGE);
+    return v.help ? EXIT.ok : EXIT.usage;
+  }
+  const url = v.url ?? process.env.DOCKET_URL;
+  if (url === undefined) return usage("--url is required (or set DOCKET_URL)");
+  let docket: Docket | null = null;
+  try {
+    docket = new Docket({ adapter: await openUrl(url, v.prefix) });
+    const out = await runCommand(docket, positionals, {
+      json: v.json ?? false,
+      ...(v.state === undefined ? {} : { state: v.state }),
+      ...(v.queue === undefined ? {} : { queue: v.queue }),
+      ...(v.task === undefined ? {} : { task: v.task }),
+      ...(v.limit === undefined ? {} : { limit: v.limit }),
+      ...(v.after === undefined ? {} : { after: v.after }),
+      ...(v.window === undefined ? {} : { window: v.window }),
+      ...(v["older-than"] === undefined ? {} : { olderThan: v["older-than"] }),
+    });
+    console.log(v.json ? JSON.stringify(out.json, null, 2) : out.text);
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) return usage(error.message);
+    const database = error instanceof AdapterError || error instanceof ClosedError || !(error instanceof DocketError || error instanceof Refused);
+    const hint = error instanceof SchemaMissingError ? " (run: docket migrate)" : error instanceof SchemaTooNewError ? " (upgrade docket)" : "";
+    console.error(`docket: ${(error as Error).message}${hint}`);
+    return database && !(error instanceof SchemaMissingError) && !(error instanceof SchemaTooNewError) ? EXIT.database : EXIT.refused;
+  } finally {
+    await docket?.close().catch(() => undefined);
+  }
+}
+
+function usage(message: string): number {
+  console.error(`docket: ${message}\nRun docket --help for usage.`);
+  return EXIT.usage;
+}

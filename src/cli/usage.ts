@@ -1,0 +1,62 @@
+/** A command line docket cannot act on: printed with the usage, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Exit codes, as documented in `docket --help` and the README. */
+export const EXIT = {
+  ok: 0,
+  /** The operation was refused: no such job, a job in the wrong state, invalid input. */
+  refused: 1,
+  usage: 2,
+  /** The database could not be reached or failed. */
+  database: 3,
+} as const;
+
+export const USAGE = `docket — operate a docket job queue
+
+Usage: docket <command> [arguments] --url <url> [--prefix <table prefix>] [--json]
+
+  --url     postgres://user@host/db | mysql://user@host/db | sqlite:path/to/file.db
+            (default: the DOCKET_URL environment variable)
+  --prefix  table prefix (default docket_)
+  --json    print JSON instead of tables
+
+Commands:
+  migrate                                  bring the schema up to date
+  status [--window 15m]                    queues, tasks, running jobs, keys, throughput
+  jobs list [--state S] [--queue Q] [--task T] [--limit N] [--after ID]
+  jobs show <id>                           one job: payload, result, attempts, errors
+  jobs cancel <id>
+  dlq list [--queue Q] [--task T] [--limit N]
+  dlq replay <id>
+  dlq replay-all [--queue Q] [--task T] [--limit N]
+  dlq purge [--queue Q] [--task T] [--older-than 7d]
+  queues list
+  queues pause <queue> | resume <queue> | cap <queue> <n|none>
+  tasks cap <task> <n|none>
+  purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
+  dashboard [--port 8080]                  serve the dashboard (not in this version)
+
+Durations: 500ms, 30s, 15m, 12h, 7d.
+Exit codes: 0 done; 1 refused (unknown job, wrong state, invalid input); 2 usage; 3 database unreachable or failed.`;
+
+/** `500ms`, `30s`, `15m`, `12h`, `7d` → milliseconds. */
+export function parseDuration(text: string, what: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text);
+  if (!m) throw new UsageError(`${what} must be a duration like 30s, 15m, 12h or 7d, got ${JSON.stringify(text)}`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "ms" | "s" | "m" | "h" | "d"];
+  return Number(m[1]) * unit;
+}
+
+export function parseCount(text: string | undefined, what: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`${what} must be a positive integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+export function parseId(text: string | undefined): number {
+  if (text === undefined) throw new UsageError("a job id is required");
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) throw new UsageError(`a job id is a positive integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
