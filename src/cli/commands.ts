@@ -1,6 +1,6 @@
 import { Docket } from "../core/docket.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
-import { jobDetail, jobsTable, statsText, table } from "./format.ts";
+import { jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";
 import { UsageError, parseCount, parseDuration, parseId } from "./usage.ts";
 
@@ -129,6 +129,17 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       }
       bar.done();
       return { text: `deleted ${deleted} finished job(s) older than ${flags.olderThan}`, json: { deleted } };
+    }
+    case "schedules list": {
+      const list = await docket.schedules.list();
+      const text =
+        list.length === 0
+          ? "no schedules"
+          : table(
+              ["name", "cron", "timezone", "task", "queue", "last tick", "next tick"],
+              list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), time(x.nextTickAt)]),
+            );
+      return { text, json: list };
     }
     case "dashboard":
       throw new UsageError("the dashboard is not in this version of docket");

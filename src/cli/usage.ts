@@ -35,6 +35,7 @@ Commands:
   queues list
   queues pause <queue> | resume <queue> | cap <queue> <n|none>
   tasks cap <task> <n|none>
+  schedules list                           recurring jobs with their last and next tick
   purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
   dashboard [--port 8080]                  serve the dashboard (not in this version)
 

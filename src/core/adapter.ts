@@ -182,6 +182,29 @@ export interface DocketAdapter {
    */
   stats(params: StatsParams): Promise<StoredStats>;
 
+  /**
+   * Stores a recurring job's definition under its name: a new one with
+   * `lastTick` as its last fired tick; an existing one gets the new
+   * definition and its last tick moves forward to `lastTick` if behind
+   * (never back). Returns the stored row.
+   */
+  putSchedule(params: PutScheduleParams): Promise<StoredSchedule>;
+
+  /** Every schedule, by name. */
+  listSchedules(): Promise<StoredSchedule[]>;
+
+  /** Deletes a schedule; false when there was none. Jobs it enqueued stay. */
+  deleteSchedule(params: { name: string }): Promise<boolean>;
+
+  /**
+   * Fires one tick: in ONE transaction, moves the schedule's last tick to
+   * `tick` if it is behind it (compare-and-set) and then stores `job`.
+   * Of any number of concurrent calls for one tick, in any processes,
+   * exactly one stores the job; the others, and any call for a tick at or
+   * before the last one fired, store nothing and return null.
+   */
+  fireSchedule(params: FireScheduleParams): Promise<JobRecord | null>;
+
   /** One job, or null. */
   get(params: { id: number }): Promise<JobRecord | null>;
 
@@ -367,6 +390,41 @@ export interface ReplayDeadParams {
   queue?: string;
   /** Only jobs of this task. */
   task?: string;
+}
+
+export interface StoredSchedule {
+  name: string;
+  cron: string;
+  timezone: string;
+  task: string;
+  queue: string;
+  /** The payload of every job it enqueues, as JSON text. */
+  payload: string;
+  /** The enqueue options of its jobs (priority, maxAttempts), as JSON text. */
+  options: string;
+  /** The last tick fired (epoch ms); a new schedule starts at its latest tick before creation. */
+  lastTick: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface PutScheduleParams {
+  name: string;
+  cron: string;
+  timezone: string;
+  task: string;
+  queue: string;
+  payload: string;
+  options: string;
+  lastTick: number;
+  now: number;
+}
+
+export interface FireScheduleParams {
+  name: string;
+  tick: number;
+  job: NewJob;
+  now: number;
 }
 
 export interface StatsParams {

@@ -1,6 +1,7 @@
 import type { DocketAdapter, NewJob, QueueControl, TaskControl } from "./adapter.ts";
 import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict } from "./concurrency.ts";
 import { systemClock, type Clock } from "./clock.ts";
+import { Scheduler, Schedules } from "./schedules.ts";
 import { shapeStats, type DocketStats, type StatsOptions } from "./stats.ts";
 import { EventHub, type DocketEvent, type DocketEventType, type EventOf } from "./events.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError, WaitTimeoutError } from "./errors.ts";
@@ -219,6 +220,15 @@ export class Docket<T extends TaskMap = TaskMap> {
     } else {
       this.#tasks = null;
     }
+    this.schedules = new Schedules({
+      adapter: this.adapter,
+      clock: { now: () => this.clock.now() },
+      prepareJob: (item, now) => this.#newJob(item as EnqueueItem<T>, now, ""),
+      announceScheduled: (job) => {
+        if (job.state === "ready") this.#tellEnqueued(new Set([job.queue]), false);
+        if (this.#events.wants("enqueued")) this.#events.emit({ type: "enqueued", at: this.clock.now(), job });
+      },
+    });
   }
 
   /** Brings the database schema up to date. Safe to call from every process at start-up. */
@@ -580,6 +590,22 @@ export class Docket<T extends TaskMap = TaskMap> {
     const since = now - windowMs;
     const [stored, controls] = await Promise.all([this.adapter.stats({ since, bucketMs, runningLimit, keysLimit }), this.adapter.listControls()]);
     return shapeStats(stored, controls, { now, since, windowMs, bucketMs });
+  }
+
+  /**
+   * Recurring jobs: `put(name, { cron, timezone, task, payload, options })`,
+   * `remove(name)`, `list()`, and `runDue()` (one pass). Run `scheduler()`
+   * in one or many processes: each tick enqueues exactly one job.
+   */
+  readonly schedules: Schedules;
+
+  /**
+   * Fires due schedule ticks every `intervalMs` (default 1000) until
+   * `stop()`. Safe to run in every process: a tick fires once in total.
+   * Errors (a lost connection) go to `onError` and the next pass retries.
+   */
+  scheduler(options: { intervalMs?: number; onError?: (error: Error) => void } = {}): Scheduler {
+    return new Scheduler(this.schedules, options);
   }
 
   /** A worker that runs this docket's jobs. Call `start()` on it. */

@@ -8,5 +8,6 @@ export * from "./job.ts";
 export type * from "./adapter.ts";
 export * from "./docket.ts";
 export * from "./events.ts";
+export * from "./schedules.ts";
 export type * from "./stats.ts";
 export * from "./worker.ts";

@@ -305,6 +305,14 @@ export function expireUnfenced(): KyselyPlugin {
   });
 }
 
+const LAST_TICK_BEFORE: PredicateShape = { column: "last_tick", operator: "<" };
+/** Race mutant (cron): a schedule's tick write loses its compare-and-set (`last_tick < tick`), so every pass that saw a tick due fires it. */
+export function tickUnfenced(): KyselyPlugin {
+  return rewritePlugin({
+    update: (n) => (tableName(n.table).endsWith("schedules") && hasPredicate(n.where, LAST_TICK_BEFORE) ? { ...n, where: stripWhere(n.where, [LAST_TICK_BEFORE]) } : n),
+  });
+}
+
 /** Race mutant: the engine's units of work run their statements in autocommit, so nothing they lock or write is held together. */
 export function engineWithoutTransactions(engine: Engine): Engine {
   return { ...engine, writeTransaction: (db, fn) => fn(db), writeStatement: (db, fn) => fn(db) };

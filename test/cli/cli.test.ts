@@ -62,6 +62,7 @@ describe("cli", () => {
         await w.start();
         await d.waitFor(dead.id, { timeoutMs: 20_000, pollMs: 20 });
         await w.stop();
+        await d.schedules.put("nightly-report", { cron: "0 3 * * *", timezone: "Europe/Berlin", task: "report" });
         ids = { mail: mail.id, dead: dead.id, keyed: keyed.id };
       } finally {
         await d.close();
@@ -95,6 +96,7 @@ describe("cli", () => {
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
       expect(JSON.parse((await run("queues", "list", "--json")).stdout).queues).toEqual([{ queue: "email", paused: true, maxRunning: 2 }]);
       expect((await run("queues", "resume", "email")).stdout).toBe("queue email resumed\n");
+      expect((await run("schedules", "list")).stdout).toMatch(/nightly-report\s+0 3 \* \* \*\s+Europe\/Berlin\s+report/);
       expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 1 finished job\(s\)/);
 
       expect((await run("jobs", "show", "abc")).code).toBe(2);

@@ -23,6 +23,8 @@ export interface TableNames {
   queues: string;
   /** Per-task controls: cap. */
   tasks: string;
+  /** Recurring jobs. */
+  schedules: string;
 }
 
 /** Table names for a prefix (the empty prefix is allowed). */
@@ -34,5 +36,6 @@ export function tableNames(prefix: string): TableNames {
     keys: `${prefix}concurrency_keys`,
     queues: `${prefix}queues`,
     tasks: `${prefix}tasks`,
+    schedules: `${prefix}schedules`,
   };
 }

@@ -1,6 +1,9 @@
 import type {
   StatsParams,
   StoredStats,
+  FireScheduleParams,
+  PutScheduleParams,
+  StoredSchedule,
   ClaimParams,
   CompleteParams,
   DocketAdapter,
@@ -33,6 +36,7 @@ import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
+import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./schedules.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
@@ -179,6 +183,22 @@ export class KyselyStore implements DocketAdapter {
 
   repairKeys(params: { now: number; limit: number }): Promise<string[]> {
     return this.#run(() => repairKeys(this.#ctx, params));
+  }
+
+  putSchedule(params: PutScheduleParams): Promise<StoredSchedule> {
+    return this.#run(() => putSchedule(this.#ctx, params));
+  }
+
+  listSchedules(): Promise<StoredSchedule[]> {
+    return this.#run(() => listSchedules(this.#ctx));
+  }
+
+  deleteSchedule(params: { name: string }): Promise<boolean> {
+    return this.#run(() => deleteSchedule(this.#ctx, params.name));
+  }
+
+  fireSchedule(params: FireScheduleParams): Promise<JobRecord | null> {
+    return this.#run(() => fireSchedule(this.#ctx, params, (error) => this.reportBackgroundError(error)));
   }
 
   stats(params: StatsParams): Promise<StoredStats> {

@@ -117,5 +117,24 @@ export function migrations(prefix: string): readonly Migration[] {
           ADD UNIQUE INDEX ${jobs}_idempotency (idempotency_key)`,
       ],
     },
+    {
+      // Recurring jobs: one row per schedule; last_tick is the last tick fired (a compare-and-set decides each tick).
+      version: 10,
+      statements: [
+        `CREATE TABLE ${prefix}schedules (
+          name VARCHAR(191) NOT NULL PRIMARY KEY,
+          cron VARCHAR(191) NOT NULL,
+          timezone VARCHAR(64) NOT NULL,
+          task VARCHAR(191) NOT NULL,
+          queue VARCHAR(191) NOT NULL,
+          payload LONGTEXT NOT NULL,
+          options TEXT NOT NULL,
+          last_tick BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          CONSTRAINT ${prefix}schedules_name_nonempty CHECK (CHAR_LENGTH(name) > 0)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }

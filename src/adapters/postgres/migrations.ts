@@ -85,5 +85,23 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
       ],
     },
+    {
+      // Recurring jobs: one row per schedule; last_tick is the last tick fired (a compare-and-set decides each tick).
+      version: 10,
+      statements: [
+        `CREATE TABLE ${prefix}schedules (
+          name text PRIMARY KEY CHECK (length(name) > 0),
+          cron text NOT NULL,
+          timezone text NOT NULL,
+          task text NOT NULL,
+          queue text NOT NULL,
+          payload text NOT NULL,
+          options text NOT NULL,
+          last_tick bigint NOT NULL,
+          created_at bigint NOT NULL,
+          updated_at bigint NOT NULL
+        )`,
+      ],
+    },
   ];
 }

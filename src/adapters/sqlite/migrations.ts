@@ -110,5 +110,23 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
       ],
     },
+    {
+      // Recurring jobs: one row per schedule; last_tick is the last tick fired (a compare-and-set decides each tick).
+      version: 10,
+      statements: [
+        `CREATE TABLE ${prefix}schedules (
+          name TEXT PRIMARY KEY CHECK (length(name) > 0),
+          cron TEXT NOT NULL,
+          timezone TEXT NOT NULL,
+          task TEXT NOT NULL,
+          queue TEXT NOT NULL,
+          payload TEXT NOT NULL,
+          options TEXT NOT NULL,
+          last_tick INTEGER NOT NULL,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        )`,
+      ],
+    },
   ];
 }

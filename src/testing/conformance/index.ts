@@ -29,6 +29,7 @@ import { workerLeaseCases } from "./worker-lease.ts";
 import { workerLoopCases } from "./worker-loop.ts";
 import { statsCases } from "./stats.ts";
 import { eventCases } from "./events.ts";
+import { scheduleCases, scheduleRaceCases } from "./schedules.ts";
 
 /** Every conformance case, in a stable order. Run each with `runCase`. */
 export function conformanceCases(): ConformanceCase[] {
@@ -52,6 +53,8 @@ export function conformanceCases(): ConformanceCase[] {
     ...resultCases,
     ...statsCases,
     ...eventCases,
+    ...scheduleCases,
+    ...scheduleRaceCases,
     ...cancelReachCases,
     ...keyCases,
     ...keyPolicyCases,

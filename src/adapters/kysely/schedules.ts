@@ -1,0 +1,91 @@
+import type { FireScheduleParams, PutScheduleParams, StoredSchedule } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import type { StoreContext } from "./context.ts";
+import type { Engine } from "./engine.ts";
+import { enqueue } from "./enqueue.ts";
+
+interface ScheduleRow {
+  name: string;
+  cron: string;
+  timezone: string;
+  task: string;
+  queue: string;
+  payload: string;
+  options: string;
+  last_tick: number | string;
+  created_at: number | string;
+  updated_at: number | string;
+}
+
+function toSchedule(r: ScheduleRow): StoredSchedule {
+  return {
+    name: r.name,
+    cron: r.cron,
+    timezone: r.timezone,
+    task: r.task,
+    queue: r.queue,
+    payload: r.payload,
+    options: r.options,
+    lastTick: Number(r.last_tick),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+/** See DocketAdapter.putSchedule: inserts, or replaces the definition and moves last_tick forward to `lastTick` (never back). */
+export async function putSchedule(ctx: StoreContext, p: PutScheduleParams): Promise<StoredSchedule> {
+  const { db, engine, tables } = ctx;
+  return engine.writeTransaction(db, async (trx) => {
+    const definition = { cron: p.cron, timezone: p.timezone, task: p.task, queue: p.queue, payload: p.payload, options: p.options, updated_at: p.now };
+    let read = trx.selectFrom(tables.schedules).select("last_tick").where("name", "=", p.name);
+    if (engine.capabilities.rowLocks) read = read.forUpdate();
+    const current = (await read.executeTakeFirst()) as
+      | { last_tick: number | string }
+      | undefined;
+    if (current === undefined) {
+      await trx.insertInto(tables.schedules).values({ name: p.name, ...definition, last_tick: p.lastTick, created_at: p.now }).execute();
+    } else {
+      await trx
+        .updateTable(tables.schedules)
+        .set({ ...definition, last_tick: Math.max(Number(current.last_tick), p.lastTick) })
+        .where("name", "=", p.name)
+        .execute();
+    }
+    const row = (await trx.selectFrom(tables.schedules).selectAll().where("name", "=", p.name).executeTakeFirstOrThrow()) as ScheduleRow;
+    return toSchedule(row);
+  });
+}
+
+export async function listSchedules(ctx: StoreContext): Promise<StoredSchedule[]> {
+  const rows = (await ctx.db.selectFrom(ctx.tables.schedules).selectAll().orderBy("name").execute()) as ScheduleRow[];
+  return rows.map(toSchedule);
+}
+
+export async function deleteSchedule(ctx: StoreContext, name: string): Promise<boolean> {
+  const r = await ctx.engine.writeStatement(ctx.db, (w) => w.deleteFrom(ctx.tables.schedules).where("name", "=", name).executeTakeFirst());
+  return Number(r.numDeletedRows) > 0;
+}
+
+/**
+ * See DocketAdapter.fireSchedule: moves the schedule's last_tick to `tick`
+ * only if it is behind it (compare-and-set), and in the same transaction
+ * stores the tick's job. Of any number of concurrent calls for one tick,
+ * exactly one stores a job; the others (and a call for an older tick)
+ * store nothing and return null.
+ */
+export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, report: (error: unknown) => void): Promise<JobRecord | null> {
+  const { db, engine, tables } = ctx;
+  return engine.writeTransaction(db, async (trx) => {
+    const moved = await trx
+      .updateTable(tables.schedules)
+      .set({ last_tick: p.tick, updated_at: p.now })
+      .where("name", "=", p.name)
+      .where("last_tick", "<", p.tick)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) !== 1) return null;
+    const inTrx: Engine = { ...engine, writeTransaction: (_db, fn) => fn(trx), writeStatement: (_db, fn) => fn(trx) };
+    const [job] = await enqueue({ ...ctx, db: trx, engine: inTrx }, { jobs: [p.job], now: p.now, transaction: trx }, report);
+    const { created: _created, ...record } = job!;
+    return record;
+  });
+}

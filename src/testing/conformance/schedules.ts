@@ -1,0 +1,129 @@
+import assert from "node:assert/strict";
+import { Docket } from "../../core/docket.ts";
+import { InvalidArgumentError, InvalidPayloadError, NotFoundError, UnknownTaskError } from "../../core/errors.ts";
+import type { ConformanceCase } from "../harness.ts";
+import { engineWithoutTransactions, tickUnfenced } from "../mutations.ts";
+import { raceCasesOf, settle, type Race } from "./races.ts";
+
+const MINUTE = 60_000;
+
+/** Issue 11 item 5: recurring jobs. */
+export const scheduleCases: ConformanceCase[] = [
+  {
+    name: "schedules › a tick fires once: the pass at or after it enqueues one job due at the tick; later passes, and another docket racing it, add none",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const d = t.docket();
+      const s = await d.schedules.put("report", { cron: "*/5 * * * *", task: "report", payload: { kind: "daily" }, options: { queue: "reports", priority: 3 } });
+      assert.equal(s.nextTickAt, Date.UTC(2030, 0, 1, 10, 5));
+      assert.deepEqual(await d.schedules.runDue(), [], "the tick at creation (10:00) does not fire");
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 5, 0));
+      const other = new Docket({ adapter: await t.connect(), clock: t.clock });
+      const [a, b] = await Promise.all([d.schedules.runDue(), other.schedules.runDue()]);
+      const fired = [...a, ...b];
+      assert.equal(fired.length, 1, "one of the two passes fires the tick");
+      const job = fired[0]!.job;
+      assert.deepEqual([job.task, job.queue, job.priority, job.runAt, job.state, job.payload], ["report", "reports", 3, Date.UTC(2030, 0, 1, 10, 5), "ready", { kind: "daily" }]);
+      t.clock.advance(MINUTE);
+      assert.deepEqual(await d.schedules.runDue(), []);
+      assert.equal((await d.list({ queue: "reports" })).length, 1);
+      const [listed] = await d.schedules.list();
+      assert.equal(listed!.lastTickAt, Date.UTC(2030, 0, 1, 10, 5));
+      assert.equal(listed!.nextTickAt, Date.UTC(2030, 0, 1, 10, 10));
+    },
+  },
+  {
+    name: "schedules › after downtime only the latest missed tick fires (one catch-up job, not one per missed tick)",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 0, 0, 10));
+      const d = t.docket();
+      await d.schedules.put("sync", { cron: "* * * * *", task: "sync" });
+      t.clock.set(Date.UTC(2030, 0, 1, 3, 17, 42));
+      const fired = await d.schedules.runDue();
+      assert.deepEqual(fired.map((f) => f.tick), [Date.UTC(2030, 0, 1, 3, 17)]);
+      assert.equal((await d.list()).length, 1);
+    },
+  },
+  {
+    name: "schedules › time zones: 09:00 in Europe/Berlin is 08:00 UTC in winter and 07:00 UTC in summer",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 14, 12));
+      const d = t.docket();
+      const winter = await d.schedules.put("standup", { cron: "0 9 * * 1-5", timezone: "Europe/Berlin", task: "standup" });
+      assert.equal(winter.nextTickAt, Date.UTC(2030, 0, 15, 8));
+      t.clock.set(Date.UTC(2030, 6, 15, 12));
+      const [summer] = await d.schedules.list();
+      assert.equal(summer!.nextTickAt, Date.UTC(2030, 6, 16, 7));
+      t.clock.set(Date.UTC(2030, 6, 16, 7, 0, 1));
+      assert.deepEqual((await d.schedules.runDue()).map((f) => f.tick), [Date.UTC(2030, 6, 16, 7)]);
+    },
+  },
+  {
+    name: "schedules › replacing a schedule keeps its fired ticks (no re-fire); removing it keeps its jobs; bad definitions are typed errors and store nothing",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 0));
+      const d = t.docket<{ known: { n: number } }>({ tasks: { known: {} } });
+      await d.schedules.put("s", { cron: "0 * * * *", task: "known", payload: { n: 1 } });
+      t.clock.set(Date.UTC(2030, 0, 1, 11, 0, 0));
+      assert.equal((await d.schedules.runDue()).length, 1);
+      await d.schedules.put("s", { cron: "*/30 * * * *", task: "known", payload: { n: 2 } });
+      assert.deepEqual(await d.schedules.runDue(), [], "the 11:00 tick of the new expression already fired");
+      for (const bad of [
+        { cron: "61 * * * *", task: "known" },
+        { cron: "* * * * *", timezone: "Mars/Olympus", task: "known" },
+        { cron: "", task: "known" },
+        { cron: "* * * * *", task: "known", options: { runAt: 5 } },
+        { cron: "* * * * *", task: "known", surprise: true },
+      ]) {
+        await assert.rejects(d.schedules.put("bad", bad as never), InvalidArgumentError, JSON.stringify(bad, (_k, v) => (typeof v === "bigint" ? `${v}n` : v)));
+      }
+      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "unknown" as never }), UnknownTaskError);
+      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "known", payload: { n: 1n } }), InvalidPayloadError);
+      assert.deepEqual((await d.schedules.list()).map((s) => s.name), ["s"]);
+      await d.schedules.remove("s");
+      await assert.rejects(d.schedules.remove("s"), NotFoundError);
+      assert.equal((await d.list()).length, 1, "the job it enqueued stays");
+    },
+  },
+];
+
+/** A tick's compare-and-set: `UPDATE schedules SET last_tick = ?, … WHERE name = ? AND last_tick < ?`. */
+const TICK_WRITE = /^update [`"]?\w*schedules[`"]? set [`"]last_tick[`"]/i;
+
+/**
+ * Two schedulers read the same due tick; the first is held at its tick write
+ * while the second fires the tick; then the first writes. One job per tick.
+ */
+const TICK_RACES: Race[] = [
+  {
+    id: "cron-tick",
+    name: "two schedulers that both saw one tick due: the second to write stores nothing",
+    guard: "the tick write's compare-and-set (`last_tick < tick`)",
+    mutant: {
+      instrument: {
+        plugins: [tickUnfenced()],
+        // SQLite's single writer would run the two passes one after the other: the mutant drops its transactions too.
+        wrapEngine: engineWithoutTransactions,
+      },
+    },
+    async scenario({ t, hook, s1, s2 }) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      await t.docket().schedules.put("tick", { cron: "* * * * *", task: "tick" });
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 1, 5));
+      const first = new Docket({ adapter: s1, clock: t.clock });
+      const second = new Docket({ adapter: s2, clock: t.clock });
+      const held = hook.holdNext(TICK_WRITE);
+      const a = first.schedules.runDue();
+      await held.reached;
+      const b = second.schedules.runDue();
+      await settle(b);
+      held.release();
+      const fired = [...(await a), ...(await b)];
+      const jobs = await t.adapter.list({ task: "tick", limit: 10 });
+      if (jobs.length !== 1) return `${jobs.length} jobs for one tick (${fired.length} passes reported firing it)`;
+      return fired.length === 1 ? null : `${fired.length} passes reported firing the tick`;
+    },
+  },
+];
+
+export const scheduleRaceCases: ConformanceCase[] = raceCasesOf(TICK_RACES);
