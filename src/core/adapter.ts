@@ -264,6 +264,8 @@ export interface NewJob {
   timeoutMs?: number | null;
   /** At most one job holds an idempotency key at a time (see EnqueueParams.keysReleasedBefore). */
   idempotencyKey?: string | null;
+  /** Stored as the job's traceContext. */
+  traceContext?: string | null;
 }
 
 export interface QueueControl {

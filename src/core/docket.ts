@@ -61,6 +61,16 @@ export interface TaskOptions<P = unknown> {
   timeoutMs?: number;
 }
 
+/**
+ * A wrapper around every enqueue call: it gets the jobs about to be
+ * stored and must call `store` once, with the trace context to store with
+ * them (a propagation carrier as JSON text, or null), returning its result.
+ * What it throws fails the enqueue. docket/otel implements it.
+ */
+export interface EnqueueTracing {
+  enqueue<R>(jobs: readonly { task: string; queue: string }[], store: (traceContext: string | null) => Promise<R>): Promise<R>;
+}
+
 export interface DocketOptions<T extends TaskMap> {
   adapter: DocketAdapter;
   /**
@@ -70,6 +80,12 @@ export interface DocketOptions<T extends TaskMap> {
   tasks?: { [K in keyof T]: TaskOptions<T[K]> };
   /** Default retry policy for every task. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * Wraps every enqueue (see EnqueueTracing):
+   * `openTelemetry().tracing` from "docket/otel" opens a producer span and
+   * stores its context with the jobs. Default: none (no cost).
+   */
+  tracing?: EnqueueTracing;
   /** Largest accepted payload, in UTF-8 bytes of its JSON. Default 1 MiB. */
   maxPayloadBytes?: number;
   /** Queue of jobs that name none. Default "default". */
@@ -188,6 +204,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** Workers of this docket, told about the jobs it cancelled. */
   readonly #cancelListeners = new Set<(id: number) => void>();
   readonly #events = new EventHub();
+  readonly #tracing: EnqueueTracing | null;
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -195,6 +212,10 @@ export class Docket<T extends TaskMap = TaskMap> {
     }
     checkKeys(options, DOCKET_OPTION_KEYS, "new Docket(options)");
     this.adapter = options.adapter;
+    if (options.tracing !== undefined && (typeof options.tracing !== "object" || options.tracing === null || typeof options.tracing.enqueue !== "function")) {
+      throw new InvalidArgumentError("tracing must be an object with an enqueue(jobs, store) method (see docket/otel)");
+    }
+    this.#tracing = options.tracing ?? null;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.retry = resolveRetryPolicy(DEFAULT_RETRY_POLICY, options.retry);
@@ -263,12 +284,14 @@ export class Docket<T extends TaskMap = TaskMap> {
     const now = this.clock.now();
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
     const hold = this.keyHoldAfterFinishMs;
-    const records = await this.adapter.enqueue({
-      jobs,
-      now,
-      ...(hold === null ? {} : { keysReleasedBefore: now - hold }),
-      ...(transaction === undefined ? {} : { transaction }),
-    });
+    const store = (traceContext: string | null) =>
+      this.adapter.enqueue({
+        jobs: traceContext === null ? jobs : jobs.map((j) => ({ ...j, traceContext })),
+        now,
+        ...(hold === null ? {} : { keysReleasedBefore: now - hold }),
+        ...(transaction === undefined ? {} : { transaction }),
+      });
+    const records = this.#tracing === null ? await store(null) : await this.#tracing.enqueue(jobs, store);
     // In the caller's transaction the jobs exist only once it commits, which docket cannot see: no local wake-up
     // (workers find them at their next poll; on PostgreSQL the NOTIFY sent in the transaction wakes them at commit).
     const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
@@ -698,7 +721,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 }
 
-const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention", "idempotency"] as const;
+const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention", "idempotency", "tracing"] as const;
 const DAY_MS = 24 * 3600_000;
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs", "idempotencyKey"] as const;

@@ -29,6 +29,8 @@ export interface JobRecord {
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
   idempotencyKey: string | null;
+  /** The trace context of the enqueue that created it (a propagation carrier as JSON; see DocketOptions.tracing), or null. */
+  traceContext: string | null;
   /** A succeeded job's handler return value as JSON text; null when it returned undefined (or has not succeeded). */
   result: string | null;
   /** The last progress its handler recorded (`ctx.progress`), as JSON text, or null. */

@@ -54,6 +54,7 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     on_conflict: j.concurrency?.onConflict ?? null,
     timeout_ms: j.timeoutMs ?? null,
     idempotency_key: j.idempotencyKey ?? null,
+    trace_context: j.traceContext ?? null,
     created_at: now,
     updated_at: now,
     finished_at: null as number | null,

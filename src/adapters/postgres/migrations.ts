@@ -103,5 +103,10 @@ export function migrations(prefix: string): readonly Migration[] {
         )`,
       ],
     },
+    {
+      // Tracing: the enqueuer's trace context (a W3C carrier as JSON), so an attempt's span links to the enqueue's.
+      version: 11,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN trace_context text`],
+    },
   ];
 }

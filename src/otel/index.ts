@@ -1,0 +1,175 @@
+/**
+ * OpenTelemetry for docket, in its own entry point ("docket/otel"): only
+ * an application that imports it loads `@opentelemetry/api` (an optional
+ * peer dependency); docket's core never does.
+ *
+ *   const otel = openTelemetry();
+ *   const docket = new Docket({ adapter, tracing: otel.tracing });
+ *   const stop = otel.observe(docket);                  // metrics
+ *   docket.worker({ handlers: otel.handlers({ … }) });  // a consumer span per attempt
+ *
+ * Spans follow the messaging semantic conventions: `send <queue>` (kind
+ * PRODUCER) around an enqueue, its context stored with the jobs; `process
+ * <queue>` (kind CONSUMER) around each attempt's handler, linked to the
+ * producer span, and active while the handler runs (its own spans nest).
+ */
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  metrics,
+  propagation,
+  trace,
+  type Attributes,
+  type Link,
+  type Meter,
+  type Tracer,
+} from "@opentelemetry/api";
+import type { Docket, EnqueueTracing, TaskMap } from "../core/docket.ts";
+import type { JobRecord } from "../core/job.ts";
+import type { Handler, JobContext } from "../core/worker.ts";
+
+export interface OpenTelemetryOptions {
+  /** Default: the global tracer provider's "docket" tracer. */
+  tracer?: Tracer;
+  /** Default: the global meter provider's "docket" meter. */
+  meter?: Meter;
+  /** How often `observe` reads queue depth (docket.stats()). Default 15 000 ms. */
+  depthIntervalMs?: number;
+}
+
+export interface DocketTelemetry {
+  /** Pass as `new Docket({ tracing })`: a producer span per enqueue call, its context stored with the jobs. */
+  readonly tracing: EnqueueTracing;
+  /** Wraps handlers so that each attempt runs in a consumer span linked to its enqueue's span. */
+  handlers<H extends Record<string, Handler<never> | undefined>>(handlers: H): H;
+  /**
+   * Records metrics from `docket`'s events and stats until the returned
+   * function is called: `docket.queue.depth` (ready jobs per queue, a gauge),
+   * `docket.job.start_latency` and `docket.job.run_time` (histograms, ms),
+   * `docket.job.failures` (a counter, by outcome retried/dead).
+   */
+  observe<T extends TaskMap>(docket: Docket<T>): () => void;
+}
+
+const SYSTEM = "docket";
+
+function attributesOf(queue: string, extra: Attributes = {}): Attributes {
+  return { "messaging.system": SYSTEM, "messaging.destination.name": queue, ...extra };
+}
+
+export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemetry {
+  const tracer = options.tracer ?? trace.getTracer(SYSTEM);
+  const meter = options.meter ?? metrics.getMeter(SYSTEM);
+  const depthIntervalMs = options.depthIntervalMs ?? 15_000;
+
+  const tracing: EnqueueTracing = {
+    enqueue(jobs, store) {
+      const queues = [...new Set(jobs.map((j) => j.queue))];
+      const queue = queues.length === 1 ? queues[0]! : "(many)";
+      const attributes = attributesOf(queue, { "messaging.operation.type": "send", "messaging.operation.name": "send", "messaging.batch.message_count": jobs.length });
+      return tracer.startActiveSpan(`send ${queue}`, { kind: SpanKind.PRODUCER, attributes }, async (span) => {
+        try {
+          const carrier: Record<string, string> = {};
+          propagation.inject(context.active(), carrier);
+          const result = await store(Object.keys(carrier).length === 0 ? null : JSON.stringify(carrier));
+          if (Array.isArray(result) && result.length === 1) span.setAttribute("messaging.message.id", String((result[0] as JobRecord).id));
+          return result;
+        } catch (error) {
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      });
+    },
+  };
+
+  function traced<P>(handler: Handler<P>): Handler<P> {
+    return (payload: P, ctx: JobContext<P>) => {
+      const job = ctx.job;
+      const links: Link[] = [];
+      if (job.traceContext !== null) {
+        const producer = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, JSON.parse(job.traceContext) as Record<string, string>));
+        if (producer) links.push({ context: producer });
+      }
+      const attributes = attributesOf(job.queue, {
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "process",
+        "messaging.message.id": String(job.id),
+        "docket.task": job.task,
+        "docket.attempt": job.attempt,
+      });
+      return tracer.startActiveSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, attributes, links }, async (span) => {
+        try {
+          return await handler(payload, ctx);
+        } catch (error) {
+          span.recordException(error instanceof Error ? error : String(error));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          throw error;
+        } finally {
+          span.end();
+        }
+      });
+    };
+  }
+
+  return {
+    tracing,
+    handlers<H extends Record<string, Handler<never> | undefined>>(handlers: H): H {
+      const out: Record<string, Handler<never> | undefined> = {};
+      for (const [task, handler] of Object.entries(handlers)) out[task] = handler === undefined ? undefined : (traced(handler as Handler<unknown>) as Handler<never>);
+      return out as H;
+    },
+    observe<T extends TaskMap>(docket: Docket<T>): () => void {
+      const startLatency = meter.createHistogram("docket.job.start_latency", { unit: "ms", description: "From when a job was due to when an attempt started" });
+      const runTime = meter.createHistogram("docket.job.run_time", { unit: "ms", description: "How long an attempt ran, from start to its recorded outcome" });
+      const failures = meter.createCounter("docket.job.failures", { description: "Failed attempts, by outcome (retried, dead)" });
+      const depth = meter.createObservableGauge("docket.queue.depth", { description: "Ready jobs per queue" });
+      const started = new Map<string, number>();
+      const attemptKey = (job: { id: number; attempt: number }) => `${job.id}:${job.attempt}`;
+      const ran = (job: { id: number; attempt: number; queue: string; task: string }, at: number, outcome: string) => {
+        const from = started.get(attemptKey(job));
+        started.delete(attemptKey(job));
+        if (from !== undefined) runTime.record(at - from, attributesOf(job.queue, { "docket.task": job.task, "docket.outcome": outcome }));
+      };
+      let latest: { queue: string; ready: number }[] = [];
+      const readDepth = () =>
+        docket.stats({ runningLimit: 1, keysLimit: 1 }).then(
+          (s) => void (latest = s.queues.map((q) => ({ queue: q.queue, ready: q.counts.ready }))),
+          () => undefined,
+        );
+      const callback = (result: { observe(value: number, attributes?: Attributes): void }) => {
+        for (const q of latest) result.observe(q.ready, attributesOf(q.queue));
+      };
+      depth.addCallback(callback);
+      void readDepth();
+      const timer = setInterval(() => void readDepth(), depthIntervalMs);
+      (timer as { unref?: () => void }).unref?.();
+      const offs = [
+        docket.on("started", (e) => {
+          started.set(attemptKey(e.job), e.at);
+          startLatency.record(Math.max(0, e.at - e.job.runAt), attributesOf(e.job.queue, { "docket.task": e.job.task }));
+        }),
+        docket.on("succeeded", (e) => ran(e.job, e.at, "succeeded")),
+        docket.on("released", (e) => ran(e.job, e.at, "released")),
+        docket.on("lost", (e) => ran(e.job, e.at, "lost")),
+        docket.on("retried", (e) => {
+          ran({ ...e.job, attempt: e.job.attempt }, e.at, "retried");
+          failures.add(1, attributesOf(e.job.queue, { "docket.task": e.job.task, "docket.outcome": "retried" }));
+        }),
+        docket.on("dead", (e) => {
+          ran(e.job, e.at, "dead");
+          failures.add(1, attributesOf(e.job.queue, { "docket.task": e.job.task, "docket.outcome": "dead" }));
+        }),
+      ];
+      return () => {
+        clearInterval(timer);
+        depth.removeCallback(callback);
+        for (const off of offs) off();
+      };
+    },
+  };
+}
