@@ -10,7 +10,7 @@
 import { Docket } from "../../core/docket.ts";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { ConformanceCase } from "../harness.ts";
-import { engineWithoutTransactions, expireUnfenced, expiredLeasesUnlisted, mutationById, replayUnlockedUnguarded, retryUnfenced, stagingAdmitsNothing } from "../mutations.ts";
+import { engineWithoutTransactions, expireUnfenced, expiredLeasesUnlisted, mutationById, retryUnfenced, stagingAdmitsNothing } from "../mutations.ts";
 import { LEASE_MS, insert, jobInState, token } from "./helpers.ts";
 import { raceCasesOf, settle, type Mutant, type Race } from "./races.ts";
 
@@ -131,7 +131,7 @@ const LIFECYCLE_RACES: Race[] = [
     id: "R17",
     name: "two concurrent replays of one dead job: exactly one replays it",
     guard: "the replay's state guard (dead only)",
-    mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: engineWithoutTransactions } },
+    mutant: { instrument: { plugins: mutationById("replay-dead-any-state").plugins!(), wrapEngine: engineWithoutTransactions } },
     async scenario({ t, hook, s1, s2 }) {
       const dead = await jobInState(t, "dead");
       const now = t.clock.now();
