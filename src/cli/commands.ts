@@ -141,8 +141,6 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
             );
       return { text, json: list };
     }
-    case "dashboard":
-      throw new UsageError("the dashboard is not in this version of docket");
     default:
       throw new UsageError(group === undefined ? "a command is required" : `unknown command: ${command.join(" ")}`);
   }

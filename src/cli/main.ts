@@ -28,6 +28,7 @@ export async function main(argv: string[]): Promise<number> {
         window: { type: "string" },
         "older-than": { type: "string" },
         port: { type: "string" },
+        "read-only": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -44,6 +45,7 @@ export async function main(argv: string[]): Promise<number> {
   let docket: Docket | null = null;
   try {
     docket = new Docket({ adapter: await openUrl(url, v.prefix) });
+    if (positionals[0] === "dashboard") return await serveDashboard(docket, v.port, v["read-only"] ?? false);
     const out = await runCommand(docket, positionals, {
       json: v.json ?? false,
       ...(v.state === undefined ? {} : { state: v.state }),
@@ -65,6 +67,21 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     await docket?.close().catch(() => undefined);
   }
+}
+
+/** `docket dashboard`: serves the dashboard on 127.0.0.1 until SIGINT or SIGTERM. Mutations are allowed unless --read-only (it listens on loopback only). */
+async function serveDashboard(docket: Docket, portText: string | undefined, readOnly: boolean): Promise<number> {
+  const port = portText === undefined ? 8080 : Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(portText)}`);
+  const { serveOnNode } = await import("../dashboard/node.ts");
+  const { server, url } = await serveOnNode(docket.dashboard({ readOnly, authorize: () => true }), port);
+  console.log(`docket dashboard on ${url}${readOnly ? " (read-only)" : ""}; Ctrl-C stops it`);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return EXIT.ok;
 }
 
 function usage(message: string): number {

@@ -2,6 +2,7 @@ import type { DocketAdapter, NewJob, QueueControl, TaskControl } from "./adapter
 import { validateCap, validateConcurrency, type ConcurrencySpec, type OnConflict } from "./concurrency.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import { Scheduler, Schedules } from "./schedules.ts";
+import { dashboard, type DashboardHandler, type DashboardOptions } from "../dashboard/index.ts";
 import { shapeStats, type DocketStats, type StatsOptions } from "./stats.ts";
 import { EventHub, type DocketEvent, type DocketEventType, type EventOf } from "./events.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError, WaitTimeoutError } from "./errors.ts";
@@ -629,6 +630,14 @@ export class Docket<T extends TaskMap = TaskMap> {
    */
   scheduler(options: { intervalMs?: number; onError?: (error: Error) => void } = {}): Scheduler {
     return new Scheduler(this.schedules, options);
+  }
+
+  /**
+   * The dashboard: a web-standard `(Request) => Promise<Response>` handler
+   * (see DashboardOptions: basePath, authorize, readOnly).
+   */
+  dashboard(options: DashboardOptions = {}): DashboardHandler {
+    return dashboard(this, options);
   }
 
   /** A worker that runs this docket's jobs. Call `start()` on it. */

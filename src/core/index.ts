@@ -9,5 +9,6 @@ export type * from "./adapter.ts";
 export * from "./docket.ts";
 export * from "./events.ts";
 export * from "./schedules.ts";
+export type { DashboardAction, DashboardHandler, DashboardOptions } from "../dashboard/index.ts";
 export type * from "./stats.ts";
 export * from "./worker.ts";

@@ -1,0 +1,143 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Docket } from "../../src/core/docket.ts";
+import { serveOnNode } from "../../src/dashboard/node.ts";
+import type { DisposableTarget, TargetName } from "../support/targets.ts";
+import { REQUIRE_ALL, openTarget } from "../support/targets.ts";
+
+const ARTIFACTS = resolve("test-artifacts");
+const CHROMIUM = (() => {
+  try {
+    return execFileSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
+})();
+if (!CHROMIUM) {
+  if (REQUIRE_ALL) throw new Error("DOCKET_REQUIRE_ALL_ADAPTERS=1 but no chromium binary was found (apt-get install -y chromium)");
+  console.warn(`\n${"!".repeat(78)}\n!! SKIPPING the dashboard browser tests: no chromium binary on PATH\n${"!".repeat(78)}\n`);
+}
+
+let browser: Browser | null = null;
+beforeAll(async () => {
+  if (CHROMIUM) browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  mkdirSync(ARTIFACTS, { recursive: true });
+}, 60_000);
+afterAll(async () => browser?.close());
+
+/** Issue 11 item 2: the dashboard, end to end in headless Chromium, on every adapter. */
+for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
+  describe(`${name}: dashboard in Chromium`, () => {
+    let target: DisposableTarget | null = null;
+    beforeAll(async () => void (target = await openTarget(name)));
+    afterAll(async () => target?.dispose());
+    it("renders queues, keys, caps and dead letters; pause/resume works; replay clicked twice replays once; payloads render as text", async (ctx) => {
+      if (!target || !browser) return ctx.skip();
+      const store = await target.open();
+      const adapter = await store.connect();
+      await adapter.migrate();
+      const docket = new Docket({ adapter });
+      const xss = "<script>alert(1)</script>";
+      const mail = await docket.enqueue("email", { to: xss }, { queue: "mail" });
+      await docket.enqueue("email", {}, { queue: "mail" });
+      await docket.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
+      await docket.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
+      await docket.setQueueCap("mail", 3);
+      await docket.setTaskCap("sync", 2);
+      await docket.schedules.put("nightly", { cron: "0 3 * * *", timezone: "Europe/Berlin", task: "report" });
+      const dead = await docket.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 1 });
+      const w = docket.worker({ queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error(`declined ${xss}`)) } });
+      await w.start();
+      await docket.waitFor(dead.id, { timeoutMs: 20_000, pollMs: 20 });
+      await w.stop();
+
+      const { server, url } = await serveOnNode(docket.dashboard({ authorize: () => true }), 0);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      let dialogs = 0;
+      page.on("dialog", (d) => void (dialogs++, d.dismiss()));
+      try {
+        await page.goto(url);
+        expect(await page.textContent("#queues tr[data-queue=mail]")).toMatch(/mail\s*2\s*0\s*0\s*0/);
+        expect(await page.textContent("#keys")).toContain("account-7");
+        expect(await page.textContent("#task-caps")).toMatch(/sync\s*0\s*2/);
+        expect(await page.textContent("#schedules")).toContain("Europe/Berlin");
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-overview.png`, fullPage: true });
+
+        await page.click("#queues tr[data-queue=mail] button[data-action=pause]");
+        expect(await page.textContent("[role=status]")).toBe("queue mail paused");
+        expect(await page.textContent("#queues tr[data-queue=mail]")).toContain("paused");
+        expect((await docket.listControls()).queues.find((q) => q.queue === "mail")?.paused).toBe(true);
+        await page.click("#queues tr[data-queue=mail] button[data-action=resume]");
+        expect((await docket.listControls()).queues.find((q) => q.queue === "mail")?.paused).toBe(false);
+
+        await page.goto(`${url}dead`);
+        expect(await page.textContent(`#dead tr[data-job="${dead.id}"]`)).toContain(`declined ${xss}`);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-dead-letters.png`, fullPage: true });
+        // Replay clicked twice: the browser's click and a second submission of the same form race; one replays, one is told "not dead".
+        const form = `#dead tr[data-job="${dead.id}"] form`;
+        const action = await page.$eval(form, (f) => (f as HTMLFormElement).action);
+        const csrf = await page.$eval(`${form} input[name=csrf]`, (i) => (i as HTMLInputElement).value);
+        const [second] = await Promise.all([
+          fetch(action, { method: "POST", body: new URLSearchParams({ csrf }), redirect: "manual", headers: { origin: new URL(url).origin } }),
+          page.click(`${form} button[data-action=replay]`),
+        ]);
+        expect(second.status).toBe(303);
+        const notices = [decodeURIComponent(new URL(second.headers.get("location")!, url).searchParams.get("notice") ?? ""), await page.textContent("[role=status]")];
+        expect(notices.sort()).toEqual([`job ${dead.id} is not dead (already replayed?)`, `job ${dead.id} replayed`].sort());
+        const replayed = await docket.get(dead.id);
+        expect(replayed?.state).not.toBe("dead");
+        expect(replayed?.attempt).toBe(0);
+        expect(await docket.deadLetters.list()).toEqual([]);
+
+        await page.goto(`${url}jobs/${mail.id}`);
+        expect(await page.textContent("#payload")).toContain(`"to": "${xss}"`);
+        expect(await page.$$eval("script", (s) => s.length)).toBe(0);
+        await page.goto(`${url}lookup?q=${mail.id}`);
+        expect(page.url()).toBe(`${url}jobs/${mail.id}`);
+        expect(dialogs).toBe(0);
+      } finally {
+        await page.close();
+        await new Promise<void>((r) => server.close(() => r()));
+        await adapter.close();
+        await store.close();
+      }
+    }, 120_000);
+
+    it("mutations are POST-only, need the CSRF token and a same-site origin, and are refused unless authorize allows them or when read-only", async (ctx) => {
+      if (!target) return ctx.skip();
+      const store = await target.open();
+      const adapter = await store.connect();
+      await adapter.migrate();
+      const docket = new Docket({ adapter });
+      await docket.enqueue("t", {}, { queue: "q" });
+      const token = async (handler: (r: Request) => Promise<Response>) => /name="csrf" value="([0-9a-f]+)"/.exec(await (await handler(new Request("http://x/"))).text())?.[1];
+      const post = (handler: (r: Request) => Promise<Response>, csrf: string | undefined, headers: Record<string, string> = {}) =>
+        handler(new Request("http://x/queues/q/pause", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: `csrf=${csrf ?? ""}` }));
+      const open = docket.dashboard({ authorize: () => true });
+      const good = await token(open);
+      expect(good).toMatch(/^[0-9a-f]{48}$/);
+      expect((await open(new Request("http://x/queues/q/pause"))).status).toBe(404);
+      expect((await post(open, undefined)).status).toBe(403);
+      expect((await post(open, "0".repeat(48))).status).toBe(403);
+      expect((await post(open, good, { origin: "http://evil.example" })).status).toBe(403);
+      expect((await docket.listControls()).queues).toEqual([]);
+      const byDefault = docket.dashboard();
+      expect((await post(byDefault, await token(byDefault))).status).toBe(403);
+      const readOnly = docket.dashboard({ readOnly: true, authorize: () => true });
+      expect(await token(readOnly)).toBeUndefined();
+      expect((await (await readOnly(new Request("http://x/"))).text())).not.toContain("<form class=\"inline\" method=\"post\"");
+      expect((await docket.listControls()).queues).toEqual([]);
+      const ok = await post(open, good, { origin: "http://x" });
+      expect(ok.status).toBe(303);
+      expect((await docket.listControls()).queues).toEqual([{ queue: "q", paused: true, maxRunning: null }]);
+      const mounted = docket.dashboard({ basePath: "/admin/queue/" });
+      expect((await mounted(new Request("http://x/admin/queue/"))).status).toBe(200);
+      expect((await mounted(new Request("http://x/other"))).status).toBe(404);
+      await adapter.close();
+      await store.close();
+    }, 60_000);
+  });
+}
