@@ -6,11 +6,20 @@ import type { DashboardHandler } from "./index.ts";
  * free port). Resolves with the server and its URL once it listens.
  */
 export async function serveOnNode(handler: DashboardHandler, port: number, host = "127.0.0.1"): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => void bridge(handler, req, res, host));
+  const server = createServer(nodeListener(handler, host));
   await new Promise<void>((resolve) => server.listen(port, host, resolve));
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;
   return { server, url: `http://${host}:${actual}/` };
+}
+
+/**
+ * A `(req, res)` listener for `node:http` or Express (`app.use(listener)`
+ * with the dashboard's `basePath` set to the mount path; Express's
+ * `originalUrl` is used when present).
+ */
+export function nodeListener(handler: DashboardHandler, host = "localhost"): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => void bridge(handler, req, res, host);
 }
 
 async function bridge(handler: DashboardHandler, req: IncomingMessage, res: ServerResponse, host: string): Promise<void> {
@@ -20,7 +29,8 @@ async function bridge(handler: DashboardHandler, req: IncomingMessage, res: Serv
     const headers = new Headers();
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    const request = new Request(new URL(req.url ?? "/", `http://${req.headers.host ?? host}`), {
+    const path = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "/";
+    const request = new Request(new URL(path, `http://${req.headers.host ?? host}`), {
       method: req.method ?? "GET",
       headers,
       ...(hasBody ? { body: Buffer.concat(chunks) } : {}),

@@ -13,6 +13,7 @@ const SUITES: Record<string, { label: string; file: string }> = {
   postgres: { label: "deno conformance postgres", file: "test/deno/postgres_test.ts" },
   mysql: { label: "deno conformance mysql", file: "test/deno/mysql_test.ts" },
   "node-sqlite": { label: "deno node-sqlite shim", file: "test/deno/node-sqlite_test.ts" },
+  dashboard: { label: "deno dashboard (Deno.serve)", file: "test/deno/dashboard_test.ts" },
 };
 const FLAGS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write"];
 
