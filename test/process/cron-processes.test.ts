@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Docket } from "../../src/core/docket.ts";
 import type { DisposableTarget, TargetName } from "../support/targets.ts";
 import { openTarget } from "../support/targets.ts";
+import { spawnGoChild } from "../support/go-child.ts";
 
 const CHILD = join(import.meta.dirname, "../support/cron-child.ts");
 const PROCESSES = 4;
@@ -14,22 +14,7 @@ interface Report {
   errors: string[];
 }
 
-function scheduler(args: string[]): { ready: Promise<void>; go(): void; result: Promise<Report> } {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["pipe", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  child.stderr.on("data", (d) => (err += d));
-  let readyResolve!: () => void;
-  const ready = new Promise<void>((r) => (readyResolve = r));
-  child.stdout.on("data", (d) => {
-    out += d;
-    if (out.startsWith("ready\n")) readyResolve();
-  });
-  const result = new Promise<Report>((resolve, reject) =>
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.split("\n")[1]!)) : reject(new Error(`scheduler exited ${code}: ${err}`)))),
-  );
-  return { ready, go: () => child.stdin.end("go\n"), result };
-}
+const scheduler = (args: string[]) => spawnGoChild<Report>(CHILD, args, "scheduler");
 
 /** Issue 11 item 5: a schedule ticking every second, fired by 4 scheduler processes at once: exactly one job per tick, no tick missed. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {

@@ -1,30 +1,14 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DisposableTarget, TargetName } from "../support/targets.ts";
 import { openTarget } from "../support/targets.ts";
+import { spawnGoChild } from "../support/go-child.ts";
 
 const CHILD = join(import.meta.dirname, "../support/idempotency-child.ts");
 const PROCESSES = 4;
 const KEYS = Array.from({ length: 40 }, (_, i) => `order-${i}`);
 
-/** Runs one producer process; resolves with its results once every producer was told to go. */
-function producer(args: string[]): { ready: Promise<void>; go(): void; result: Promise<{ key: string; id: number; created: boolean }[]> } {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["pipe", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  child.stderr.on("data", (d) => (err += d));
-  let readyResolve!: () => void;
-  const ready = new Promise<void>((r) => (readyResolve = r));
-  child.stdout.on("data", (d) => {
-    out += d;
-    if (out.startsWith("ready\n")) readyResolve();
-  });
-  const result = new Promise<{ key: string; id: number; created: boolean }[]>((resolve, reject) =>
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.split("\n")[1]!)) : reject(new Error(`producer exited ${code}: ${err}`)))),
-  );
-  return { ready, go: () => child.stdin.end("go\n"), result };
-}
+const producer = (args: string[]) => spawnGoChild<{ key: string; id: number; created: boolean }[]>(CHILD, args, "producer");
 
 /** Issue 10 item 1: one idempotency key enqueued at once from separate processes creates one job; every caller gets it. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
