@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -107,6 +107,26 @@ describe("cli", () => {
       console.log(`--- docket CLI on ${adapter} ---\n${transcript.join("\n")}`);
     }, 180_000);
   }
+  it("docket dashboard serves the dashboard until SIGINT, then exits 0", async () => {
+    const url = `sqlite:${join(dir, "dashboard.db")}`;
+    expect((await docket(url, "migrate")).code).toBe(0);
+    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--url", url], { stdio: ["ignore", "pipe", "pipe"] });
+    const served = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.on("data", (d) => {
+        out += d;
+        const m = /dashboard on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      child.on("exit", (code) => reject(new Error(`exited ${code} before serving`)));
+    });
+    const page = await fetch(served);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<title>Queues · docket</title>");
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    child.kill("SIGINT");
+    expect(await exited).toBe(0);
+  }, 60_000);
   it("a database it cannot reach is exit code 3", async () => {
     const r = await docket("postgres://postgres@127.0.0.1:1/none", "status");
     expect(r.code).toBe(3);
