@@ -19,10 +19,9 @@ import { dropPropertyDatabases, openPropertyEnv, propertyRuns } from "../test/su
 import { DEFAULT_MODEL_RUNS, DEFAULT_SCHEDULE_RUNS } from "../test/support/property.ts";
 
 /**
- * Schedule runs per mutation. The lock mutations are caught only by the
- * schedules, after 150–450 runs (a rate near 1 in 250): with the suite's
- * 500, a pass missed one about once in 8 passes per mutation (seen twice in
- * three passes over 36 mutations); 1,500 makes a miss rare (about e^-6). A
+ * Schedule runs per mutation. With the race families (src/testing/schedule/scenarios.ts)
+ * the lock mutations are caught in a median of 15–150 schedule runs and at most 553 over
+ * 20 repeats of the whole table (docs/property-tests.md); 1,500 leaves a wide margin. A
  * caught mutation stops at its counterexample, so only survivors pay for it.
  */
 const MUTATION_SCHEDULE_RUNS = 3 * DEFAULT_SCHEDULE_RUNS;
