@@ -46,7 +46,7 @@ describe("migrate from two processes at once", () => {
     try {
       const file = join(dir, "jobs.db");
       const results = await Promise.all([migrateInChild("sqlite", file, prefix), migrateInChild("sqlite", file, prefix)]);
-      expect(results.flatMap((r) => r.applied).sort()).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
+      expect(results.flatMap((r) => r.applied).sort((a, b) => a - b)).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -60,7 +60,7 @@ describe("migrate from two processes at once", () => {
     await c.connect();
     await c.query(`DROP TABLE IF EXISTS ${prefix}jobs, ${prefix}migrations`);
     await c.end();
-    expect(results.flatMap((r) => r.applied).sort()).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
+    expect(results.flatMap((r) => r.applied).sort((a, b) => a - b)).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
   }, 60_000);
 
   it("mysql: applies each version exactly once", async () => {
@@ -73,7 +73,7 @@ describe("migrate from two processes at once", () => {
     u.pathname = `/${db}`;
     try {
       const results = await Promise.all([migrateInChild("mysql", u.toString(), prefix), migrateInChild("mysql", u.toString(), prefix)]);
-      expect(results.flatMap((r) => r.applied).sort()).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
+      expect(results.flatMap((r) => r.applied).sort((a, b) => a - b)).toEqual([...Array(results[0]!.version).keys()].map((i) => i + 1));
     } finally {
       await c.query(`DROP DATABASE IF EXISTS ${db}`);
       await c.end();
