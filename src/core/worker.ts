@@ -796,7 +796,8 @@ export class Worker<T extends TaskMap = TaskMap> {
     } catch {
       // An observer's failure must not affect the job.
     }
-    this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
+    // Built only when the docket has a listener for it: a worker without observers pays two map lookups per event.
+    if (this.#docket.listens(event.type === "retry" ? "retried" : event.type)) this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
   }
 }
 
