@@ -410,17 +410,8 @@ export interface StoredSchedule {
   updatedAt: number;
 }
 
-export interface PutScheduleParams {
-  name: string;
-  cron: string;
-  timezone: string;
-  task: string;
-  queue: string;
-  payload: string;
-  options: string;
-  lastTick: number;
-  now: number;
-}
+/** A schedule to store: its definition and the last tick a new one starts from (see putSchedule). */
+export type PutScheduleParams = Omit<StoredSchedule, "createdAt" | "updatedAt"> & { now: number };
 
 export interface FireScheduleParams {
   name: string;

@@ -86,7 +86,17 @@ export function nextTick(cron: Cron, now: number): number | null {
  * many schedulers run (the database decides: see DocketAdapter.fireSchedule).
  */
 export class Schedules {
+  /** Parsed expressions by `cron` and time zone: a pass (every second per scheduler) parses each one once per process. */
+  readonly #parsed = new Map<string, Cron>();
+
   constructor(readonly host: ScheduleHost) {}
+
+  #cron(cron: string, timezone: string): Cron {
+    const key = `${timezone}\u0000${cron}`;
+    let parsed = this.#parsed.get(key);
+    if (parsed === undefined) this.#parsed.set(key, (parsed = parseCron(cron, timezone)));
+    return parsed;
+  }
 
   /** Creates or replaces the schedule `name`. A new or changed schedule fires from its next tick on, never for ticks before this call. */
   async put<P>(name: string, definition: ScheduleDefinition<P>): Promise<Schedule> {
@@ -111,7 +121,7 @@ export class Schedules {
       lastTick: latestTick(cron, now) ?? 0,
       now,
     });
-    return toSchedule(stored, now);
+    return toSchedule(stored, cron, now);
   }
 
   /** Deletes the schedule; NotFoundError when there is none. Jobs it already enqueued stay. */
@@ -122,7 +132,7 @@ export class Schedules {
 
   async list(): Promise<Schedule[]> {
     const now = this.host.clock.now();
-    return (await this.host.adapter.listSchedules()).map((s) => toSchedule(s, now));
+    return (await this.host.adapter.listSchedules()).map((s) => toSchedule(s, this.#cron(s.cron, s.timezone), now));
   }
 
   /**
@@ -134,7 +144,7 @@ export class Schedules {
     const now = this.host.clock.now();
     const fired: FiredTick[] = [];
     for (const s of await this.host.adapter.listSchedules()) {
-      const tick = latestTick(parseCron(s.cron, s.timezone), now);
+      const tick = latestTick(this.#cron(s.cron, s.timezone), now);
       if (tick === null || tick <= s.lastTick) continue;
       const options = JSON.parse(s.options) as ScheduleJobOptions;
       const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
@@ -148,7 +158,7 @@ export class Schedules {
   }
 }
 
-function toSchedule(s: StoredSchedule, now: number): Schedule {
+function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
   return {
     name: s.name,
     cron: s.cron,
@@ -158,7 +168,7 @@ function toSchedule(s: StoredSchedule, now: number): Schedule {
     payload: JSON.parse(s.payload),
     options: JSON.parse(s.options) as ScheduleJobOptions,
     lastTickAt: s.lastTick,
-    nextTickAt: nextTick(parseCron(s.cron, s.timezone), now),
+    nextTickAt: nextTick(cron, now),
   };
 }
 
@@ -168,6 +178,7 @@ export class Scheduler {
   #running: Promise<void> | null = null;
   #stopped = true;
   readonly intervalMs: number;
+  readonly #onError: (error: Error) => void;
 
   constructor(
     readonly schedules: Schedules,
@@ -177,7 +188,6 @@ export class Scheduler {
     this.intervalMs = validateInteger(options.intervalMs ?? 1_000, "intervalMs", 10, 3_600_000);
     this.#onError = options.onError ?? (() => undefined);
   }
-  readonly #onError: (error: Error) => void;
 
   start(): void {
     if (!this.#stopped) return;

@@ -797,11 +797,16 @@ export class Worker<T extends TaskMap = TaskMap> {
       // An observer's failure must not affect the job.
     }
     // Built only when the docket has a listener for it: a worker without observers pays two map lookups per event.
-    if (this.#docket.listens(event.type === "retry" ? "retried" : event.type)) this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
+    if (this.#docket.listens(docketTypeOf(event))) this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
   }
 }
 
-/** The docket-level form of a worker event (`retry` is `retried` there). */
+/** A worker event's type on the docket-level stream (`retry` is `retried` there). */
+function docketTypeOf(event: WorkerEvent): DocketEvent["type"] {
+  return event.type === "retry" ? "retried" : event.type;
+}
+
+/** The docket-level form of a worker event. */
 function toDocketEvent(event: WorkerEvent, at: number): DocketEvent {
   if (event.type === "retry") return { type: "retried", at, job: event.job, error: event.error };
   return { ...event, at };

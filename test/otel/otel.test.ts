@@ -1,4 +1,4 @@
-import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
+import { context, propagation, SpanKind } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
@@ -104,5 +104,3 @@ function describeSpan(s: ReadableSpan): string {
   const parent = s.parentSpanContext ? ` parent ${s.parentSpanContext.spanId}` : "";
   return `  ${s.name} [${kind}] trace ${s.spanContext().traceId} span ${s.spanContext().spanId}${parent}${link} ${JSON.stringify(s.attributes)}${s.status.code === 2 ? " ERROR" : ""}`;
 }
-
-void trace;
