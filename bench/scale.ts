@@ -11,7 +11,8 @@
  */
 import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
-import { ADAPTERS, openDatabase, type AdapterName, type StoreSpec } from "./databases.ts";
+import { ADAPTERS, openDatabase, type AdapterName } from "./databases.ts";
+import { fill } from "./fill.ts";
 import { startChild } from "./children.ts";
 
 const args = new Map<string, string>();
@@ -26,35 +27,6 @@ const CASES = [
   { name: `waiting ${BIG / 1e6}M`, filler: BIG, state: "ready" },
   { name: `finished ${BIG / 1e6}M`, filler: BIG, state: "succeeded" },
 ] as const;
-
-/** Inserts `n` filler jobs straight into the store's table (one SQL statement; the benchmark's setup, not docket's API). */
-async function fill(spec: StoreSpec, n: number, state: "ready" | "succeeded", now: number): Promise<void> {
-  const jobs = `${spec.prefix}jobs`;
-  const finished = state === "succeeded" ? String(now) : "NULL";
-  const cols = "task, queue, payload, state, priority, run_at, attempt, max_attempts, created_at, updated_at, finished_at";
-  const vals = `'noop', 'default', '{}', '${state}', 1, ${now}, 0, 3, ${now}, ${now}, ${finished}`;
-  if (spec.adapter === "sqlite") {
-    const Database = (await import("better-sqlite3")).default;
-    const db = new Database(spec.location);
-    db.exec(`WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ${n}) INSERT INTO ${jobs} (${cols}) SELECT ${vals} FROM g`);
-    db.close();
-  } else if (spec.adapter === "postgres") {
-    const pg = (await import("pg")).default;
-    const c = new pg.Client({ connectionString: spec.location });
-    await c.connect();
-    await c.query(`INSERT INTO ${jobs} (${cols}) SELECT ${vals} FROM generate_series(1, ${n})`);
-    await c.query(`ANALYZE ${jobs}`);
-    await c.end();
-  } else {
-    const mysql = (await import("mysql2/promise")).default;
-    const c = await mysql.createConnection({ uri: spec.location });
-    for (let done = 0; done < n; done += 100_000) {
-      await c.query(`INSERT INTO ${jobs} (${cols}) SELECT ${vals} FROM seq_1_to_${Math.min(100_000, n - done)}`);
-    }
-    await c.query(`ANALYZE TABLE ${jobs}`);
-    await c.end();
-  }
-}
 
 const rows: { system: string; case: string; run: number; jobsPerSec: number; maxRssMb: number }[] = [];
 let n = 0;

@@ -66,30 +66,13 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     case "dlq replay-all": {
       const limit = flags.limit === undefined ? Number.MAX_SAFE_INTEGER : parseCount(flags.limit, "--limit", 0);
       const total = Math.min(limit, await deadCount(docket, filter));
-      const bar = new Progress("replaying", total, !flags.json && Boolean(process.stderr.isTTY));
-      let replayed = 0;
-      while (replayed < limit) {
-        const ask = Math.min(BATCH, limit - replayed);
-        const { replayed: n } = await docket.deadLetters.replayAll({ ...filter, limit: ask });
-        replayed += n;
-        bar.update(replayed);
-        if (n < ask) break;
-      }
-      bar.done();
+      const replayed = await inBatches("replaying", total, flags, async (ask) => (await docket.deadLetters.replayAll({ ...filter, limit: ask })).replayed, limit);
       return { text: `replayed ${replayed} dead job(s)`, json: { replayed } };
     }
     case "dlq purge": {
       const olderThanMs = flags.olderThan === undefined ? 0 : parseDuration(flags.olderThan, "--older-than");
       const total = await deadCount(docket, filter);
-      const bar = new Progress("deleting", total, !flags.json && Boolean(process.stderr.isTTY));
-      let deleted = 0;
-      for (;;) {
-        const { deleted: n } = await docket.deadLetters.purge({ ...filter, olderThanMs, limit: BATCH });
-        deleted += n;
-        bar.update(deleted);
-        if (n < BATCH) break;
-      }
-      bar.done();
+      const deleted = await inBatches("deleting", total, flags, async (ask) => (await docket.deadLetters.purge({ ...filter, olderThanMs, limit: ask })).deleted);
       return { text: `deleted ${deleted} dead job(s)`, json: { deleted } };
     }
     case "queues list": {
@@ -116,18 +99,9 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     case "purge": {
       if (flags.olderThan === undefined) throw new UsageError("purge needs --older-than <duration> (e.g. 7d)");
       const olderThanMs = parseDuration(flags.olderThan, "--older-than");
-      const stats = await docket.stats();
-      const total = stats.queues.reduce((n, q) => n + q.counts.succeeded + q.counts.cancelled + q.counts.dead, 0);
       const purger = new Docket({ adapter: docket.adapter, retention: { finishedMs: olderThanMs, deadMs: olderThanMs } });
-      const bar = new Progress("deleting", total, !flags.json && Boolean(process.stderr.isTTY));
-      let deleted = 0;
-      for (;;) {
-        const { deleted: n } = await purger.purgeFinished({ limit: BATCH });
-        deleted += n;
-        bar.update(deleted);
-        if (n === 0) break;
-      }
-      bar.done();
+      // No total: stats count succeeded and cancelled jobs over a recent window only, and these are the old ones.
+      const deleted = await inBatches("deleting", null, flags, async (ask) => (await purger.purgeFinished({ limit: ask })).deleted);
       return { text: `deleted ${deleted} finished job(s) older than ${flags.olderThan}`, json: { deleted } };
     }
     case "schedules list": {
@@ -164,6 +138,26 @@ function capOf(text: string): number | null {
   if (text === "none") return null;
   if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`a cap is a positive integer or none, got ${JSON.stringify(text)}`);
   return Number(text);
+}
+
+/**
+ * Runs `step` (asked to do at most BATCH items, fewer near `limit`; returns
+ * how many it did) until a step does fewer than asked or `limit` is
+ * reached, with a progress bar on a terminal (not under --json). Returns
+ * how many were done.
+ */
+async function inBatches(label: string, total: number | null, flags: Flags, step: (ask: number) => Promise<number>, limit = Number.MAX_SAFE_INTEGER): Promise<number> {
+  const bar = new Progress(label, total, !flags.json && Boolean(process.stderr.isTTY));
+  let done = 0;
+  while (done < limit) {
+    const ask = Math.min(BATCH, limit - done);
+    const n = await step(ask);
+    done += n;
+    bar.update(done);
+    if (n < ask) break;
+  }
+  bar.done();
+  return done;
 }
 
 async function deadCount(docket: Docket, filter: { queue?: string; task?: string }): Promise<number> {

@@ -42,8 +42,10 @@ export function jobDetail(j: Job): string {
     ["finished", time(j.finishedAt)],
     ["concurrency key", j.concurrencyKey ?? "-"],
     ["idempotency key", j.idempotencyKey ?? "-"],
+    ["worker", j.worker ?? "-"],
     ["lease expires", time(j.leaseExpiresAt)],
     ["last error", j.lastError ?? "-"],
+    ...j.errors.map((e): [string, string] => [`attempt ${e.attempt} failed`, `${time(e.at)} on ${e.worker ?? "-"}: ${e.error.split("\n")[0]}`]),
     ["payload", JSON.stringify(j.payload)],
     ["result", JSON.stringify(j.result)],
     ["progress", JSON.stringify(j.progress)],
@@ -58,7 +60,7 @@ export function statsText(s: DocketStats): string {
     s.queues.length === 0
       ? "queues: none"
       : table(
-          ["queue", "ready", "scheduled", "blocked", "running", "succeeded", "dead", "cancelled", "oldest ready", "paused", "cap"],
+          ["queue", "ready", "scheduled", "blocked", "running", `succeeded ${age(s.windowMs)}`, "dead", `cancelled ${age(s.windowMs)}`, "oldest ready", "paused", "cap"],
           s.queues.map((q) => [
             q.queue,
             q.counts.ready,
@@ -79,7 +81,7 @@ export function statsText(s: DocketStats): string {
   }
   if (s.keys.length > 0) out.push("", table(["key", "limit", "in use", "blocked"], s.keys.map((k) => [k.key, k.limit ?? "-", k.holders, k.blocked])));
   if (s.running.length > 0) {
-    out.push("", table(["running id", "task", "queue", "attempt", "lease expires in"], s.running.map((r) => [r.id, r.task, r.queue, r.attempt, r.leaseExpiresInMs < 0 ? `expired ${age(-r.leaseExpiresInMs)} ago` : age(r.leaseExpiresInMs)])));
+    out.push("", table(["running id", "task", "queue", "attempt", "worker", "lease expires in"], s.running.map((r) => [r.id, r.task, r.queue, r.attempt, r.worker ?? "-", r.leaseExpiresInMs < 0 ? `expired ${age(-r.leaseExpiresInMs)} ago` : age(r.leaseExpiresInMs)])));
   }
   const done = s.throughput.reduce((n, b) => n + b.succeeded, 0);
   const dead = s.throughput.reduce((n, b) => n + b.dead, 0);

@@ -172,9 +172,11 @@ export interface DocketAdapter {
   repairKeys(params: { now: number; limit: number }): Promise<string[]>;
 
   /**
-   * A snapshot for operators, read-only, in a fixed number of queries
-   * (the counts read every job once; the rest read index ranges): job
-   * counts per queue, task and state; per queue the `run_at` of its oldest
+   * A snapshot for operators, read-only, in a fixed number of queries,
+   * each reading index ranges bounded by the live jobs, the dead jobs and
+   * the jobs finished since `since`, whatever the history kept: job
+   * counts per queue, task and state (succeeded and cancelled: those
+   * finished since `since`; every other state: all); per queue the `run_at` of its oldest
    * ready job; the running jobs, soonest lease expiry first (at most
    * `runningLimit`); the keys with holders or blocked jobs (at most
    * `keysLimit`, by name); and the jobs finished since `since`, per state
@@ -315,6 +317,8 @@ export interface ClaimParams {
   now: number;
   leaseToken: string;
   leaseExpiresAt: number;
+  /** The claiming worker's name, stored with each job it claims (JobRecord.worker). Default null. */
+  worker?: string | null;
   /**
    * Whether to admit due scheduled jobs first (see `claim`). Default true.
    * A worker passes false between its periodic staging passes, so a busy

@@ -595,13 +595,14 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   /**
-   * What an operator wants to see, read in seven queries whatever the
-   * table size (the counts read every job once, retention keeps that to
-   * the live jobs and a window of finished ones; the rest read index
-   * ranges): per queue and task the jobs in
-   * each state, the age of the oldest ready job, pause and caps; running
-   * jobs with their lease expiry; keys with slots in use and blocked jobs;
-   * jobs finished per minute over the last 15 (see StatsOptions). Reads only.
+   * What an operator wants to see, read in a fixed number of queries
+   * (fourteen, the controls included), each an index range bounded by the
+   * live jobs, the dead ones and those finished within the window, never
+   * by the history kept: per queue and task the jobs in each state
+   * (succeeded and cancelled: finished within the window), the age of the
+   * oldest ready job, pause and caps; running jobs with their worker and
+   * lease expiry; keys with slots in use and blocked jobs; jobs finished
+   * per minute over the last 15 (see StatsOptions). Reads only.
    */
   async stats(options: StatsOptions = {}): Promise<DocketStats> {
     checkKeys(options, ["windowMs", "bucketMs", "runningLimit", "keysLimit"], "stats(options)");

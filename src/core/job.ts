@@ -35,15 +35,36 @@ export interface JobRecord {
   result: string | null;
   /** The last progress its handler recorded (`ctx.progress`), as JSON text, or null. */
   progress: string | null;
+  /** The name of the worker that claimed it last (see WorkerOptions.name), or null if none has. */
+  worker: string | null;
+  /** Its failed attempts, oldest first, as a JSON array of AttemptError (the last ERROR_HISTORY.entries), or null if none failed. */
+  errors: string | null;
 }
 
+/** One failed attempt as the job's error history keeps it. */
+export interface AttemptError {
+  /** The attempt's number (1 for the first). */
+  attempt: number;
+  /** When it failed (the handler threw or timed out, or its lease expired), epoch ms. */
+  at: number;
+  /** The error text, cut to ERROR_HISTORY.chars characters (`lastError` keeps the whole text). */
+  error: string;
+  /** The worker that ran the attempt (WorkerOptions.name), or null. */
+  worker: string | null;
+}
+
+/** How much of the error history a job keeps: the newest `entries` failed attempts, each error cut to `chars` characters. */
+export const ERROR_HISTORY = { entries: 20, chars: 2000 } as const;
+
 /** A job with its payload, result and progress parsed, as the public API returns it. */
-export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" | "progress"> {
+export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" | "progress" | "errors"> {
   payload: P;
   /** What the handler returned, for a succeeded job (null when it returned undefined or nothing yet). */
   result: unknown;
   /** The last value the handler passed to `ctx.progress`, or null. */
   progress: unknown;
+  /** Its failed attempts, oldest first (the newest ERROR_HISTORY.entries). */
+  errors: AttemptError[];
 }
 
 export function toJob<P = unknown>(record: JobRecord): Job<P> {
@@ -52,5 +73,6 @@ export function toJob<P = unknown>(record: JobRecord): Job<P> {
     payload: JSON.parse(record.payload) as P,
     result: record.result === null ? null : JSON.parse(record.result),
     progress: record.progress === null ? null : JSON.parse(record.progress),
+    errors: record.errors === null ? [] : (JSON.parse(record.errors) as AttemptError[]),
   };
 }

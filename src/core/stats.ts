@@ -5,6 +5,7 @@ export type StateCounts = Record<JobState, number>;
 
 export interface QueueStats {
   queue: string;
+  /** Jobs per state: all live and dead jobs; succeeded and cancelled, those finished within the window (`windowMs`). */
   counts: StateCounts;
   /** How long the oldest ready job of the queue has been due, in ms (0 when none is ready). */
   oldestReadyAgeMs: number;
@@ -15,6 +16,7 @@ export interface QueueStats {
 
 export interface TaskStats {
   task: string;
+  /** As QueueStats.counts. */
   counts: StateCounts;
   maxRunning: number | null;
 }
@@ -25,6 +27,8 @@ export interface RunningJobStats {
   queue: string;
   attempt: number;
   concurrencyKey: string | null;
+  /** The name of the worker holding it (WorkerOptions.name), or null when claimed without one. */
+  worker: string | null;
   leaseExpiresAt: number;
   /** Negative once the lease expired (its worker stopped heartbeating; a sweep will reclaim it). */
   leaseExpiresInMs: number;
@@ -49,7 +53,7 @@ export interface ThroughputBucket {
 export interface DocketStats {
   /** When the snapshot was taken (the docket clock). */
   at: number;
-  /** Every queue that has jobs or stored controls, by name. */
+  /** Every queue that has live or dead jobs, jobs finished within the window, or stored controls, by name. */
   queues: QueueStats[];
   tasks: TaskStats[];
   /** Running jobs, soonest lease expiry first (at most `runningLimit`). */
@@ -120,6 +124,7 @@ export function shapeStats(
       queue: j.queue,
       attempt: j.attempt,
       concurrencyKey: j.concurrencyKey,
+      worker: j.worker,
       leaseExpiresAt: j.leaseExpiresAt ?? o.now,
       leaseExpiresInMs: (j.leaseExpiresAt ?? o.now) - o.now,
     })),

@@ -65,6 +65,12 @@ export interface WorkerOptions<T extends TaskMap> {
   fallback?: Handler<unknown>;
   /** Queues to take jobs from. Default: the docket's default queue. */
   queues?: string[];
+  /**
+   * This worker's name, stored with every job it claims (`JobRecord.worker`,
+   * the dashboard's running jobs, the error history), e.g. a host or pod
+   * name. Default `pid-<pid>-<random>` (`w-<random>` where there is no pid).
+   */
+  name?: string;
   /** Handlers running at once in this worker. Default 10. */
   concurrency?: number;
   /**
@@ -108,6 +114,7 @@ const WORKER_OPTION_KEYS = [
   "handlers",
   "fallback",
   "queues",
+  "name",
   "concurrency",
   "prefetch",
   "leaseMs",
@@ -247,6 +254,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     this.#queues = (options.queues ?? [docket.defaultQueue]).map((q) => validateName(q, "queue"));
     if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
+    this.name = options.name === undefined ? defaultWorkerName() : validateName(options.name, "name");
     this.#concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
     this.#fixedPrefetch = options.prefetch === undefined || options.prefetch === "auto" ? null : validateInteger(options.prefetch, "prefetch", 0, 10_000);
     this.#leaseMs = validateInteger(options.leaseMs ?? 30_000, "leaseMs", 50, 24 * 3600_000);
@@ -263,6 +271,9 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     this.#logger = logger;
   }
+
+  /** This worker's name (WorkerOptions.name), stored with the jobs it claims. */
+  readonly name: string;
 
   /** Jobs currently being handled by this worker. */
   get inFlight(): number {
@@ -436,6 +447,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         now,
         leaseToken: crypto.randomUUID(),
         leaseExpiresAt: now + this.#leaseMs,
+        worker: this.name,
         stage,
       });
       if (stage) {
@@ -833,4 +845,11 @@ function attemptKey(record: JobRecord): string {
 function yieldToEventLoop(): Promise<void> {
   const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
   return new Promise((resolve) => (immediate ? immediate(resolve) : setTimeout(resolve, 0)));
+}
+
+/** A name unique enough to tell workers apart: the process id where there is one, and 6 random hex digits. */
+function defaultWorkerName(): string {
+  const pid = (globalThis as { process?: { pid?: unknown } }).process?.pid;
+  const random = crypto.randomUUID().slice(0, 6);
+  return typeof pid === "number" ? `pid-${pid}-${random}` : `w-${random}`;
 }

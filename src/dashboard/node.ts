@@ -14,9 +14,11 @@ export async function serveOnNode(handler: DashboardHandler, port: number, host 
 }
 
 /**
- * A `(req, res)` listener for `node:http` or Express (`app.use(listener)`
- * with the dashboard's `basePath` set to the mount path; Express's
- * `originalUrl` is used when present).
+ * A `(req, res)` listener for `node:http` or Express (`app.use(path,
+ * listener)` with the dashboard's `basePath` set to `path` + "/"; Express's
+ * `originalUrl` is used when present). A form body a body parser already
+ * read (Express's `urlencoded()` leaves `req.body` and an ended stream) is
+ * passed on as the form it was.
  */
 export function nodeListener(handler: DashboardHandler, host = "localhost"): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => void bridge(handler, req, res, host);
@@ -29,6 +31,11 @@ async function bridge(handler: DashboardHandler, req: IncomingMessage, res: Serv
     const headers = new Headers();
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const parsed = (req as { body?: unknown }).body;
+    if (hasBody && chunks.length === 0 && typeof parsed === "object" && parsed !== null && !Buffer.isBuffer(parsed)) {
+      chunks.push(Buffer.from(new URLSearchParams(parsed as Record<string, string>).toString()));
+      headers.set("content-type", "application/x-www-form-urlencoded");
+    }
     const path = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "/";
     const request = new Request(new URL(path, `http://${req.headers.host ?? host}`), {
       method: req.method ?? "GET",

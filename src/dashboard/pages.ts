@@ -1,6 +1,7 @@
 import type { Job } from "../core/job.ts";
 import type { Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../core/stats.ts";
+import { TERMINAL_STATES } from "../core/states.ts";
 import { action, duration, html, time, type Html } from "./html.ts";
 
 export interface View {
@@ -31,7 +32,7 @@ function throughputChart(s: DocketStats): Html {
 export function overview(s: DocketStats, schedules: Schedule[], v: View): Html {
   const queues = s.queues.length === 0
     ? html`<p class="muted">No jobs yet.</p>`
-    : html`<table id="queues"><tr><th>queue</th>${STATES.map((st) => html`<th>${st}</th>`)}<th>oldest ready</th><th>cap</th><th>paused</th>${v.canAct ? html`<th></th>` : ""}</tr>
+    : html`<table id="queues"><tr><th>queue</th>${STATES.map((st) => html`<th>${st === "succeeded" || st === "cancelled" ? `${st} (${duration(s.windowMs)})` : st}</th>`)}<th>oldest ready</th><th>cap</th><th>paused</th>${v.canAct ? html`<th></th>` : ""}</tr>
 ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STATES.map((st) => html`<td class="n">${q.counts[st]}</td>`)}<td>${q.counts.ready > 0 ? duration(q.oldestReadyAgeMs) : "–"}</td><td class="n">${q.maxRunning ?? "–"}</td><td>${q.paused ? "paused" : "no"}</td>${
         v.canAct ? html`<td>${q.paused ? action(v.base, `queues/${encodeURIComponent(q.queue)}/resume`, v.csrf, "Resume", "resume") : action(v.base, `queues/${encodeURIComponent(q.queue)}/pause`, v.csrf, "Pause", "pause")}</td>` : ""
       }</tr>`)}</table>`;
@@ -40,7 +41,7 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STAT
 <h2>Throughput</h2>${throughputChart(s)}
 <h2>Concurrency keys</h2>${s.keys.length === 0 ? html`<p class="muted">No key has jobs in use or waiting.</p>` : html`<table id="keys"><tr><th>key</th><th>limit</th><th>slots in use</th><th>blocked</th></tr>${s.keys.map((k) => html`<tr><td>${k.key}</td><td class="n">${k.limit ?? "–"}</td><td class="n">${k.holders}</td><td class="n">${k.blocked}</td></tr>`)}</table>`}
 <h2>Task caps</h2>${caps.length === 0 ? html`<p class="muted">No task caps.</p>` : html`<table id="task-caps"><tr><th>task</th><th>running</th><th>cap</th></tr>${caps.map((t) => html`<tr><td>${t.task}</td><td class="n">${t.counts.running}</td><td class="n">${t.maxRunning}</td></tr>`)}</table>`}
-<h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
+<h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>worker</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="worker">${r.worker ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
 <h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th></tr>${schedules.map((x) => html`<tr><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td></tr>`)}</table>`}`;
 }
 
@@ -52,21 +53,28 @@ ${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}
 }
 
 export function jobDetail(j: Job, v: View): Html {
-  const timeline: [string, number | null][] = [
-    ["created", j.createdAt],
-    ["due", j.runAt],
-    ["last change", j.updatedAt],
-    ["finished", j.finishedAt],
-  ];
-  const live = j.state === "scheduled" || j.state === "ready" || j.state === "blocked" || j.state === "running";
+  const live = !TERMINAL_STATES.includes(j.state);
   return html`<table id="job"><tr><th>state</th><td id="state">${j.state}</td></tr><tr><th>task</th><td>${j.task}</td></tr><tr><th>queue</th><td>${j.queue}</td></tr>
 <tr><th>attempts</th><td>${j.attempt} of ${j.maxAttempts}</td></tr><tr><th>priority</th><td>${j.priority}</td></tr>
 <tr><th>concurrency key</th><td>${j.concurrencyKey ?? "–"}</td></tr><tr><th>idempotency key</th><td>${j.idempotencyKey ?? "–"}</td></tr>
-<tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr></table>
+<tr><th>worker</th><td id="worker">${j.worker ?? "–"}</td></tr><tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr></table>
 <h2>Payload</h2><pre id="payload">${JSON.stringify(j.payload, null, 2)}</pre>
 <h2>Result</h2><pre id="result">${JSON.stringify(j.result, null, 2)}</pre>
 <h2>Progress</h2><pre>${JSON.stringify(j.progress, null, 2)}</pre>
 <h2>Last error</h2><pre id="error">${j.lastError ?? "–"}</pre>
-<h2>Timeline</h2><table>${timeline.map(([k, t]) => html`<tr><th>${k}</th><td>${time(t)}</td></tr>`)}</table>
+<h2>Failed attempts</h2>${j.errors.length === 0 ? html`<p class="muted">No attempt failed.</p>` : html`<table id="errors"><tr><th>attempt</th><th>failed</th><th>worker</th><th>error</th></tr>${j.errors.map((e) => html`<tr><td class="n">${e.attempt}</td><td>${time(e.at)}</td><td>${e.worker ?? "–"}</td><td><pre>${e.error}</pre></td></tr>`)}</table>`}
+<h2>Timeline</h2><table id="timeline">${timeline(j).map(([k, t]) => html`<tr><th>${k}</th><td>${time(t)}</td></tr>`)}</table>
 ${v.canAct && live ? html`<p>${action(v.base, `jobs/${j.id}/cancel`, v.csrf, "Cancel", "cancel")}</p>` : ""}${v.canAct && j.state === "dead" ? html`<p>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</p>` : ""}`;
+}
+
+/** What happened to a job, in time order: created, each failed attempt, due, last change, finished. */
+function timeline(j: Job): [string, number][] {
+  const events: [string, number | null][] = [
+    ["created", j.createdAt],
+    ...j.errors.map((e): [string, number] => [`attempt ${e.attempt} failed${e.worker === null ? "" : ` on ${e.worker}`}: ${e.error.split("\n")[0]}`, e.at]),
+    [TERMINAL_STATES.includes(j.state) || j.state === "running" ? "last due" : "due", j.runAt],
+    ["last change", j.updatedAt],
+    ["finished", j.finishedAt],
+  ];
+  return events.filter((e): e is [string, number] => e[1] !== null).sort((a, b) => a[1] - b[1]);
 }

@@ -2,8 +2,8 @@ import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, T
 
 /** What a tap sees of a driver's traffic. */
 export interface DriverTap {
-  /** Called before each statement is sent; the statement waits for the returned promise. */
-  query?(sql: string): void | Promise<void>;
+  /** Called before each statement is sent, with its parameters; the statement waits for the returned promise. */
+  query?(sql: string, parameters: readonly unknown[]): void | Promise<void>;
   /** Called for transaction control the driver issues itself. */
   control?(kind: "begin" | "commit" | "rollback"): void;
 }
@@ -41,7 +41,7 @@ class TappedDriver implements Driver {
     const tap = this.#tap;
     const wrapped: DatabaseConnection = {
       async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-        await tap.query?.(compiled.sql);
+        await tap.query?.(compiled.sql, compiled.parameters);
         return raw.executeQuery<R>(compiled);
       },
       streamQuery: <R>(compiled: CompiledQuery, chunkSize?: number) => raw.streamQuery<R>(compiled, chunkSize),

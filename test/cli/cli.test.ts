@@ -58,7 +58,7 @@ describe("cli", () => {
         const keyed = await d.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
         await d.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
         const dead = await d.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 1 });
-        const w = d.worker({ queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
+        const w = d.worker({ name: "billing-1", queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
         await w.start();
         await d.waitFor(dead.id, { timeoutMs: 20_000, pollMs: 20 });
         await w.stop();
@@ -88,6 +88,9 @@ describe("cli", () => {
       expect((await run("jobs", "show", "999999")).code).toBe(1);
 
       expect((await run("dlq", "list")).stdout).toContain("card declined");
+      const deadJob = (await run("jobs", "show", String(ids.dead))).stdout;
+      expect(deadJob).toMatch(/worker\s+billing-1/);
+      expect(deadJob).toMatch(/attempt 1 failed\s+\S+ on billing-1: Error: card declined/);
       expect((await run("dlq", "replay", String(ids.dead))).stdout).toContain(`replayed job ${ids.dead}`);
       expect((await run("dlq", "replay", String(ids.dead))).code).toBe(1);
       expect((await run("dlq", "replay-all", "--json")).stdout).toContain('"replayed": 0');

@@ -39,7 +39,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       const store = await target.open();
       const adapter = await store.connect();
       await adapter.migrate();
-      const docket = new Docket({ adapter });
+      const docket = new Docket({ adapter, retry: { baseMs: 5, jitter: 0 } });
       const xss = "<script>alert(1)</script>";
       const mail = await docket.enqueue("email", { to: xss }, { queue: "mail" });
       await docket.enqueue("email", {}, { queue: "mail" });
@@ -48,11 +48,17 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       await docket.setQueueCap("mail", 3);
       await docket.setTaskCap("sync", 2);
       await docket.schedules.put("nightly", { cron: "0 3 * * *", timezone: "Europe/Berlin", task: "report" });
-      const dead = await docket.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 1 });
-      const w = docket.worker({ queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error(`declined ${xss}`)) } });
+      const dead = await docket.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 2 });
+      const w = docket.worker({ name: "billing-1", queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error(`declined ${xss}`)) } });
       await w.start();
       await docket.waitFor(dead.id, { timeoutMs: 20_000, pollMs: 20 });
       await w.stop();
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const report = await docket.enqueue("report", {}, { queue: "reports" });
+      const reporter = docket.worker({ name: "reports-1", queues: ["reports"], pollMs: 20, logger: null, handlers: { report: () => gate } });
+      await reporter.start();
+      for (let i = 0; i < 500 && (await docket.get(report.id))?.state !== "running"; i++) await new Promise((r) => setTimeout(r, 10));
 
       const { server, url } = await serveOnNode(docket.dashboard({ authorize: () => true }), 0);
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -64,6 +70,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         expect(await page.textContent("#keys")).toContain("account-7");
         expect(await page.textContent("#task-caps")).toMatch(/sync\s*0\s*2/);
         expect(await page.textContent("#schedules")).toContain("Europe/Berlin");
+        expect(await page.textContent("#running")).toMatch(new RegExp(`#${report.id}\\s*report\\s*reports\\s*1\\s*–\\s*reports-1\\s*in `));
         await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-overview.png`, fullPage: true });
 
         await page.click("#queues tr[data-queue=mail] button[data-action=pause]");
@@ -72,6 +79,15 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         expect((await docket.listControls()).queues.find((q) => q.queue === "mail")?.paused).toBe(true);
         await page.click("#queues tr[data-queue=mail] button[data-action=resume]");
         expect((await docket.listControls()).queues.find((q) => q.queue === "mail")?.paused).toBe(false);
+
+        await page.goto(`${url}jobs/${dead.id}`);
+        const failures = await page.$$eval("#errors tr", (rows) => rows.slice(1).map((r) => [...r.querySelectorAll("td")].map((c) => c.textContent)));
+        expect(failures.map(([attempt, , worker, error]) => [attempt, worker, error?.split("\n")[0]])).toEqual([
+          ["1", "billing-1", `Error: declined ${xss}`],
+          ["2", "billing-1", `Error: declined ${xss}`],
+        ]);
+        expect(await page.textContent("#timeline")).toMatch(/created.*attempt 1 failed on billing-1.*attempt 2 failed on billing-1.*finished/s);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-job.png`, fullPage: true });
 
         await page.goto(`${url}dead`);
         expect(await page.textContent(`#dead tr[data-job="${dead.id}"]`)).toContain(`declined ${xss}`);
@@ -99,6 +115,8 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         expect(page.url()).toBe(`${url}jobs/${mail.id}`);
         expect(dialogs).toBe(0);
       } finally {
+        release();
+        await reporter.stop();
         await page.close();
         await new Promise<void>((r) => server.close(() => r()));
         await adapter.close();

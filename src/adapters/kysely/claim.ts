@@ -38,13 +38,14 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   return claimWithControls(ctx, memory, params);
 }
 
-/** The columns a claim sets: running under the claim's lease, attempt + 1. */
+/** The columns a claim sets: running under the claim's lease, attempt + 1, the claiming worker's name. */
 function claimSet(params: ClaimParams): Record<string, unknown> {
   return {
     state: TRANSITIONS.claim.to,
     attempt: sql`attempt + 1`,
     lease_token: params.leaseToken,
     lease_expires_at: params.leaseExpiresAt,
+    worker: params.worker ?? null,
     updated_at: params.now,
   };
 }

@@ -1,4 +1,4 @@
-import { Kysely, type Dialect, type KyselyPlugin } from "kysely";
+import { Kysely, type Dialect, type KyselyPlugin, type RawBuilder } from "kysely";
 import type { ReadyNotice } from "../../core/adapter.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -55,6 +55,15 @@ export interface Engine {
   missingTable(error: unknown): string | null;
   /** Whether an error is a unique-index violation (a duplicate key). */
   isUniqueViolation(error: unknown): boolean;
+  /**
+   * The jobs row's new `errors` value after a failed attempt, as an
+   * expression for an UPDATE's SET: the stored JSON array (NULL as empty)
+   * with `{attempt, at, error, worker}` appended, `attempt` and `worker`
+   * read from the row being updated; when the array already holds `keep`
+   * entries, its oldest is dropped. Assumes the SET does not change
+   * `attempt` or `worker` (an engine may evaluate SETs left to right).
+   */
+  appendAttemptError(entry: { at: number; error: string }, keep: number): RawBuilder<string>;
   /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
   shareLock<Q>(query: Q): Q;
   /**

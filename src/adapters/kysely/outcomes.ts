@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import type { FailParams, SettleItem, SettleParams, SettledJob } from "../../core/adapter.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
-import type { AnyDb } from "./engine.ts";
+import { ERROR_HISTORY } from "../../core/job.ts";
+import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guardMany } from "./guard.ts";
 import { transition } from "./guarded-write.ts";
@@ -16,15 +17,20 @@ export interface Write {
 }
 
 /** What a lease holder's outcome writes. */
-export function outcomeWrite(item: SettleItem): Write {
+export function outcomeWrite(engine: Engine, item: SettleItem): Write {
   if (item.kind === "complete") return { event: "complete", set: { ...CLEAR_LEASE, finished_at: item.now, result: item.result ?? null } };
   if (item.kind === "release") return { event: "release", set: { ...CLEAR_LEASE, attempt: sql`attempt - 1` } };
-  return failureWrite(item, "retry", "bury");
+  return failureWrite(engine, item, "retry", "bury");
 }
 
-/** A failed attempt's write, by its holder (retry/bury) or by a sweeper (expireRetry/expireBury): retried at `retryAt`, or dead. */
-export function failureWrite(params: FailParams, retry: TransitionEvent, bury: TransitionEvent): Write {
-  const error = { ...CLEAR_LEASE, last_error: params.error };
+/**
+ * A failed attempt's write, by its holder (retry/bury) or by a sweeper
+ * (expireRetry/expireBury): retried at `retryAt`, or dead; the error is
+ * appended to the job's history (ERROR_HISTORY).
+ */
+export function failureWrite(engine: Engine, params: FailParams, retry: TransitionEvent, bury: TransitionEvent): Write {
+  const entry = { at: params.now, error: params.error.slice(0, ERROR_HISTORY.chars) };
+  const error = { ...CLEAR_LEASE, last_error: params.error, errors: engine.appendAttemptError(entry, ERROR_HISTORY.entries) };
   return params.retryAt === null ? { event: bury, set: { ...error, finished_at: params.now } } : { event: retry, set: { ...error, run_at: params.retryAt } };
 }
 
@@ -37,7 +43,7 @@ export function failureWrite(params: FailParams, retry: TransitionEvent, bury: T
  */
 export async function settle(ctx: StoreContext, params: SettleParams): Promise<(SettledJob | null)[]> {
   const results: (SettledJob | null)[] = params.items.map(() => null);
-  const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(item) }));
+  const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(ctx.engine, item) }));
   const seen = new Map<number, number>();
   for (const w of writes) seen.set(w.item.id, (seen.get(w.item.id) ?? 0) + 1);
   const groups = new Map<string, typeof writes>();

@@ -32,6 +32,8 @@ export interface JobRow {
   trace_context?: string | null;
   result: string | null;
   progress: string | null;
+  worker?: string | null;
+  errors?: string | null;
 }
 
 function int(v: number | string | bigint): number {
@@ -68,6 +70,8 @@ export function rowToRecord(row: JobRow): JobRecord {
     traceContext: row.trace_context ?? null,
     result: row.result ?? null,
     progress: row.progress ?? null,
+    worker: row.worker ?? null,
+    errors: row.errors ?? null,
   };
 }
 

@@ -6,19 +6,31 @@ import type { StoreContext } from "./context.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
 /**
- * See DocketAdapter.stats: five read-only queries. The counts read every
- * job once (retention keeps the table to live jobs and a window of
- * finished ones); the others read index ranges: ready jobs per queue,
- * running jobs by lease expiry, keyed live jobs, jobs finished since
- * `since` (the finished index).
+ * See DocketAdapter.stats: twelve read-only queries, each bounded by the
+ * live jobs, the dead ones or those finished since `since`, never by the
+ * whole history: every one has a state predicate that an index of every
+ * engine serves (a partial index's predicate, or a state-leading index).
  */
 export async function readStats(ctx: StoreContext, params: StatsParams): Promise<StoredStats> {
   const { db, tables } = ctx;
-  const counts = (await db
-    .selectFrom(tables.jobs)
-    .select(["queue", "task", "state", sql<number>`count(*)`.as("n")])
-    .groupBy(["queue", "task", "state"])
-    .execute()) as { queue: string; task: string; state: JobState; n: number | string }[];
+  type Count = { queue: string; task: string; state: JobState; n: number | string };
+  const countBy = async (states: readonly JobState[], finishedSince?: number): Promise<Count[]> => {
+    let q = db
+      .selectFrom(tables.jobs)
+      .select(["queue", "task", "state", sql<number>`count(*)`.as("n")])
+      .where("state", "in", [...states]);
+    // Finished jobs are reached through the finished index, whose rows all have finished_at.
+    if (finishedSince !== undefined) q = q.where("finished_at", ">=", finishedSince);
+    else if (states.every((st) => TERMINAL_STATES.includes(st))) q = q.where("finished_at", "is not", null);
+    return (await q.groupBy(["queue", "task", "state"]).execute()) as Count[];
+  };
+  const counts = [
+    ...(await countBy(["ready", "scheduled"])),
+    ...(await countBy(["running"])),
+    ...(await countBy(["blocked"])),
+    ...(await countBy(["dead"])),
+    ...(await countBy(["succeeded", "cancelled"], params.since)),
+  ];
   const oldest = (await db
     .selectFrom(tables.jobs)
     .select(["queue", sql<number>`min(run_at)`.as("run_at")])
@@ -33,21 +45,29 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
     .orderBy("id")
     .limit(params.runningLimit)
     .execute()) as JobRow[];
-  const keys = (await db
-    .selectFrom(`${tables.jobs} as j`)
-    .leftJoin(`${tables.keys} as k`, "k.name", "j.concurrency_key")
-    .select([
-      "j.concurrency_key as key",
-      "k.max_holders as max_holders",
-      sql<number>`sum(case when j.state in (${sql.join(SLOT_HOLDING_STATES)}) then 1 else 0 end)`.as("holders"),
-      sql<number>`sum(case when j.state = 'blocked' then 1 else 0 end)`.as("blocked"),
-    ])
-    .where("j.concurrency_key", "is not", null)
-    .where("j.state", "in", [...SLOT_HOLDING_STATES, "blocked"])
-    .groupBy(["j.concurrency_key", "k.max_holders"])
-    .orderBy("j.concurrency_key")
-    .limit(params.keysLimit)
-    .execute()) as { key: string; max_holders: number | string | null; holders: number | string; blocked: number | string }[];
+  // Keys: slots in use and blocked jobs per key, one query per state (each served by that state's index), merged here.
+  const perKey = new Map<string, { holders: number; blocked: number }>();
+  for (const state of [...SLOT_HOLDING_STATES, "blocked" as const]) {
+    const rows = (await db
+      .selectFrom(tables.jobs)
+      .select(["concurrency_key as key", sql<number>`count(*)`.as("n")])
+      .where("state", "=", state)
+      .where("concurrency_key", "is not", null)
+      .groupBy("concurrency_key")
+      .execute()) as { key: string; n: number | string }[];
+    for (const r of rows) {
+      const k = perKey.get(r.key) ?? { holders: 0, blocked: 0 };
+      if (state === "blocked") k.blocked += Number(r.n);
+      else k.holders += Number(r.n);
+      perKey.set(r.key, k);
+    }
+  }
+  const keyNames = [...perKey.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, params.keysLimit);
+  const limits = new Map<string, number>();
+  if (keyNames.length > 0) {
+    const rows = (await db.selectFrom(tables.keys).select(["name", "max_holders"]).where("name", "in", keyNames).execute()) as { name: string; max_holders: number | string }[];
+    for (const r of rows) limits.set(r.name, Number(r.max_holders));
+  }
   // Integer arithmetic on epoch milliseconds: the bucket's start, in every engine's SQL; a literal (a validated integer), so
   // that PostgreSQL sees the same expression in SELECT and GROUP BY.
   const bucket = sql<number>`(finished_at - (finished_at % ${sql.lit(Math.trunc(params.bucketMs))}))`;
@@ -62,7 +82,7 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
     counts: counts.map((c) => ({ queue: c.queue, task: c.task, state: c.state, count: Number(c.n) })),
     oldestReady: oldest.map((o) => ({ queue: o.queue, runAt: Number(o.run_at) })),
     running: running.map(rowToRecord),
-    keys: keys.map((k) => ({ key: k.key, limit: k.max_holders === null ? null : Number(k.max_holders), holders: Number(k.holders), blocked: Number(k.blocked) })),
+    keys: keyNames.map((key) => ({ key, limit: limits.get(key) ?? null, ...perKey.get(key)! })),
     finished: finished.map((f) => ({ state: f.state, bucket: Number(f.bucket), count: Number(f.n) })),
   };
 }

@@ -145,7 +145,7 @@ export class KyselyStore implements DocketAdapter {
   }
 
   expire(params: FailParams): Promise<JobRecord | null> {
-    const w = failureWrite(params, "expireRetry", "expireBury");
+    const w = failureWrite(this.#ctx.engine, params, "expireRetry", "expireBury");
     return this.#run(() => transition(this.#ctx, w.event, params, w.set));
   }
 
@@ -242,8 +242,8 @@ export class KyselyStore implements DocketAdapter {
     }
   }
 
-  #outcome(item: Parameters<typeof outcomeWrite>[0]): Promise<JobRecord | null> {
-    const w = outcomeWrite(item);
+  #outcome(item: Parameters<typeof outcomeWrite>[1]): Promise<JobRecord | null> {
+    const w = outcomeWrite(this.#ctx.engine, item);
     return this.#run(() => transition(this.#ctx, w.event, item, w.set));
   }
 

@@ -141,5 +141,10 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 11,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN trace_context TEXT NULL`],
     },
+    {
+      // Who ran it and how it failed: the claiming worker's name, and the job's error history (a JSON array, appended by each failed attempt).
+      version: 12,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN worker VARCHAR(191) NULL, ADD COLUMN errors LONGTEXT NULL`],
+    },
   ];
 }

@@ -53,6 +53,10 @@ export function mysqlEngine(options: { prefix: string }): Engine {
       if ((error as { errno?: unknown })?.errno !== 1146) return null;
       return /Table '(?:[^'.]+\.)?([^']+)'/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
     },
+    appendAttemptError: ({ at, error }, keep) => {
+      const stored = sql`coalesce(errors, '[]')`;
+      return sql<string>`json_array_append(case when json_length(${stored}) >= ${keep} then json_remove(${stored}, '$[0]') else ${stored} end, '$', json_object('attempt', attempt, 'at', ${at}, 'error', ${error}, 'worker', worker))`;
+    },
     // errno 1062 ER_DUP_ENTRY.
     isUniqueViolation: (error) => (error as { errno?: unknown })?.errno === 1062,
     // MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`).

@@ -108,5 +108,15 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 11,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN trace_context text`],
     },
+    {
+      // Who ran it and how it failed: the claiming worker's name, and the job's error history (a JSON array, appended by each failed attempt).
+      version: 12,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN worker text`,
+        `ALTER TABLE ${jobs} ADD COLUMN errors text`,
+        // Stats count blocked jobs without reading the history (SQLite and MariaDB have state-leading indexes for it).
+        `CREATE INDEX ${jobs}_blocked ON ${jobs} (queue, task) WHERE state = 'blocked'`,
+      ],
+    },
   ];
 }

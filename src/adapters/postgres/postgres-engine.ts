@@ -55,6 +55,10 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       if ((error as { code?: unknown })?.code !== "42P01") return null;
       return /relation "([^"]+)"/.exec(String((error as Error).message))?.[1] ?? `${prefix}jobs`;
     },
+    appendAttemptError: ({ at, error }, keep) => {
+      const stored = sql`coalesce(errors::jsonb, '[]'::jsonb)`;
+      return sql<string>`((case when jsonb_array_length(${stored}) >= ${keep} then ${stored} - 0 else ${stored} end) || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', ${at}::bigint, 'error', ${error}::text, 'worker', worker)))::text`;
+    },
     // SQLSTATE 23505 unique_violation.
     isUniqueViolation: (error) => (error as { code?: unknown })?.code === "23505",
     // One NOTIFY per distinct notice, sent when the caller's transaction commits.

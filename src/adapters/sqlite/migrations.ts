@@ -133,5 +133,10 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 11,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN trace_context TEXT`],
     },
+    {
+      // Who ran it and how it failed: the claiming worker's name, and the job's error history (a JSON array, appended by each failed attempt).
+      version: 12,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN worker TEXT`, `ALTER TABLE ${jobs} ADD COLUMN errors TEXT`],
+    },
   ];
 }

@@ -50,6 +50,10 @@ export function sqliteEngine(options: { prefix: string; inOutsideTransaction?: (
       const match = /no such table: (\S+)/.exec(String((error as Error | undefined)?.message));
       return match ? match[1]! : null;
     },
+    appendAttemptError: ({ at, error }, keep) => {
+      const stored = sql`coalesce(errors, '[]')`;
+      return sql<string>`json_insert(case when json_array_length(${stored}) >= ${keep} then json_remove(${stored}, '$[0]') else ${stored} end, '$[#]', json_object('attempt', attempt, 'at', ${at}, 'error', ${error}, 'worker', worker))`;
+    },
     // SQLITE_CONSTRAINT_UNIQUE "UNIQUE constraint failed: …" (better-sqlite3 and node:sqlite alike).
     isUniqueViolation: (error) => /UNIQUE constraint failed/.test(String((error as Error | undefined)?.message)),
   };

@@ -33,9 +33,10 @@ export function token(): string {
   return `tok-${Date.now().toString(36)}-${(tokens++).toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-export async function claim(t: CaseContext, limit = 1, adapter: DocketAdapter = t.adapter, queues = ["default"]): Promise<JobRecord[]> {
+/** Claims up to `limit` jobs of `queues` under a fresh lease, as worker `worker` when given. */
+export async function claim(t: CaseContext, limit = 1, adapter: DocketAdapter = t.adapter, queues = ["default"], worker?: string): Promise<JobRecord[]> {
   const now = t.clock.now();
-  return adapter.claim({ queues, limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+  return adapter.claim({ queues, limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS, ...(worker === undefined ? {} : { worker }) });
 }
 
 export async function claimOne(t: CaseContext): Promise<JobRecord> {

@@ -29,6 +29,7 @@ import { workerLeaseCases } from "./worker-lease.ts";
 import { workerLoopCases } from "./worker-loop.ts";
 import { statsCases } from "./stats.ts";
 import { eventCases } from "./events.ts";
+import { historyCases } from "./history.ts";
 import { scheduleCases, scheduleRaceCases } from "./schedules.ts";
 
 /** Every conformance case, in a stable order. Run each with `runCase`. */
@@ -53,6 +54,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...resultCases,
     ...statsCases,
     ...eventCases,
+    ...historyCases,
     ...scheduleCases,
     ...scheduleRaceCases,
     ...cancelReachCases,

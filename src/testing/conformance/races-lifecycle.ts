@@ -9,6 +9,7 @@
  */
 import { Docket } from "../../core/docket.ts";
 import type { DocketAdapter } from "../../core/adapter.ts";
+import { toJob } from "../../core/job.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { engineWithoutTransactions, expireUnfenced, expiredLeasesUnlisted, mutationById, retryUnfenced, stagingAdmitsNothing } from "../mutations.ts";
 import { LEASE_MS, insert, jobInState, token } from "./helpers.ts";
@@ -162,7 +163,9 @@ const LIFECYCLE_RACES: Race[] = [
       await settle(second);
       held.release();
       const moved = (await Promise.all([first, second])).filter((r) => r !== null).length;
-      return moved === 1 ? null : `${moved} sweepers moved job ${job.id}`;
+      if (moved !== 1) return `${moved} sweepers moved job ${job.id}`;
+      const history = toJob((await t.adapter.get({ id: job.id }))!).errors.length;
+      return history === 1 ? null : `job ${job.id} failed once but its error history has ${history} entries`;
     },
   },
 ];

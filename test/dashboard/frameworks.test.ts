@@ -1,0 +1,115 @@
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import express from "express";
+import { Hono } from "hono";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Docket } from "../../src/core/docket.ts";
+import type { DashboardHandler } from "../../src/dashboard/index.ts";
+import { nodeListener } from "../../src/dashboard/node.ts";
+import { openTarget, type DisposableTarget } from "../support/targets.ts";
+
+/**
+ * Issue 11 item 2: the dashboard handler mounted in Express (over real HTTP,
+ * with and without a global body parser) and in Hono (its fetch API), under
+ * a base path: pages render, a CSRF-protected POST replays a dead job once,
+ * a POST without the token is refused.
+ */
+let target: DisposableTarget;
+let docket: Docket;
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  target = await openTarget("sqlite");
+  const store = await target.open();
+  const adapter = await store.connect();
+  await adapter.migrate();
+  docket = new Docket({ adapter });
+  closers.push(() => adapter.close());
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+  await target?.dispose();
+});
+
+async function deadJob(): Promise<number> {
+  const job = await docket.enqueue("charge", { cents: 5 }, { queue: "billing", maxAttempts: 1 });
+  const w = docket.worker({ queues: ["billing"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
+  await w.start();
+  await docket.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
+  await w.stop();
+  return job.id;
+}
+
+/** GETs the dead letters page, then POSTs its replay form for `id` (with `csrf` unless told not to). */
+async function replayThrough(fetcher: (path: string, init?: RequestInit) => Promise<Response>, origin: string, id: number, withToken = true) {
+  const list = await fetcher("/ops/dead");
+  expect(list.status).toBe(200);
+  const html = await list.text();
+  expect(html).toContain("card declined");
+  const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(html)?.[1];
+  expect(csrf).toBeTruthy();
+  const body = new URLSearchParams(withToken ? { csrf: csrf! } : {});
+  return fetcher(`/ops/dead/${id}/replay`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+    body: body.toString(),
+  });
+}
+
+async function listen(app: express.Express): Promise<string> {
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe("dashboard in web frameworks", () => {
+  let handler: DashboardHandler;
+  beforeAll(() => void (handler = docket.dashboard({ basePath: "/ops/", authorize: () => true })));
+
+  for (const bodyParser of [false, true]) {
+    it(`Express ${bodyParser ? "with a global urlencoded() body parser" : "without a body parser"}: renders under /ops, replays with the token, refuses without it`, async () => {
+      const app = express();
+      if (bodyParser) app.use(express.urlencoded({ extended: false }));
+      app.get("/", (_req, res) => void res.send("the app's own page"));
+      app.use("/ops", nodeListener(handler));
+      const url = await listen(app);
+      const fetcher = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init);
+      expect(await (await fetcher("/")).text()).toBe("the app's own page");
+      const overview = await fetcher("/ops/");
+      expect(overview.status).toBe(200);
+      expect(await overview.text()).toContain("<h2>Queues</h2>");
+      const id = await deadJob();
+      expect((await replayThrough(fetcher, url, id, false)).status).toBe(403);
+      expect((await docket.get(id))?.state).toBe("dead");
+      const replayed = await replayThrough(fetcher, url, id);
+      expect(replayed.status).toBe(303);
+      expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=job\+\d+\+replayed$/);
+      expect((await docket.get(id))?.attempt).toBe(0);
+      const detail = await (await fetcher(`/ops/jobs/${id}`)).text();
+      expect(detail).toContain('id="errors"');
+      expect(detail).toContain("card declined");
+      await docket.cancel(id);
+    });
+  }
+
+  it("Hono: app.all('/ops/*') passing c.req.raw renders, replays with the token, refuses without it", async () => {
+    const app = new Hono();
+    app.get("/", (c) => c.text("the app's own page"));
+    app.all("/ops/*", (c) => handler(c.req.raw));
+    const origin = "http://hono.test";
+    const fetcher = async (path: string, init?: RequestInit) => app.request(`${origin}${path}`, init);
+    expect(await (await fetcher("/")).text()).toBe("the app's own page");
+    expect((await fetcher("/ops/")).status).toBe(200);
+    const id = await deadJob();
+    expect((await replayThrough(fetcher, origin, id, false)).status).toBe(403);
+    expect((await replayThrough(fetcher, "http://evil.test", id)).status).toBe(403);
+    expect((await docket.get(id))?.state).toBe("dead");
+    const replayed = await replayThrough(fetcher, origin, id);
+    expect(replayed.status).toBe(303);
+    expect((await docket.get(id))?.attempt).toBe(0);
+    await docket.cancel(id);
+  });
+});
