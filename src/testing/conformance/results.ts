@@ -29,7 +29,10 @@ export const resultCases: ConformanceCase[] = [
         assert.deepEqual(done.result, { total: 6, note: "ok" });
         assert.deepEqual((await d.get(sum.id))?.result, { total: 6, note: "ok" });
         assert.equal((await d.waitFor(nothing.id, { timeoutMs: 10_000, pollMs: 10 })).result, null);
-        const event = events.find((e) => e.type === "succeeded" && e.job.id === sum.id);
+        // The event follows the committed write: waitFor can see the row first.
+        const isSumSucceeded = (e: WorkerEvent) => e.type === "succeeded" && e.job.id === sum.id;
+        await eventually(async () => events.some(isSumSucceeded), 10_000, "the succeeded event of the sum job");
+        const event = events.find(isSumSucceeded);
         assert.ok(event && event.type === "succeeded");
         assert.deepEqual(event.job.result, { total: 6, note: "ok" });
       } finally {
