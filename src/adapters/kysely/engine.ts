@@ -24,7 +24,7 @@ export interface Capabilities {
   readonly skipLocked: boolean;
   /** A claim as one statement, `WITH … UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`, atomic on its own. */
   readonly claimStatement: boolean;
-  /** `x = ANY(ARRAY(SELECT …))` (PostgreSQL arrays); otherwise `x IN (SELECT …)`. */
+  /** PostgreSQL arrays: `x = ANY(ARRAY(SELECT …))`, and array parameters (`$ids::bigint[]`, `unnest(…)`); otherwise `x IN (SELECT …)` and lists. */
   readonly arrays: boolean;
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;

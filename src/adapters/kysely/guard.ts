@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
@@ -40,13 +41,30 @@ export function guard<Q extends { where: (...args: any[]) => any }>(query: Q, ev
 }
 
 /**
- * Adds the WHERE clause of `event` for many jobs at once: `id IN (…) AND
- * (id, lease_token) IN ((…), …)` and the legal predecessor states. Only for lease-fenced events.
+ * Adds the WHERE clause of `event` for many jobs at once: the job ids, the
+ * (id, lease_token) pairs as the fence, and the legal predecessor states.
+ * Only for lease-fenced events. With `arrays` (PostgreSQL) the pairs are
+ * two array parameters, `(id, lease_token) IN (SELECT * FROM unnest($ids, $tokens))`,
+ * so a batch costs the same to plan whatever its size; otherwise a list
+ * `(id, lease_token) IN ((…), …)`.
  */
 // deno-lint-ignore no-explicit-any
-export function guardMany<Q extends { where: (...args: any[]) => any }>(query: Q, event: TransitionEvent, keys: readonly { id: number; leaseToken: string }[]): Q {
+export function guardMany<Q extends { where: (...args: any[]) => any }>(
+  query: Q,
+  event: TransitionEvent,
+  keys: readonly { id: number; leaseToken: string }[],
+  options: { arrays: boolean },
+): Q {
   const rule = TRANSITIONS[event];
   if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
+  if (options.arrays) {
+    const ids = keys.map((k) => k.id);
+    const tokens = keys.map((k) => k.leaseToken);
+    return query
+      .where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`)
+      .where(sql<boolean>`(${sql.ref("id")}, ${sql.ref("lease_token")}) in (select * from unnest(${ids}::bigint[], ${tokens}::text[]))`)
+      .where("state", "in", rule.from);
+  }
   return query
     // The plain id list lets planners use one primary-key lookup; the pairs are the fence.
     .where("id", "in", [...new Set(keys.map((k) => k.id))])

@@ -11,10 +11,10 @@ export async function extendLeases(ctx: StoreContext, params: ExtendLeasesParams
   for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
     const keys = params.items.slice(i, i + BATCH_ROWS);
     const rows = await engine.writeStatement(ctx.db, async (db) => {
-      const update = guardMany(db.updateTable(tables.jobs).set(set), "heartbeat", keys);
+      const update = guardMany(db.updateTable(tables.jobs).set(set), "heartbeat", keys, engine.capabilities);
       if (engine.capabilities.returning) return (await update.returning(["id", "lease_token"]).execute()) as { id: number | string; lease_token: string }[];
       // Without RETURNING: lock the rows that pass the fence, extend them, in one transaction.
-      let pick = guardMany(db.selectFrom(tables.jobs).select(["id", "lease_token"]), "heartbeat", keys);
+      let pick = guardMany(db.selectFrom(tables.jobs).select(["id", "lease_token"]), "heartbeat", keys, engine.capabilities);
       if (engine.capabilities.rowLocks) pick = pick.forUpdate();
       const held = (await pick.execute()) as { id: number | string; lease_token: string }[];
       if (held.length > 0) await update.where("id", "in", held.map((r) => Number(r.id))).execute();
@@ -30,7 +30,7 @@ export async function heldLeases(ctx: StoreContext, params: { items: readonly Le
   const held: LeaseKey[] = [];
   for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
     const keys = params.items.slice(i, i + BATCH_ROWS);
-    const rows = (await guardMany(ctx.db.selectFrom(ctx.tables.jobs).select(["id", "lease_token"]), "heartbeat", keys).execute()) as {
+    const rows = (await guardMany(ctx.db.selectFrom(ctx.tables.jobs).select(["id", "lease_token"]), "heartbeat", keys, ctx.engine.capabilities).execute()) as {
       id: number | string;
       lease_token: string;
     }[];

@@ -75,7 +75,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: (Write & { ite
     const { event, set, item } = group[0]!;
     const keys = group.map((w) => ({ id: w.item.id, leaseToken: w.item.leaseToken }));
     // deno-lint-ignore no-explicit-any
-    const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, keys).where("concurrency_key", "is", null);
+    const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, keys, engine.capabilities).where("concurrency_key", "is", null);
     const update = fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: item.now }));
     let rows: SettledRow[];
     if (engine.capabilities.returning) {
