@@ -29,6 +29,13 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: 
     else void engine.announceReady(db, readyQueues(records)).catch(report);
     return records.map(created);
   }
+  if (!oneByOne && values.length === 1 && params.transaction === undefined) {
+    // One row without RETURNING: one autocommit INSERT; its record is the values written and the id it got.
+    const res = await db.insertInto(ctx.tables.jobs).values(values[0]!).executeTakeFirstOrThrow();
+    const record = rowToRecord({ ...UNSET_COLUMNS, ...(values[0] as Omit<JobRow, "id">), id: Number(res.insertId) });
+    void engine.announceReady(db, readyQueues([record])).catch(report);
+    return [created(record)];
+  }
   return engine.writeTransaction(db, async (trx) => {
     const records = oneByOne ? await insertAdmitted(ctx, trx, params, values) : (await insertRows(ctx, trx, values)).map(created);
     await engine.announceReady(trx, readyQueues(records.filter((r) => r.created)));
@@ -37,6 +44,9 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: 
 }
 
 const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
+
+/** The columns a new row does not set (`rowsOf`): all null until a claim, an outcome or a handler writes them. */
+const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
   const { now } = params;

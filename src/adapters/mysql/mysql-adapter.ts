@@ -38,7 +38,7 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit, (error) => sink.report(error))) });
   const store = new KyselyStore({
     db: createKysely(dialect, options.instrument),
-    engine: mysqlEngine({ prefix }),
+    engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined }),
     tablePrefix: prefix,
     ownsDb: pool === undefined,
     instrument: options.instrument,
@@ -49,12 +49,22 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
 
 /**
  * Opens a mysql2 pool whose every connection has an `'error'` listener, so a
- * connection the server kills is reported to `report`, never an unhandled event.
+ * connection the server kills is reported to `report`, never an unhandled
+ * event, and runs at READ COMMITTED for its whole session: set before the
+ * connection's first use (mysql2 runs a connection's commands in order); a
+ * connection that cannot be set is destroyed, never used at another level.
  */
 async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
   const mod = await import("mysql2");
   const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;
   const pool = mysql.createPool({ uri, connectionLimit });
-  pool.on("connection", (connection) => void connection.on("error", report));
+  pool.on("connection", (connection) => {
+    connection.on("error", report);
+    connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", (error) => {
+      if (!error) return;
+      report(error);
+      connection.destroy();
+    });
+  });
   return pool as unknown as MysqlPool;
 }

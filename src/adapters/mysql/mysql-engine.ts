@@ -12,16 +12,20 @@ const MAX_TRANSACTION_TRIES = 5;
  * has no `INSERT … RETURNING`), so a guarded write is UPDATE then SELECT in
  * one transaction, and a claim is `SELECT … FOR UPDATE SKIP LOCKED` then
  * UPDATE (MariaDB rejects `UPDATE … WHERE id IN (SELECT … LIMIT n)`).
- * Transactions run at READ COMMITTED, which takes no gap locks, and are
- * retried whole when InnoDB picks them as a deadlock victim.
+ * Transactions run at READ COMMITTED, which takes no gap locks and lets each
+ * statement see what committed before it (set per session on docket's own
+ * pool, per transaction on a caller's), and are retried whole when InnoDB
+ * picks them as a deadlock victim.
  */
-export function mysqlEngine(options: { prefix: string }): Engine {
+export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: boolean }): Engine {
   const { prefix } = options;
+  // On docket's own pool every session is READ COMMITTED already: BEGIN alone, one round trip less per transaction.
+  const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
   let insertStep: Promise<number | null> | null = null;
   const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await db.transaction().setIsolationLevel("read committed").execute(fn);
+        return await begin(db).execute(fn);
       } catch (error) {
         const errno = (error as { errno?: unknown }).errno;
         if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;

@@ -66,6 +66,20 @@ export const enqueueCases: ConformanceCase[] = [
     },
   },
   {
+    name: "enqueue › the job enqueue returns is the stored job, field for field (one job, with options, and a batch)",
+    async run(t) {
+      const d = t.docket();
+      const one = await d.enqueue("t", { text: "zürich ✓ \u{1F600}", n: [1, 2.5, null] }, { queue: "q1", priority: -2, delay: 250, maxAttempts: 7, backoff: { baseMs: 10 }, timeoutMs: 900 });
+      const plain = await d.enqueue("t", "s");
+      const batch = await d.enqueueMany([{ task: "t", payload: 1 }, { task: "u", payload: { a: 1 }, options: { priority: 4 } }]);
+      for (const job of [one, plain, ...batch]) {
+        const { created, ...returned } = job;
+        assert.equal(created, true);
+        assert.deepEqual(returned, await d.get(job.id));
+      }
+    },
+  },
+  {
     name: "enqueue › a delayed job is scheduled at now + delay; runAt in the past is ready",
     async run(t) {
       const d = t.docket();
