@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder } from "kysely";
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
@@ -38,16 +38,26 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   return claimWithControls(ctx, memory, params);
 }
 
-/** The columns a claim sets: running under the claim's lease, attempt + 1, the claiming worker's name. */
-function claimSet(params: ClaimParams): Record<string, unknown> {
+/** The columns a claim sets besides the attempt: running under the claim's lease, by the claiming worker. */
+function claimedValues(params: ClaimParams) {
   return {
     state: TRANSITIONS.claim.to,
-    attempt: sql`attempt + 1`,
     lease_token: params.leaseToken,
     lease_expires_at: params.leaseExpiresAt,
     worker: params.worker ?? null,
     updated_at: params.now,
   };
+}
+
+/** A claim's SET: `claimedValues` and attempt + 1 (state first, then attempt: the race tests know a claim's write by it). */
+function claimSet(params: ClaimParams): Record<string, unknown> {
+  const { state, ...rest } = claimedValues(params);
+  return { state, attempt: sql`attempt + 1`, ...rest };
+}
+
+/** The row a claim's SET makes of `row`, read under this transaction's lock before the UPDATE. */
+function claimedRow(row: JobRow, params: ClaimParams): JobRow {
+  return { ...row, ...claimedValues(params), attempt: Number(row.attempt) + 1 };
 }
 
 /**
@@ -124,10 +134,26 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams):
  * counted), the others shared; candidates are picked by the greedy cap
  * rule; capped tasks' rows are locked exclusively as candidates reach them.
  */
-function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+  // No cap met lately: expect none, and lock every queue's control row shared in one read; a cap found
+  // there (set since) rolls this transaction back and the claim runs again with the capped rows locked exclusively.
+  const expectNoCaps = params.now - memory.capsSeenAt >= CAPS_MEMORY_MS;
+  try {
+    return await claimUnderControls(ctx, memory, params, expectNoCaps);
+  } catch (error) {
+    if (error !== CAPS_FOUND) throw error;
+    memory.capsSeenAt = params.now;
+    return claimUnderControls(ctx, memory, params, false);
+  }
+}
+
+/** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
+const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
+
+function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, expectNoCaps: boolean): Promise<JobRecord[]> {
   const { tables, engine } = ctx;
   return engine.writeTransaction(ctx.db, async (db) => {
-    const queueRows = await lockQueueControls(ctx, db, params.queues);
+    const queueRows = await lockQueueControls(ctx, db, params.queues, expectNoCaps);
     const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
     const capped = queueRows.filter((r) => r.max_running !== null && !paused.has(r.name));
     if (capped.length > 0) memory.capsSeenAt = params.now;
@@ -141,6 +167,9 @@ function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: Claim
     const checkedTasks = new Set<string>();
     const exhausted = new Set<string>();
     const chosen: number[] = [];
+    // Without RETURNING, candidates are read whole under their row locks: the claimed records are made from them.
+    const readWhole = !engine.capabilities.returning && engine.capabilities.rowLocks;
+    const whole = new Map<number, JobRow>();
     for (;;) {
       const need = params.limit - chosen.length;
       const groups: { queues: string[]; limit: number }[] = [];
@@ -149,7 +178,10 @@ function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: Claim
       if (need <= 0 || groups.length === 0) break;
       const candidates: ClaimCandidate[] = [];
       for (const g of groups) {
-        let q = guard(db.selectFrom(tables.jobs).select(["id", "task", "queue", "priority", "run_at"]), "claim", { now: params.now }).where("queue", "in", g.queues);
+        const from = db.selectFrom(tables.jobs);
+        // deno-lint-ignore no-explicit-any
+        const columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at"]);
+        let q = guard(columns, "claim", { now: params.now }).where("queue", "in", g.queues);
         q = inClaimOrder(q).limit(g.limit);
         if (chosen.length > 0) q = q.where("id", "not in", chosen);
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
@@ -157,6 +189,7 @@ function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: Claim
         if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
         for (const r of await q.execute()) {
           candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at) });
+          if (readWhole) whole.set(Number(r.id), r as JobRow);
         }
       }
       if (candidates.length === 0) break;
@@ -176,8 +209,12 @@ function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: Claim
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];
     } else {
-      await update.execute();
-      rows = (await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[];
+      const updated = Number((await update.executeTakeFirst()).numUpdatedRows);
+      // The chosen rows are locked by this transaction since they were read: the UPDATE moved each of them as read.
+      rows =
+        readWhole && updated === chosen.length
+          ? chosen.map((id) => claimedRow(whole.get(id)!, params))
+          : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
     return rows.map(rowToRecord).sort(byClaimOrder);
   });
@@ -189,10 +226,17 @@ function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: Claim
  * lock), the rest shared, so claims of uncapped queues do not wait for each
  * other while a pause or cap change waits for them. A row that gained a
  * cap between the two reads is reported paused: this claim leaves it alone.
+ * With `expectNoCaps`, every row is read shared in one statement, and an
+ * unpaused capped row throws CAPS_FOUND.
  */
-async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[]): Promise<QueueRow[]> {
+async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], expectNoCaps: boolean): Promise<QueueRow[]> {
   const read = () => db.selectFrom(ctx.tables.queues).select(["name", "paused", "max_running"]).where("name", "in", [...queues]).orderBy("name");
   if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];
+  if (expectNoCaps) {
+    const rows = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
+    if (rows.some((r) => r.max_running !== null && Number(r.paused) !== 1)) throw CAPS_FOUND;
+    return rows;
+  }
   const capped = (await read().where("max_running", "is not", null).forUpdate().execute()) as QueueRow[];
   const cappedNames = new Set(capped.map((r) => r.name));
   const others = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];

@@ -54,8 +54,8 @@ const INSERT_JOB = /^insert into [`"]?\w*jobs[`"]? /i;
 const REBALANCE = /^select [`"]max_holders[`"]/i;
 /** A replay's UPDATE (`set attempt = …` first): after bulk replay locked its rows. */
 const REPLAY_UPDATE = /^update [`"]?\w*jobs[`"]? set [`"]attempt[`"] = /i;
-/** The claim's candidate select, which comes after the cap's running count. */
-const CLAIM_CANDIDATES = /^select [`"]id[`"], [`"]task[`"]/i;
+/** The claim's candidate select, which comes after the cap's running count (whole rows where the engine has no RETURNING). */
+const CLAIM_CANDIDATES = /^select ([`"]id[`"], [`"]task[`"]|\* from [`"]?\w*jobs[`"]? where [`"]state[`"] in \(\S+\) and [`"]queue[`"] in)/i;
 
 /** Waits until `p` settles or `ms` passed (a statement blocked on a lock does not settle). */
 export async function settle(p: Promise<unknown>, ms = 300): Promise<void> {
