@@ -67,16 +67,10 @@ export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" |
   errors: AttemptError[];
 }
 
-/**
- * The job as handlers and events see it: the stored JSON texts parsed. With
- * `earlier` (a view of the same attempt, e.g. the one its handler got), a
- * payload whose stored text is unchanged is that view's value, not parsed again.
- */
-export function toJob<P = unknown>(record: JobRecord, earlier?: { record: JobRecord; job: Job }): Job<P> {
+export function toJob<P = unknown>(record: JobRecord): Job<P> {
   return {
     ...record,
-    // The same stored text parses to the same value: an earlier view of this job (its handler's) lends its payload.
-    payload: (earlier !== undefined && earlier.record.payload === record.payload ? earlier.job.payload : JSON.parse(record.payload)) as P,
+    payload: JSON.parse(record.payload) as P,
     result: record.result === null ? null : JSON.parse(record.result),
     progress: record.progress === null ? null : JSON.parse(record.progress),
     errors: record.errors === null ? [] : (JSON.parse(record.errors) as AttemptError[]),

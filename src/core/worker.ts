@@ -100,10 +100,7 @@ export interface WorkerOptions<T extends TaskMap> {
    * the attempt fails with a timeout reason. Default: none.
    */
   timeoutMs?: number;
-  /**
-   * Observer of transitions this worker won, and of errors it survived. Must
-   * not throw. An outcome event's `job.payload` is the value the handler got.
-   */
+  /** Observer of transitions this worker won, and of errors it survived. Must not throw. */
   onEvent?: (event: WorkerEvent) => void;
   /**
    * Where errors the worker survived (claim, heartbeat, outcome writes,
@@ -152,8 +149,6 @@ const ERROR_BACKOFF_MAX_MS = 30_000;
 interface Attempt {
   readonly record: JobRecord;
   readonly controller: AbortController;
-  /** The job its handler got, once started: outcome events reuse its parsed payload. */
-  job?: Job;
   done: Promise<void>;
   /**
    * buffered: claimed, its handler not started yet (heartbeats keep the
@@ -209,7 +204,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #reclaimMs: number;
   readonly #shutdownTimeoutMs: number;
   readonly #timeoutMs: number | null;
-  readonly #onEvent: ((event: WorkerEvent) => void) | null;
+  readonly #onEvent: (event: WorkerEvent) => void;
   readonly #logger: WorkerLogger | null;
   /**
    * In-flight attempts by `attemptKey` (job id and lease token; one claim's
@@ -269,7 +264,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#shutdownTimeoutMs = validateInteger(options.shutdownTimeoutMs ?? 10_000, "shutdownTimeoutMs", 0, 24 * 3600_000);
     this.#timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 1, 24 * 3600_000);
     if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new InvalidArgumentError("onEvent must be a function");
-    this.#onEvent = options.onEvent ?? null;
+    this.#onEvent = options.onEvent ?? (() => undefined);
     const logger = options.logger === undefined ? console : options.logger;
     if (logger !== null && (typeof logger !== "object" || typeof logger.warn !== "function")) {
       throw new InvalidArgumentError("logger must have a warn(message) method, or be null");
@@ -525,7 +520,6 @@ export class Worker<T extends TaskMap = TaskMap> {
   async #execute(attempt: Attempt, free: () => void): Promise<void> {
     const { record, controller } = attempt;
     const job = toJob(record);
-    attempt.job = job;
     this.#emit({ type: "started", job });
     const ran = await this.#runHandler(job, controller, record);
     free();
@@ -588,7 +582,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     batch.forEach((p, i) => {
       this.#inFlight.delete(attemptKey(p.attempt.record));
       const settled = results[i] ?? null;
-      this.#emitOutcome(settled && { ...p.attempt.record, ...settled }, p.attempt, p.outcome);
+      this.#emitOutcome(settled && { ...p.attempt.record, ...settled }, p.attempt.record, p.outcome);
       p.written();
     });
   }
@@ -619,15 +613,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (!(await this.#docket.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
     };
     try {
-      // The signal is made on first use: most handlers never read it.
-      const ctx = {
-        job,
-        get signal() {
-          return controller.signal;
-        },
-        progress,
-      };
-      const run = Promise.resolve().then(() => handler(job.payload, ctx));
+      const run = Promise.resolve().then(() => handler(job.payload, { job, signal: controller.signal, progress }));
       let value: unknown;
       if (timeoutMs === null) {
         value = await run;
@@ -675,7 +661,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
         this.#inFlight.delete(attemptKey(record));
-        this.#emitOutcome(result, attempt, outcome);
+        this.#emitOutcome(result, record, outcome);
         return;
       } catch (error) {
         failures++;
@@ -714,15 +700,13 @@ export class Worker<T extends TaskMap = TaskMap> {
     return (now.state === "dead" || now.state === "scheduled") && now.attempt === record.attempt && now.lastError === outcome.error ? now : null;
   }
 
-  #emitOutcome(result: JobRecord | null, attempt: Attempt, outcome: Outcome): void {
+  #emitOutcome(result: JobRecord | null, claimed: JobRecord, outcome: Outcome): void {
     if (!result) {
-      this.#emit({ type: "lost", job: toJob(attempt.record), reason: "lease no longer held (cancelled or reclaimed)" });
+      this.#emit({ type: "lost", job: toJob(claimed), reason: "lease no longer held (cancelled or reclaimed)" });
       return;
     }
+    const job = toJob(result);
     if (result.state === "scheduled") this.#requestStage(result.runAt);
-    const type = outcome.kind === "succeeded" ? "succeeded" : outcome.kind === "released" ? "released" : result.state === "dead" ? "dead" : "retry";
-    if (!this.#observed(type)) return;
-    const job = toJob(result, attempt.job && { record: attempt.record, job: attempt.job });
     if (outcome.kind === "succeeded") this.#emit({ type: "succeeded", job });
     else if (outcome.kind === "released") this.#emit({ type: "released", job });
     else this.#emit({ type: result.state === "dead" ? "dead" : "retry", job, error: outcome.error });
@@ -806,11 +790,6 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
   }
 
-  /** Whether an outcome event of `type` reaches anyone (onEvent, or a docket listener); the logger reports none of them. */
-  #observed(type: "succeeded" | "released" | "dead" | "retry"): boolean {
-    return this.#onEvent !== null || this.#docket.listens(docketTypeOf(type));
-  }
-
   #emit(event: WorkerEvent): void {
     if (this.#logger && (event.type === "error" || event.type === "lost" || event.type === "keyRepaired")) {
       try {
@@ -825,18 +804,18 @@ export class Worker<T extends TaskMap = TaskMap> {
       }
     }
     try {
-      this.#onEvent?.(event);
+      this.#onEvent(event);
     } catch {
       // An observer's failure must not affect the job.
     }
     // Built only when the docket has a listener for it: a worker without observers pays two map lookups per event.
-    if (this.#docket.listens(docketTypeOf(event.type))) this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
+    if (this.#docket.listens(docketTypeOf(event))) this.#docket.publish(toDocketEvent(event, this.#docket.clock.now()));
   }
 }
 
 /** A worker event's type on the docket-level stream (`retry` is `retried` there). */
-function docketTypeOf(type: WorkerEvent["type"]): DocketEvent["type"] {
-  return type === "retry" ? "retried" : type;
+function docketTypeOf(event: WorkerEvent): DocketEvent["type"] {
+  return event.type === "retry" ? "retried" : event.type;
 }
 
 /** The docket-level form of a worker event. */
