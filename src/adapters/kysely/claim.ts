@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
+import { sql, type CompiledQuery, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
@@ -6,6 +6,7 @@ import { byClaimOrder, takeWithinCaps, type ClaimCandidate } from "../../core/cl
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
+import { compiledOnce, Slot } from "./compiled.ts";
 import { stageDue } from "./admission.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow } from "./controls.ts";
@@ -13,13 +14,14 @@ import type { QueueRow } from "./controls.ts";
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 const CAPS_MEMORY_MS = 1000;
 
-/** What one store remembers between claims: when a claim last met a cap on its queues or tasks. */
+/** What one store remembers between claims: when a claim last met a cap on its queues or tasks; the compiled one-statement claims. */
 export interface ClaimMemory {
   capsSeenAt: number;
+  readonly statements: Map<string, CompiledQuery>;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, statements: new Map() };
 }
 
 /**
@@ -32,7 +34,7 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
   if (params.stage !== false) await stageDue(ctx, params.now);
   if (ctx.engine.capabilities.claimStatement && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS) {
-    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params));
+    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, memory, params));
     if (claimed.length > 0) return claimed;
   }
   return claimWithControls(ctx, memory, params);
@@ -68,7 +70,26 @@ function claimedRow(row: JobRow, params: ClaimParams): JobRow {
  * so a pause or cap change waits for it (and it, after waiting, reads the
  * new setting); claims never wait for each other.
  */
-async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams): Promise<JobRecord[]> {
+async function claimUncapped(ctx: StoreContext, db: AnyDb, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+  // Built and compiled once per queue and task set; the values that change per claim are slots.
+  const key = JSON.stringify([params.queues, params.tasks ?? null]);
+  const values: Record<(typeof CLAIM_SLOTS)[number], unknown> = {
+    now: params.now,
+    limit: params.limit,
+    leaseToken: params.leaseToken,
+    leaseExpiresAt: params.leaseExpiresAt,
+    worker: params.worker ?? null,
+  };
+  const compiled = compiledOnce(memory.statements, key, () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams), values);
+  const rows = (await db.executeQuery(compiled)).rows as JobRow[];
+  return rows.map(rowToRecord).sort(byClaimOrder);
+}
+
+/** The claim parameters that change from one claim to the next: slots in the compiled claim. */
+const CLAIM_SLOTS = ["now", "limit", "leaseToken", "leaseExpiresAt", "worker"] as const;
+const SLOTTED = Object.fromEntries(CLAIM_SLOTS.map((name) => [name, new Slot(name)]));
+
+function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams) {
   const { tables, engine } = ctx;
   const caps = engine.capabilities;
   const queues = [...params.queues];
@@ -113,19 +134,9 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams):
   // version of each row it locks, and nothing can change a row this statement holds before it updates it.
   // (With the guard repeated here, or with `IN` or a join, PostgreSQL with stale statistics, e.g. a burst of
   // jobs behind a million finished ones, walked every ready job per claim: 0.7 s per claim of 500 behind 10,000.)
-  const rows = (
-    caps.arrays
-      ? await query
-          .where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`)
-          .returningAll()
-          .execute()
-      : await guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", {
-          now: params.now,
-        })
-          .returningAll()
-          .execute()
-  ) as JobRow[];
-  return rows.map(rowToRecord).sort(byClaimOrder);
+  return caps.arrays
+    ? query.where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`).returningAll()
+    : guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", { now: params.now }).returningAll();
 }
 
 /**
