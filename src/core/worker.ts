@@ -4,6 +4,7 @@ import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
 import type { DocketEvent, EventOperation } from "./events.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { errorBackoffDelay } from "./retry.ts";
+import { nextTurn } from "./turn.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { describeThrown, messageOf } from "./thrown.ts";
 import { checkKeys, serializePayload, validateInteger, validateName } from "./validate.ts";
@@ -400,7 +401,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         await this.#sleep(this.#pollMs, true);
       }
       // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
-      else await yieldToEventLoop();
+      else await nextTurn();
     }
   }
 
@@ -547,7 +548,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #scheduleFlush(): void {
     if (this.#flushScheduled || this.#flushes >= MAX_FLUSHES || this.#pending.length === 0) return;
     this.#flushScheduled = true;
-    void yieldToEventLoop().then(() => {
+    void nextTurn().then(() => {
       this.#flushScheduled = false;
       void this.#flush();
     });
@@ -839,12 +840,6 @@ function isTimeout(signal: AbortSignal): boolean {
 /** One attempt's identity: its job and the lease token its claim stamped. */
 function attemptKey(record: JobRecord): string {
   return `${record.id}:${record.leaseToken}`;
-}
-
-/** Resolves on the next macrotask turn (setImmediate where the runtime has it). */
-function yieldToEventLoop(): Promise<void> {
-  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-  return new Promise((resolve) => (immediate ? immediate(resolve) : setTimeout(resolve, 0)));
 }
 
 /** A name unique enough to tell workers apart: the process id where there is one, and 6 random hex digits. */

@@ -3,6 +3,7 @@ import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
+import { nextTurn } from "../../core/turn.ts";
 import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { countHolders, lockKey, rebalance } from "./admission.ts";
@@ -15,7 +16,7 @@ import { rowToRecord, type JobRow } from "./row.ts";
  * not stored: its record is the holder's (`created: false`). Ready jobs are
  * announced to other processes once stored. See DocketAdapter.enqueue.
  */
-export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: (error: unknown) => void): Promise<EnqueuedRecord[]> {
+export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
   const values = rowsOf(params);
@@ -24,16 +25,17 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, report: 
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
     // In the caller's transaction the notice rides on it. Otherwise the jobs are stored: the notice is sent
-    // without holding up the caller, and one that fails is reported, not thrown (workers still poll).
+    // in the background (a failure is reported, not thrown: workers still poll), on the next turn, after
+    // the claims of this process's workers that the enqueue wakes.
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
-    else void engine.announceReady(db, readyQueues(records)).catch(report);
+    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records.map(created);
   }
   if (!oneByOne && values.length === 1 && params.transaction === undefined) {
     // One row without RETURNING: one autocommit INSERT; its record is the values written and the id it got.
     const res = await db.insertInto(ctx.tables.jobs).values(values[0]!).executeTakeFirstOrThrow();
     const record = rowToRecord({ ...UNSET_COLUMNS, ...(values[0] as Omit<JobRow, "id">), id: Number(res.insertId) });
-    void engine.announceReady(db, readyQueues([record])).catch(report);
+    background(engine.announceReady(db, readyQueues([record])));
     return [created(record)];
   }
   return engine.writeTransaction(db, async (trx) => {

@@ -73,7 +73,7 @@ export async function deleteSchedule(ctx: StoreContext, name: string): Promise<b
  * exactly one stores a job; the others (and a call for an older tick)
  * store nothing and return null.
  */
-export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, report: (error: unknown) => void): Promise<JobRecord | null> {
+export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, background: (work: Promise<void>) => void): Promise<JobRecord | null> {
   const { db, engine, tables } = ctx;
   return engine.writeTransaction(db, async (trx) => {
     const moved = await trx
@@ -84,7 +84,7 @@ export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, rep
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) !== 1) return null;
     const inTrx: Engine = { ...engine, writeTransaction: (_db, fn) => fn(trx), writeStatement: (_db, fn) => fn(trx) };
-    const [job] = await enqueue({ ...ctx, db: trx, engine: inTrx }, { jobs: [p.job], now: p.now, transaction: trx }, report);
+    const [job] = await enqueue({ ...ctx, db: trx, engine: inTrx }, { jobs: [p.job], now: p.now, transaction: trx }, background);
     const { created: _created, ...record } = job!;
     return record;
   });

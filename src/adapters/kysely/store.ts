@@ -67,6 +67,7 @@ export class KyselyStore implements DocketAdapter {
   readonly #ownsDb: boolean;
   readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
+  readonly #background = new Set<Promise<void>>();
 
   constructor(options: StoreOptions) {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
@@ -83,12 +84,12 @@ export class KyselyStore implements DocketAdapter {
 
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]> {
     return this.#run(() => {
-      const report = (error: unknown) => this.reportBackgroundError(error);
-      if (params.transaction === undefined) return enqueue(this.#ctx, params, report);
+      const background = (work: Promise<void>) => this.#inBackground(work);
+      if (params.transaction === undefined) return enqueue(this.#ctx, params, background);
       // The caller's transaction is the unit of work: every statement runs in it, and it commits or not.
       const db = this.#adopt(params.transaction);
       const engine: Engine = { ...this.#ctx.engine, writeTransaction: (_db, fn) => fn(db), writeStatement: (_db, fn) => fn(db) };
-      return enqueue({ ...this.#ctx, db, engine }, params, report);
+      return enqueue({ ...this.#ctx, db, engine }, params, background);
     });
   }
 
@@ -198,7 +199,7 @@ export class KyselyStore implements DocketAdapter {
   }
 
   fireSchedule(params: FireScheduleParams): Promise<JobRecord | null> {
-    return this.#run(() => fireSchedule(this.#ctx, params, (error) => this.reportBackgroundError(error)));
+    return this.#run(() => fireSchedule(this.#ctx, params, (work) => this.#inBackground(work)));
   }
 
   stats(params: StatsParams): Promise<StoredStats> {
@@ -220,6 +221,8 @@ export class KyselyStore implements DocketAdapter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Notices still being sent go out before the connections close.
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     if (this.#ownsDb) await this.#ctx.db.destroy();
     await this.#ctx.engine.close();
   }
@@ -228,6 +231,12 @@ export class KyselyStore implements DocketAdapter {
   onError(listener: (error: DocketError) => void): () => void {
     this.#errorListeners.add(listener);
     return () => void this.#errorListeners.delete(listener);
+  }
+
+  /** Runs `work` without holding up the call that started it: its failure is reported (`onError`), and `close()` waits for it. */
+  #inBackground(work: Promise<void>): void {
+    const tracked = work.catch((error) => this.reportBackgroundError(error)).finally(() => this.#background.delete(tracked));
+    this.#background.add(tracked);
   }
 
   /** Hands an error that happened outside any call (a pool's, a listener's) to every `onError` listener; never throws. */

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { DocketError } from "../../core/errors.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { newJob } from "./helpers.ts";
+import { Docket } from "../../core/docket.ts";
+import { newJob, sleep } from "./helpers.ts";
 
 async function count(t: CaseContext): Promise<number> {
   return (await t.adapter.list({ limit: 10_000 })).length;
@@ -88,6 +89,21 @@ export const enqueueCases: ConformanceCase[] = [
       assert.equal(later.runAt, t.clock.now() + 5000);
       const past = await d.enqueue("t", null, { runAt: new Date(t.clock.now() - 1) });
       assert.equal(past.state, "ready");
+    },
+  },
+  {
+    name: "enqueue › an adapter closed right after enqueues reports no error: what an enqueue left running (a notice) ends before its connections close",
+    async run(t) {
+      const adapter = await t.store.connect();
+      const errors: string[] = [];
+      adapter.onError?.((e) => errors.push(e.message));
+      const d = new Docket({ adapter, clock: t.clock });
+      await d.enqueue("t", 1);
+      await d.enqueueMany([{ task: "t", payload: 2 }, { task: "t", payload: 3 }]);
+      await adapter.close();
+      await sleep(50);
+      assert.deepEqual(errors, []);
+      assert.equal(await count(t), 3);
     },
   },
   {
