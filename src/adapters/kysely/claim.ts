@@ -36,8 +36,33 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   if (ctx.engine.capabilities.claimStatement && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS) {
     const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, memory, params));
     if (claimed.length > 0) return claimed;
+    // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction.
+    if (!(await capsApply(ctx, memory, params))) return [];
   }
   return claimWithControls(ctx, memory, params);
+}
+
+/**
+ * Whether a cap stops the one-statement claim: an unpaused capped queue among
+ * the claim's queues, or a capped task among its tasks (any task when the
+ * claim names none), as that statement tests it.
+ */
+async function capsApply(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<boolean> {
+  const { db, tables } = ctx;
+  const build = () => {
+    let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where("max_running", "is not", null);
+    if (params.tasks !== undefined) tasks = tasks.where("name", "in", [...params.tasks]);
+    return db
+      .selectFrom(tables.queues)
+      .select(sql<number>`1`.as("capped"))
+      .where("name", "in", [...params.queues])
+      .where("max_running", "is not", null)
+      .where("paused", "=", 0)
+      .unionAll(tasks)
+      .limit(1);
+  };
+  const compiled = compiledOnce(memory.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {});
+  return (await db.executeQuery(compiled)).rows.length > 0;
 }
 
 /** The columns a claim sets besides the attempt: running under the claim's lease, by the claiming worker. */
