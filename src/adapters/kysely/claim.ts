@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
@@ -14,14 +14,13 @@ import type { QueueRow } from "./controls.ts";
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 const CAPS_MEMORY_MS = 1000;
 
-/** What one store remembers between claims: when a claim last met a cap on its queues or tasks; the compiled one-statement claims. */
+/** What one store remembers between claims: when a claim last met a cap on its queues or tasks. */
 export interface ClaimMemory {
   capsSeenAt: number;
-  readonly statements: Map<string, CompiledQuery>;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, statements: new Map() };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY };
 }
 
 /**
@@ -34,10 +33,10 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
   if (params.stage !== false) await stageDue(ctx, params.now);
   if (ctx.engine.capabilities.claimStatement && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS) {
-    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, memory, params));
+    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params));
     if (claimed.length > 0) return claimed;
     // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction.
-    if (!(await capsApply(ctx, memory, params))) return [];
+    if (!(await capsApply(ctx, params))) return [];
   }
   return claimWithControls(ctx, memory, params);
 }
@@ -47,7 +46,7 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * the claim's queues, or a capped task among its tasks (any task when the
  * claim names none), as that statement tests it.
  */
-async function capsApply(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<boolean> {
+async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolean> {
   const { db, tables } = ctx;
   const build = () => {
     let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where("max_running", "is not", null);
@@ -61,7 +60,7 @@ async function capsApply(ctx: StoreContext, memory: ClaimMemory, params: ClaimPa
       .unionAll(tasks)
       .limit(1);
   };
-  const compiled = compiledOnce(memory.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {});
+  const compiled = compiledOnce(ctx.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {});
   return (await db.executeQuery(compiled)).rows.length > 0;
 }
 
@@ -95,7 +94,7 @@ function claimedRow(row: JobRow, params: ClaimParams): JobRow {
  * so a pause or cap change waits for it (and it, after waiting, reads the
  * new setting); claims never wait for each other.
  */
-async function claimUncapped(ctx: StoreContext, db: AnyDb, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams): Promise<JobRecord[]> {
   // Built and compiled once per queue and task set; the values that change per claim are slots.
   const key = JSON.stringify([params.queues, params.tasks ?? null]);
   const values: Record<(typeof CLAIM_SLOTS)[number], unknown> = {
@@ -105,7 +104,7 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, memory: ClaimMemory, 
     leaseExpiresAt: params.leaseExpiresAt,
     worker: params.worker ?? null,
   };
-  const compiled = compiledOnce(memory.statements, key, () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams), values);
+  const compiled = compiledOnce(ctx.statements, key, () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams), values);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
   return rows.map(rowToRecord).sort(byClaimOrder);
 }

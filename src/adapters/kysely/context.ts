@@ -1,11 +1,14 @@
+import type { CompiledQuery } from "kysely";
 import type { Engine, AnyDb } from "./engine.ts";
 import type { TableNames } from "./identifiers.ts";
 
-/** What every shared module works with: the kysely instance, docket's table names, the engine. */
+/** What every shared module works with: the kysely instance, docket's table names, the engine, the compiled statements. */
 export interface StoreContext {
   readonly db: AnyDb;
   readonly tables: TableNames;
   readonly engine: Engine;
+  /** Statements compiled once on `db` (see compiledOnce); a context on another kysely instance has a map of its own. */
+  readonly statements: Map<string, CompiledQuery>;
 }
 
 /** Rows per INSERT, and jobs per batched UPDATE. */

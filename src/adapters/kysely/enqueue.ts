@@ -8,6 +8,7 @@ import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { countHolders, lockKey, rebalance } from "./admission.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
+import { compiledOnce, Slot } from "./compiled.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -23,7 +24,10 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
   const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey);
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
-    const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
+    const records =
+      values.length === 1 && params.transaction === undefined
+        ? await engine.writeStatement(db, (w) => insertOne(ctx, w, values[0]!))
+        : await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
     // In the caller's transaction the notice rides on it. Otherwise the jobs are stored: the notice is sent
     // in the background (a failure is reported, not thrown: workers still poll), on the next turn, after
     // the claims of this process's workers that the enqueue wakes.
@@ -164,6 +168,15 @@ async function releaseKeys(ctx: StoreContext, db: AnyDb, keys: readonly string[]
     .where("state", "in", TERMINAL_STATES)
     .where("finished_at", "<=", finishedBefore)
     .execute();
+}
+
+/** Inserts one row with RETURNING, by a statement compiled once (the row's values are its slots); on the store's own kysely instance. */
+async function insertOne(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>): Promise<JobRecord[]> {
+  const columns = Object.keys(row);
+  const build = () => ctx.db.insertInto(ctx.tables.jobs).values(Object.fromEntries(columns.map((c) => [c, new Slot(c)]))).returningAll();
+  const rows = (await db.executeQuery(compiledOnce(ctx.statements, `insert:${columns.join(",")}`, build, row))).rows as JobRow[];
+  if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: inserted ${rows.length} of 1 jobs`);
+  return rows.map(rowToRecord);
 }
 
 /** Inserts rows (in this order) and returns their records; inside the caller's unit of work. */

@@ -71,7 +71,7 @@ export class KyselyStore implements DocketAdapter {
 
   constructor(options: StoreOptions) {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
-    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine };
+    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map() };
     this.#ownsDb = options.ownsDb;
     this.name = engine.name;
     this.capabilities = engine.capabilities;
@@ -89,7 +89,7 @@ export class KyselyStore implements DocketAdapter {
       // The caller's transaction is the unit of work: every statement runs in it, and it commits or not.
       const db = this.#adopt(params.transaction);
       const engine: Engine = { ...this.#ctx.engine, writeTransaction: (_db, fn) => fn(db), writeStatement: (_db, fn) => fn(db) };
-      return enqueue({ ...this.#ctx, db, engine }, params, background);
+      return enqueue({ ...this.#ctx, db, engine, statements: new Map() }, params, background);
     });
   }
 
