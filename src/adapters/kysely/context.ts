@@ -7,7 +7,7 @@ export interface StoreContext {
   readonly db: AnyDb;
   readonly tables: TableNames;
   readonly engine: Engine;
-  /** Statements compiled once on `db` (see compiledOnce); a context on another kysely instance has a map of its own. */
+  /** Statements compiled once on the store's own kysely instance (see compiledOnce); a context on a caller's instance has a map of its own. */
   readonly statements: Map<string, CompiledQuery>;
 }
 
