@@ -233,6 +233,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #wake: (() => void) | null = null;
   #wakePending = false;
   #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #passes = new Set<Promise<void>>();
   #unsubscribe: (() => void) | null = null;
   #lastPurge = Number.NEGATIVE_INFINITY;
 
@@ -288,9 +289,9 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#stopping = false;
     this.#abandon = false;
     this.#timers = [
-      setInterval(() => void this.#heartbeatAll(), this.#heartbeatMs),
-      setInterval(() => void this.#reclaim(), this.#reclaimMs),
-      setInterval(() => void this.#checkLeases(), Math.min(this.#pollMs, LEASE_CHECK_MAX_MS)),
+      setInterval(() => this.#pass(() => this.#heartbeatAll()), this.#heartbeatMs),
+      setInterval(() => this.#pass(() => this.#reclaim()), this.#reclaimMs),
+      setInterval(() => this.#pass(() => this.#checkLeases()), Math.min(this.#pollMs, LEASE_CHECK_MAX_MS)),
     ];
     const unsubscribeErrors = this.#docket.adapter.onError?.((error) => this.#emit({ type: "error", error, operation: "connection" }));
     const unsubscribeEnqueues = this.#docket.onEnqueued((queues, due) => {
@@ -346,6 +347,8 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    // A timer's pass still under way (a sweep, a purge) ends before stop() does: the adapter may be closed next.
+    await Promise.allSettled([...this.#passes]);
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#running = false;
@@ -767,6 +770,14 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#inFlight.delete(key);
       this.#emit({ type: "lost", job: toJob(attempt.record), reason });
     }
+  }
+
+  /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
+  #pass(run: () => Promise<void>): void {
+    const pass: Promise<void> = run()
+      .catch(() => undefined)
+      .finally(() => this.#passes.delete(pass));
+    this.#passes.add(pass);
   }
 
   /** The sweep: expired leases every tick; finished jobs past their retention, and stranded keys, at most every PURGE_EVERY_MS. */
