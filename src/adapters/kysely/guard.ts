@@ -42,11 +42,16 @@ export function guard<Q extends { where: (...args: any[]) => any }>(query: Q, ev
 
 /**
  * Adds the WHERE clause of `event` for many jobs at once: the job ids, the
- * (id, lease_token) pairs as the fence, and the legal predecessor states.
- * Only for lease-fenced events. With `arrays` (PostgreSQL) the pairs are
- * two array parameters, `(id, lease_token) IN (SELECT * FROM unnest($ids, $tokens))`,
- * so a batch costs the same to plan whatever its size; otherwise a list
- * `(id, lease_token) IN ((…), …)`.
+ * fence, and the legal predecessor states. The fence groups the keys by
+ * token: `lease_token = ?` when all hold one (a batch from one claim, the
+ * common case), else `(lease_token = ? AND id IN (…)) OR …`, one term per
+ * token. Only for lease-fenced events. With `arrays` (PostgreSQL) each id
+ * list is one array parameter (`id = ANY($ids)`), so a batch costs the same
+ * to plan whatever its size.
+ *
+ * Not `(id, lease_token) IN (SELECT * FROM unnest($ids, $tokens))`:
+ * PostgreSQL planned that as a nested-loop semi-join that rescans the pairs
+ * per row, 45,000 comparisons for a batch of 300 (10.5 ms against 2.7 ms).
  */
 // deno-lint-ignore no-explicit-any
 export function guardMany<Q extends { where: (...args: any[]) => any }>(
@@ -57,20 +62,22 @@ export function guardMany<Q extends { where: (...args: any[]) => any }>(
 ): Q {
   const rule = TRANSITIONS[event];
   if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
-  if (options.arrays) {
-    const ids = keys.map((k) => k.id);
-    const tokens = keys.map((k) => k.leaseToken);
-    return query
-      .where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`)
-      .where(sql<boolean>`(${sql.ref("id")}, ${sql.ref("lease_token")}) in (select * from unnest(${ids}::bigint[], ${tokens}::text[]))`)
-      .where("state", "in", rule.from);
+  const byToken = new Map<string, number[]>();
+  for (const k of keys) {
+    const ids = byToken.get(k.leaseToken);
+    if (ids) ids.push(k.id);
+    else byToken.set(k.leaseToken, [k.id]);
   }
-  return query
-    // The plain id list lets planners use one primary-key lookup; the pairs are the fence.
-    .where("id", "in", [...new Set(keys.map((k) => k.id))])
-    // deno-lint-ignore no-explicit-any
-    .where((eb: any) => eb(eb.refTuple("id", "lease_token"), "in", keys.map((k) => eb.tuple(k.id, k.leaseToken))))
-    .where("state", "in", rule.from);
+  // deno-lint-ignore no-explicit-any
+  const idIn = (eb: any, ids: number[]) => (options.arrays ? sql<boolean>`${sql.ref("id")} = any(${[...new Set(ids)]}::bigint[])` : eb("id", "in", [...new Set(ids)]));
+  // deno-lint-ignore no-explicit-any
+  const byId = query.where((eb: any) => idIn(eb, keys.map((k) => k.id)));
+  const fenced =
+    byToken.size === 1
+      ? byId.where("lease_token", "=", keys[0]!.leaseToken)
+      : // deno-lint-ignore no-explicit-any
+        byId.where((eb: any) => eb.or([...byToken].map(([token, ids]) => eb.and([eb("lease_token", "=", token), idIn(eb, ids)]))));
+  return fenced.where("state", "in", rule.from);
 }
 
 /**

@@ -59,6 +59,33 @@ export const settleCases: ConformanceCase[] = [
     },
   },
   {
+    name: "settle › a batch from two claims fences each job by its own token: a job named with the other claim's token is not written, and neither are its leases extended",
+    async run(t) {
+      const [a1, a2, b1] = [await insert(t), await insert(t), await insert(t)];
+      const fromA = await claim(t, 2);
+      const fromB = await claim(t, 1);
+      assert.deepEqual([...fromA, ...fromB].map((j) => j.id), [a1.id, a2.id, b1.id]);
+      const tokA = fromA[0]!.leaseToken!;
+      const tokB = fromB[0]!.leaseToken!;
+      const now = t.clock.advance(1);
+      // a2 named with B's token: its id and that token are each in the batch, but not as a pair.
+      const crossed = [
+        { id: a1.id, leaseToken: tokA },
+        { id: a2.id, leaseToken: tokB },
+        { id: b1.id, leaseToken: tokB },
+      ];
+      const extended = await t.adapter.extendLeases({ items: crossed, now, leaseExpiresAt: now + 2 * LEASE_MS });
+      assert.deepEqual(extended.map((k) => k.id).sort(), [a1.id, b1.id].sort());
+      assert.deepEqual((await t.adapter.heldLeases({ items: crossed })).map((k) => k.id).sort(), [a1.id, b1.id].sort());
+      const results = await t.adapter.settle({ items: crossed.map((k) => ({ kind: "complete" as const, ...k, now, concurrencyKey: null })) });
+      assert.deepEqual(results.map((r) => r?.state ?? null), ["succeeded", null, "succeeded"]);
+      const a2Now = await t.adapter.get({ id: a2.id });
+      assert.equal(a2Now?.state, "running");
+      assert.equal(a2Now?.leaseToken, tokA, "its holder's lease is untouched");
+      assert.equal(a2Now?.leaseExpiresAt, fromA[1]!.leaseExpiresAt, "and was not extended");
+    },
+  },
+  {
     name: "settle › complete, retry, bury and release in one batch write exactly what the single calls write",
     async run(t) {
       const ids = [];
