@@ -67,12 +67,37 @@ export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" |
   errors: AttemptError[];
 }
 
-export function toJob<P = unknown>(record: JobRecord): Job<P> {
+/**
+ * The public form of `record`: payload, result, progress and errors parsed.
+ * Fields are copied one by one: spreading a record (whose times are doubles)
+ * and then replacing fields cost twice as much per job in the worker.
+ */
+export function toJob<P = unknown>(r: JobRecord): Job<P> {
   return {
-    ...record,
-    payload: JSON.parse(record.payload) as P,
-    result: record.result === null ? null : JSON.parse(record.result),
-    progress: record.progress === null ? null : JSON.parse(record.progress),
-    errors: record.errors === null ? [] : (JSON.parse(record.errors) as AttemptError[]),
+    id: r.id,
+    task: r.task,
+    queue: r.queue,
+    payload: JSON.parse(r.payload) as P,
+    state: r.state,
+    priority: r.priority,
+    runAt: r.runAt,
+    attempt: r.attempt,
+    maxAttempts: r.maxAttempts,
+    backoff: r.backoff,
+    concurrencyKey: r.concurrencyKey,
+    onConflict: r.onConflict,
+    timeoutMs: r.timeoutMs,
+    leaseToken: r.leaseToken,
+    leaseExpiresAt: r.leaseExpiresAt,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    finishedAt: r.finishedAt,
+    lastError: r.lastError,
+    idempotencyKey: r.idempotencyKey,
+    traceContext: r.traceContext,
+    result: r.result === null ? null : JSON.parse(r.result),
+    progress: r.progress === null ? null : JSON.parse(r.progress),
+    worker: r.worker,
+    errors: r.errors === null ? [] : (JSON.parse(r.errors) as AttemptError[]),
   };
 }

@@ -3,6 +3,7 @@ import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
 import type { DocketEvent, EventOperation } from "./events.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
+import { LazyAbort } from "./lazy-abort.ts";
 import { errorBackoffDelay } from "./retry.ts";
 import { nextTurn } from "./turn.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
@@ -149,7 +150,7 @@ const ERROR_BACKOFF_MAX_MS = 30_000;
 /** One attempt of one job in this worker, from claim to outcome. Identified by `attemptKey`. */
 interface Attempt {
   readonly record: JobRecord;
-  readonly controller: AbortController;
+  readonly controller: LazyAbort;
   done: Promise<void>;
   /**
    * buffered: claimed, its handler not started yet (heartbeats keep the
@@ -491,7 +492,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #track(record: JobRecord): Attempt {
     const attempt: Attempt = {
       record,
-      controller: new AbortController(),
+      controller: new LazyAbort(),
       done: Promise.resolve(),
       phase: "buffered",
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
@@ -532,7 +533,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const outcome: Outcome =
       "result" in ran
         ? { kind: "succeeded", result: ran.result }
-        : this.#stopping && controller.signal.aborted && !isTimeout(controller.signal)
+        : this.#stopping && controller.aborted && !(controller.reason instanceof JobTimeoutError)
           ? { kind: "released" }
           : { kind: "failed", error: ran.failure };
     await this.#record(attempt, outcome);
@@ -605,7 +606,7 @@ export class Worker<T extends TaskMap = TaskMap> {
    * (null for undefined), or the failure reason (a throw, a timeout, a value
    * that cannot be stored). Never throws.
    */
-  async #runHandler(job: Job, controller: AbortController, record: JobRecord): Promise<{ result: string | null } | { failure: string }> {
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord): Promise<{ result: string | null } | { failure: string }> {
     const handler = this.#handlers.get(job.task) ?? this.#fallback;
     if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const timeoutMs = job.timeoutMs ?? this.#timeoutMs;
@@ -617,7 +618,14 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (!(await this.#docket.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
     };
     try {
-      const run = Promise.resolve().then(() => handler(job.payload, { job, signal: controller.signal, progress }));
+      const context: JobContext = {
+        job,
+        get signal() {
+          return controller.signal;
+        },
+        progress,
+      };
+      const run = Promise.resolve().then(() => handler(job.payload, context));
       let value: unknown;
       if (timeoutMs === null) {
         value = await run;
@@ -842,10 +850,6 @@ export class JobTimeoutError extends Error {
     super(`attempt timed out after ${timeoutMs} ms (timeoutMs)`);
     this.name = "JobTimeoutError";
   }
-}
-
-function isTimeout(signal: AbortSignal): boolean {
-  return signal.reason instanceof JobTimeoutError;
 }
 
 /** One attempt's identity: its job and the lease token its claim stamped. */
