@@ -298,7 +298,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
     if (ready.size > 0 && transaction === undefined) this.#tellEnqueued(ready, false);
     if (transaction === undefined) this.#publishJobs("enqueued", records.filter((r) => r.created));
-    return records.map((r) => toJob<T[keyof T]>(r) as EnqueuedJob<T[keyof T]>);
+    return records.map((r) => ({ ...toJob<T[keyof T]>(r), created: r.created }));
   }
 
   /**
