@@ -150,6 +150,8 @@ const ERROR_BACKOFF_MAX_MS = 30_000;
 /** One attempt of one job in this worker, from claim to outcome. Identified by `attemptKey`. */
 interface Attempt {
   readonly record: JobRecord;
+  /** attemptKey(record), made once. */
+  readonly key: string;
   readonly controller: LazyAbort;
   done: Promise<void>;
   /**
@@ -333,7 +335,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
     this.#stageTimer = null;
     // Jobs never started go back at once, in one batch.
-    const buffered = this.#buffer.splice(0).filter((a) => this.#inFlight.get(attemptKey(a.record)) === a);
+    const buffered = this.#buffer.splice(0).filter((a) => this.#inFlight.get(a.key) === a);
     await Promise.all(buffered.map((a) => this.#record(a, { kind: "released" })));
     for (const a of this.#inFlight.values()) a.controller.abort(new Error("worker stopping"));
     const all = Promise.all([...this.#inFlight.values()].map((a) => a.done));
@@ -344,7 +346,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#abandon = true;
     for (const a of [...this.#inFlight.values()]) {
       if (a.phase === "running") await this.#writeOutcome(a, { kind: "released" });
-      else this.#inFlight.delete(attemptKey(a.record));
+      else this.#inFlight.delete(a.key);
     }
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
@@ -492,17 +494,18 @@ export class Worker<T extends TaskMap = TaskMap> {
   #track(record: JobRecord): Attempt {
     const attempt: Attempt = {
       record,
+      key: attemptKey(record),
       controller: new LazyAbort(),
       done: Promise.resolve(),
       phase: "buffered",
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
     };
-    this.#inFlight.set(attemptKey(record), attempt);
+    this.#inFlight.set(attempt.key, attempt);
     return attempt;
   }
 
   #run(attempt: Attempt): void {
-    const key = attemptKey(attempt.record);
+    const key = attempt.key;
     if (this.#inFlight.get(key) !== attempt) return; // lost while buffered: reported at the heartbeat
     attempt.phase = "running";
     this.#active++;
@@ -528,7 +531,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#emit({ type: "started", job });
     const ran = await this.#runHandler(job, controller, record);
     free();
-    if (!this.#inFlight.has(attemptKey(record))) return; // lost at a heartbeat: reported there
+    if (!this.#inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
     const outcome: Outcome =
       "result" in ran
@@ -585,7 +588,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       return;
     }
     batch.forEach((p, i) => {
-      this.#inFlight.delete(attemptKey(p.attempt.record));
+      this.#inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;
       this.#emitOutcome(settled && { ...p.attempt.record, ...settled }, p.attempt.record, p.outcome);
       p.written();
@@ -594,11 +597,12 @@ export class Worker<T extends TaskMap = TaskMap> {
 
   /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
   #settleItem(record: JobRecord, outcome: Outcome, now: number): SettleItem {
-    const fence = { id: record.id, leaseToken: record.leaseToken!, now, concurrencyKey: record.concurrencyKey };
-    if (outcome.kind === "succeeded") return { ...fence, kind: "complete", result: outcome.result };
-    if (outcome.kind === "released") return { ...fence, kind: "release" };
+    const { id, concurrencyKey } = record;
+    const leaseToken = record.leaseToken!;
+    if (outcome.kind === "succeeded") return { kind: "complete", id, leaseToken, now, concurrencyKey, result: outcome.result };
+    if (outcome.kind === "released") return { kind: "release", id, leaseToken, now, concurrencyKey };
     const plan = this.#docket.planFailure(record, now);
-    return { ...fence, kind: "fail", error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null };
+    return { kind: "fail", id, leaseToken, now, concurrencyKey, error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null };
   }
 
   /**
@@ -672,7 +676,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         let result: JobRecord | null = settled ? { ...record, ...settled } : null;
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
-        this.#inFlight.delete(attemptKey(record));
+        this.#inFlight.delete(attempt.key);
         this.#emitOutcome(result, record, outcome);
         return;
       } catch (error) {
@@ -691,10 +695,10 @@ export class Worker<T extends TaskMap = TaskMap> {
     const { record } = attempt;
     attempt.phase = "retrying";
     const pause = errorBackoffDelay(failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, this.#docket.random);
-    const ours = this.#inFlight.has(attemptKey(record)) && !this.#abandon;
+    const ours = this.#inFlight.has(attempt.key) && !this.#abandon;
     if (!ours || this.#docket.clock.now() + pause >= attempt.leaseExpiresAt) {
       this.#emit({ type: "error", error, operation });
-      this.#inFlight.delete(attemptKey(record));
+      this.#inFlight.delete(attempt.key);
       this.#emit({ type: "lost", job: toJob(record), reason: `could not record the outcome (${operation}) before the lease ended` });
       return false;
     }
@@ -740,7 +744,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     const missed = new Set<Attempt>();
     for (const attempt of attempts) {
-      if (kept.has(attemptKey(attempt.record))) attempt.leaseExpiresAt = leaseExpiresAt;
+      if (kept.has(attempt.key)) attempt.leaseExpiresAt = leaseExpiresAt;
       else missed.add(attempt);
     }
     // Lost only while the handler still runs (or waits in the buffer): a completion that committed
@@ -765,7 +769,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#emit({ type: "error", error: error as Error, operation: "heartbeat" });
       return;
     }
-    const lost = new Set(running.filter((a) => !held.has(attemptKey(a.record))));
+    const lost = new Set(running.filter((a) => !held.has(a.key)));
     this.#abortLost((a) => lost.has(a), "lease lost (cancelled or reclaimed)");
   }
 
@@ -773,7 +777,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #abortLost(which: (attempt: Attempt) => boolean, reason: string): void {
     for (const attempt of [...this.#inFlight.values()]) {
       if ((attempt.phase !== "running" && attempt.phase !== "buffered") || !which(attempt)) continue;
-      const key = attemptKey(attempt.record);
+      const key = attempt.key;
       attempt.controller.abort(new Error(`lease lost: the job was ${reason === "cancelled" ? "cancelled" : "cancelled or reclaimed"}`));
       this.#inFlight.delete(key);
       this.#emit({ type: "lost", job: toJob(attempt.record), reason });

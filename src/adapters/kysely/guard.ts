@@ -4,6 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
+import type { Slot } from "./compiled.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
 /** The key of a guarded write: which job, which lease, at what time. */
@@ -78,6 +79,21 @@ export function guardMany<Q extends { where: (...args: any[]) => any }>(
       : // deno-lint-ignore no-explicit-any
         byId.where((eb: any) => eb.or([...byToken].map(([token, ids]) => eb.and([eb("lease_token", "=", token), idIn(eb, ids)]))));
   return fenced.where("state", "in", rule.from);
+}
+
+/**
+ * `guardMany`'s clause for keys that all hold one token, on PostgreSQL,
+ * with the ids array and the token as slots: for a statement compiled once
+ * (see `compiledOnce`).
+ */
+// deno-lint-ignore no-explicit-any
+export function guardManySlotted<Q extends { where: (...args: any[]) => any }>(query: Q, event: TransitionEvent, ids: Slot, token: Slot): Q {
+  const rule = TRANSITIONS[event];
+  if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
+  return query
+    .where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`)
+    .where("lease_token", "=", token)
+    .where("state", "in", rule.from);
 }
 
 /**

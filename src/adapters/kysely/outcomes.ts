@@ -4,7 +4,8 @@ import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import { ERROR_HISTORY } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
-import { guardMany } from "./guard.ts";
+import { guardMany, guardManySlotted } from "./guard.ts";
+import { compiledOnce, Slot } from "./compiled.ts";
 import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
 
@@ -42,57 +43,96 @@ export function failureWrite(engine: Engine, params: FailParams, retry: Transiti
  * with the key's promotion.
  */
 export async function settle(ctx: StoreContext, params: SettleParams): Promise<(SettledJob | null)[]> {
-  const results: (SettledJob | null)[] = params.items.map(() => null);
-  const writes = params.items.map((item, index) => ({ index, item, ...outcomeWrite(ctx.engine, item) }));
+  const { items } = params;
+  const results: (SettledJob | null)[] = items.map(() => null);
   const seen = new Map<number, number>();
-  for (const w of writes) seen.set(w.item.id, (seen.get(w.item.id) ?? 0) + 1);
-  const groups = new Map<string, typeof writes>();
-  for (const w of writes) {
-    if (w.item.concurrencyKey !== null || seen.get(w.item.id)! > 1) continue;
-    const id = groupKey(w.item);
-    const group = groups.get(id);
-    if (group) group.push(w);
-    else groups.set(id, [w]);
-  }
+  for (const item of items) seen.set(item.id, (seen.get(item.id) ?? 0) + 1);
+  const groups = new Map<string, Group>();
+  // A batch's items mostly write alike (completions at one time): the previous item's group is tried first.
+  let previous: { item: SettleItem; group: Group } | null = null;
+  items.forEach((item, index) => {
+    if (item.concurrencyKey !== null || seen.get(item.id)! > 1) return;
+    let group = previous !== null && sameWrite(previous.item, item) ? previous.group : undefined;
+    if (group === undefined) {
+      const key = groupKey(item);
+      group = groups.get(key);
+      if (group === undefined) groups.set(key, (group = { ...outcomeWrite(ctx.engine, item), now: item.now, items: [], indexes: [] }));
+      previous = { item, group };
+    }
+    group.items.push(item);
+    group.indexes.push(index);
+  });
   if (groups.size > 0) {
-    const run = (db: AnyDb) => settleGroups(ctx, db, [...groups.values()]);
-    const rows = await (groups.size === 1 ? ctx.engine.writeStatement(ctx.db, run) : ctx.engine.writeTransaction(ctx.db, run));
-    for (const group of groups.values()) for (const w of group) results[w.index] = rows.get(w.item.id) ?? null;
+    const list = [...groups.values()];
+    const run = (db: AnyDb) => settleGroups(ctx, db, list);
+    const rows = await (list.length === 1 ? ctx.engine.writeStatement(ctx.db, run) : ctx.engine.writeTransaction(ctx.db, run));
+    for (const group of list) group.items.forEach((item, k) => (results[group.indexes[k]!] = rows.get(item.id) ?? null));
   }
-  for (const w of writes) {
-    if (results[w.index] !== null) continue;
-    const key = { ...w.item, concurrencyKey: w.item.concurrencyKey === null ? undefined : w.item.concurrencyKey };
-    results[w.index] = await transition(ctx, w.event, key, w.set);
+  for (let index = 0; index < items.length; index++) {
+    if (results[index] !== null) continue;
+    const item = items[index]!;
+    const { event, set } = outcomeWrite(ctx.engine, item);
+    const key = { ...item, concurrencyKey: item.concurrencyKey === null ? undefined : item.concurrencyKey };
+    results[index] = await transition(ctx, event, key, set);
   }
   return results;
 }
 
-/** Applies each group (one event, one set of columns) to its unkeyed jobs; the records that moved, by id. */
-async function settleGroups(ctx: StoreContext, db: AnyDb, groups: (Write & { item: SettleItem })[][]): Promise<Map<number, SettledJob>> {
+/** Unkeyed items that write alike (one event, one set of columns, at one time), with their places in the batch. */
+interface Group extends Write {
+  now: number;
+  items: SettleItem[];
+  indexes: number[];
+}
+
+/** Applies each group to its jobs; the records that moved, by id. */
+async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[]): Promise<Map<number, SettledJob>> {
   const { tables, engine } = ctx;
   const moved = new Map<number, SettledJob>();
-  for (const group of groups) {
-    const { event, set, item } = group[0]!;
-    const keys = group.map((w) => ({ id: w.item.id, leaseToken: w.item.leaseToken }));
-    // deno-lint-ignore no-explicit-any
-    const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, keys, engine.capabilities).where("concurrency_key", "is", null);
-    const update = fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: item.now }));
+  for (const { event, set, now, items } of groups) {
     let rows: SettledRow[];
-    if (engine.capabilities.returning) {
-      rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
+    const token = items[0]!.leaseToken;
+    if (event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
+      // The common batch, completions from one claim: compiled once, its values as slots.
+      const values = { ids: [...new Set(items.map((i) => i.id))], token, now, result: (set as { result: unknown }).result };
+      rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values))).rows as SettledRow[];
     } else {
-      // Lock the rows that pass the fence, write them, read them back: all under this transaction's locks.
-      let pick = fenced(db.selectFrom(tables.jobs).select("id"));
-      if (engine.capabilities.rowLocks) pick = pick.forUpdate();
-      const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
-      if (ids.length === 0) continue;
-      await update.where("id", "in", ids).execute();
-      rows = (await db.selectFrom(tables.jobs).select(SETTLED_COLUMNS).where("id", "in", ids).execute()) as SettledRow[];
+      // deno-lint-ignore no-explicit-any
+      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null);
+      const update = fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now }));
+      if (engine.capabilities.returning) {
+        rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
+      } else {
+        // Lock the rows that pass the fence, write them, read them back: all under this transaction's locks.
+        let pick = fenced(db.selectFrom(tables.jobs).select("id"));
+        if (engine.capabilities.rowLocks) pick = pick.forUpdate();
+        const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
+        if (ids.length === 0) continue;
+        await update.where("id", "in", ids).execute();
+        rows = (await db.selectFrom(tables.jobs).select(SETTLED_COLUMNS).where("id", "in", ids).execute()) as SettledRow[];
+      }
     }
     for (const r of rows) moved.set(Number(r.id), rowToSettled(r));
     if (event === "release") await engine.announceReady(db, rows.map((r) => ({ queue: r.queue, due: false })));
   }
   return moved;
+}
+
+/** A batch's completion under one token, with slots for the ids, the token, the time and the result (see `compiledOnce`). */
+function slottedCompletion(ctx: StoreContext) {
+  const now = new Slot("now");
+  const complete = { kind: "complete", now, result: new Slot("result") } as unknown as SettleItem;
+  const { set } = outcomeWrite(ctx.engine, complete);
+  const update = ctx.db.updateTable(ctx.tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: now });
+  return guardManySlotted(update, "complete", new Slot("ids"), new Slot("token")).where("concurrency_key", "is", null).returning(SETTLED_COLUMNS);
+}
+
+/** Whether two items write the same columns with the same values (as `groupKey` tells, without building it). */
+function sameWrite(a: SettleItem, b: SettleItem): boolean {
+  if (a.kind !== b.kind || a.now !== b.now) return false;
+  if (a.kind === "complete") return (a.result ?? "") === ((b as typeof a).result ?? "");
+  if (a.kind === "fail") return a.error === (b as typeof a).error && a.retryAt === (b as typeof a).retryAt;
+  return true;
 }
 
 /** Items that write the same columns with the same values, so one statement serves them all. */
