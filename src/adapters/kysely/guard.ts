@@ -61,39 +61,51 @@ export function guardMany<Q extends { where: (...args: any[]) => any }>(
   keys: readonly { id: number; leaseToken: string }[],
   options: { arrays: boolean },
 ): Q {
-  const rule = TRANSITIONS[event];
-  if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
   const byToken = new Map<string, number[]>();
   for (const k of keys) {
     const ids = byToken.get(k.leaseToken);
     if (ids) ids.push(k.id);
     else byToken.set(k.leaseToken, [k.id]);
   }
+  const all = [...new Set(keys.map((k) => k.id))];
+  if (byToken.size === 1) return guardOneToken(query, event, all, keys[0]!.leaseToken, options);
+  const rule = leaseRule(event);
   // deno-lint-ignore no-explicit-any
-  const idIn = (eb: any, ids: number[]) => (options.arrays ? sql<boolean>`${sql.ref("id")} = any(${[...new Set(ids)]}::bigint[])` : eb("id", "in", [...new Set(ids)]));
-  // deno-lint-ignore no-explicit-any
-  const byId = query.where((eb: any) => idIn(eb, keys.map((k) => k.id)));
-  const fenced =
-    byToken.size === 1
-      ? byId.where("lease_token", "=", keys[0]!.leaseToken)
-      : // deno-lint-ignore no-explicit-any
-        byId.where((eb: any) => eb.or([...byToken].map(([token, ids]) => eb.and([eb("lease_token", "=", token), idIn(eb, ids)]))));
-  return fenced.where("state", "in", rule.from);
+  const idIn = (eb: any, ids: readonly number[]) => (options.arrays ? sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])` : eb("id", "in", ids));
+  return (
+    query
+      // deno-lint-ignore no-explicit-any
+      .where((eb: any) => idIn(eb, all))
+      // deno-lint-ignore no-explicit-any
+      .where((eb: any) => eb.or([...byToken].map(([token, ids]) => eb.and([eb("lease_token", "=", token), idIn(eb, [...new Set(ids)])]))))
+      .where("state", "in", rule.from)
+  );
 }
 
 /**
- * `guardMany`'s clause for keys that all hold one token, on PostgreSQL,
- * with the ids array and the token as slots: for a statement compiled once
- * (see `compiledOnce`).
+ * `guardMany` for keys that all hold `token`: `id IN (ids) AND lease_token = ?`.
+ * `ids` and `token` may be slots of a statement compiled once (see
+ * `compiledOnce`); a slot for `ids` needs `arrays` (it is one parameter).
  */
 // deno-lint-ignore no-explicit-any
-export function guardManySlotted<Q extends { where: (...args: any[]) => any }>(query: Q, event: TransitionEvent, ids: Slot, token: Slot): Q {
+export function guardOneToken<Q extends { where: (...args: any[]) => any }>(
+  query: Q,
+  event: TransitionEvent,
+  ids: readonly number[] | Slot,
+  token: string | Slot,
+  options: { arrays: boolean },
+): Q {
+  const rule = leaseRule(event);
+  if (!options.arrays && !Array.isArray(ids)) throw new AdapterError("an id list slot needs array parameters");
+  const byId = options.arrays ? query.where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`) : query.where("id", "in", ids);
+  return byId.where("lease_token", "=", token).where("state", "in", rule.from);
+}
+
+/** The transition rule of `event`, which must be fenced by a lease. */
+function leaseRule(event: TransitionEvent) {
   const rule = TRANSITIONS[event];
   if (rule.fence !== "lease") throw new AdapterError(`${event} is not fenced by a lease`);
-  return query
-    .where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`)
-    .where("lease_token", "=", token)
-    .where("state", "in", rule.from);
+  return rule;
 }
 
 /**

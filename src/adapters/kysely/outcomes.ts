@@ -4,7 +4,7 @@ import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
 import { ERROR_HISTORY } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
-import { guardMany, guardManySlotted } from "./guard.ts";
+import { guardMany, guardOneToken } from "./guard.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
@@ -124,7 +124,7 @@ function slottedCompletion(ctx: StoreContext) {
   const complete = { kind: "complete", now, result: new Slot("result") } as unknown as SettleItem;
   const { set } = outcomeWrite(ctx.engine, complete);
   const update = ctx.db.updateTable(ctx.tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: now });
-  return guardManySlotted(update, "complete", new Slot("ids"), new Slot("token")).where("concurrency_key", "is", null).returning(SETTLED_COLUMNS);
+  return guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null).returning(SETTLED_COLUMNS);
 }
 
 /** Whether two items write the same columns with the same values (as `groupKey` tells, without building it). */
