@@ -237,6 +237,8 @@ export const settleCases: ConformanceCase[] = [
       });
       await w.start();
       await eventually(async () => (await t.adapter.list({ state: "running", limit: 10 })).length === 6, 5_000, "all six claimed");
+      // The claim is visible before the worker has its answer and starts the handlers.
+      await eventually(async () => started >= 2, 5_000, "two handlers started");
       assert.equal(started, 2);
       await w.stop({ timeoutMs: 0 });
       const states = await Promise.all(jobs.map(async (j) => await t.adapter.get({ id: j.id })));
