@@ -79,6 +79,18 @@ export interface Engine {
    */
   announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void>;
   /**
+   * Notices that ride on a statement of their own: `expression(payload)`,
+   * selected once by an autocommit statement, announces the notice that
+   * `payload(notice)` encodes when that statement commits (so another
+   * process hears of a job in the same round trip that stores it).
+   * `payload` may be a compiled statement's Slot. Optional: an engine
+   * without it is sent `announceReady` after the write.
+   */
+  statementNotice?: {
+    payload(notice: { queue: string; due: boolean }): string;
+    expression(payload: unknown): RawBuilder<unknown>;
+  };
+  /**
    * A kysely instance that runs its statements on `client`, a driver-level
    * connection the caller holds inside BEGIN (e.g. a `pg` client), or null
    * when `client` is not one this engine can use. Optional.

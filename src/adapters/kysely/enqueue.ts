@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
 import { nextTurn } from "../../core/turn.ts";
-import type { AnyDb } from "./engine.ts";
+import type { AnyDb, Engine } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { countHolders, lockKey, rebalance } from "./admission.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
@@ -24,10 +24,14 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
   const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey);
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
-    const records =
-      values.length === 1 && params.transaction === undefined
-        ? await engine.writeStatement(db, (w) => insertOne(ctx, w, values[0]!))
-        : await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
+    if (values.length === 1 && params.transaction === undefined) {
+      // The common single enqueue: one statement that stores the job and, where the engine can, announces it on commit.
+      const notice = values[0]!.state === "ready" ? engine.statementNotice : undefined;
+      const records = await engine.writeStatement(db, (w) => insertOne(ctx, w, values[0]!, notice));
+      if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+      return records.map(created);
+    }
+    const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
     // In the caller's transaction the notice rides on it. Otherwise the jobs are stored: the notice is sent
     // in the background (a failure is reported, not thrown: workers still poll), on the next turn, after
     // the claims of this process's workers that the enqueue wakes.
@@ -170,14 +174,31 @@ async function releaseKeys(ctx: StoreContext, db: AnyDb, keys: readonly string[]
     .execute();
 }
 
-/** Inserts one row with RETURNING, by a statement compiled once (the row's values are its slots); on the store's own kysely instance. */
-async function insertOne(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>): Promise<JobRecord[]> {
+/**
+ * Inserts one row with RETURNING, by a statement compiled once (the row's
+ * values are its slots); on the store's own kysely instance. With `notice`,
+ * the same statement announces the row's queue as ready when it commits.
+ */
+async function insertOne(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, notice?: Engine["statementNotice"]): Promise<JobRecord[]> {
   const columns = Object.keys(row);
-  const build = () => ctx.db.insertInto(ctx.tables.jobs).values(Object.fromEntries(columns.map((c) => [c, new Slot(c)]))).returningAll();
-  const rows = (await db.executeQuery(compiledOnce(ctx.statements, `insert:${columns.join(",")}`, build, row))).rows as JobRow[];
+  const build = () => {
+    const insert = ctx.db.insertInto(ctx.tables.jobs).values(Object.fromEntries(columns.map((c) => [c, new Slot(c)]))).returningAll();
+    if (!notice) return insert;
+    return ctx.db
+      .with("inserted", () => insert)
+      .selectFrom("inserted")
+      .selectAll()
+      .select(notice.expression(new Slot(NOTICE_SLOT)).as("announced"));
+  };
+  const key = `insert:${notice ? "announced:" : ""}${columns.join(",")}`;
+  const values = notice ? { ...row, [NOTICE_SLOT]: notice.payload({ queue: row.queue as string, due: false }) } : row;
+  const rows = (await db.executeQuery(compiledOnce(ctx.statements, key, build, values))).rows as JobRow[];
   if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: inserted ${rows.length} of 1 jobs`);
   return rows.map(rowToRecord);
 }
+
+/** The slot of a ready notice's payload in `insertOne` (not a column name). */
+const NOTICE_SLOT = " notice";
 
 /** Inserts rows (in this order) and returns their records; inside the caller's unit of work. */
 async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, unknown>[]): Promise<JobRecord[]> {

@@ -67,6 +67,10 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
       await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
     },
+    statementNotice: {
+      payload: (notice) => readyPayload(notice.queue, notice.due),
+      expression: (payload) => sql`pg_notify(${channel}, ${payload})`,
+    },
     adoptClient: (client) => adoptPgClient(client),
     onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
     async close() {
