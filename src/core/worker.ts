@@ -82,7 +82,7 @@ export interface WorkerOptions<T extends TaskMap> {
    * released at a graceful stop and reclaimed after a crash within one
    * lease. 0 claims only for free handlers. Default "auto": about 250 ms
    * of work at the rate this worker has been finishing jobs, at least
-   * `concurrency` and at most 1,000 (slow jobs are not hoarded: at 10 jobs/s
+   * `concurrency` and at most 2,000 (slow jobs are not hoarded: at 10 jobs/s
    * the buffer is `concurrency`).
    */
   prefetch?: number | "auto";
@@ -131,7 +131,7 @@ const WORKER_OPTION_KEYS = [
 
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
-const AUTO_PREFETCH_MAX = 1_000;
+const AUTO_PREFETCH_MAX = 2_000;
 
 /** Batched outcome writes a worker keeps in flight at once. */
 const MAX_FLUSHES = 3;
