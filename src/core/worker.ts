@@ -132,6 +132,9 @@ const WORKER_OPTION_KEYS = [
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
 const AUTO_PREFETCH_MAX = 2_000;
+/** A finishing-rate sample spans this long, or ends sooner once RATE_SAMPLE_JOBS jobs finished in it (see #prefetch). */
+const RATE_WINDOW_MS = 50;
+const RATE_SAMPLE_JOBS = 100;
 
 /** Batched outcome writes a worker keeps in flight at once. */
 const MAX_FLUSHES = 3;
@@ -201,7 +204,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #fixedPrefetch: number | null;
   /** Handlers finished so far, and the finishing rate (jobs per ms, smoothed) the auto buffer is sized by. */
   #finished = 0;
-  #rate = { perMs: 0, at: 0, finished: 0 };
+  #rate = { perMs: 0, at: 0, finished: 0, sampled: false };
   readonly #leaseMs: number;
   readonly #heartbeatMs: number;
   readonly #pollMs: number;
@@ -225,6 +228,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** Batched outcome writes in flight (at most MAX_FLUSHES) and whether one is scheduled for this tick. */
   #flushes = 0;
   #flushScheduled = false;
+  /** Outcomes queued in #pending or in a batched write under way (see #claimLoop's room). */
+  #recording = 0;
   /** When the last claim admitted due scheduled jobs; a claim stages at most every pollMs unless asked sooner. */
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
@@ -235,6 +240,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   #wakePending = false;
+  #wakeScheduled = false;
   #timers: ReturnType<typeof setInterval>[] = [];
   readonly #passes = new Set<Promise<void>>();
   #unsubscribe: (() => void) | null = null;
@@ -385,8 +391,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#startBuffered();
       const prefetch = this.#prefetch();
       const lowWater = Math.floor(prefetch / 2);
-      // Every attempt held counts: buffered, running, and finished but not yet recorded.
-      const room = this.#concurrency + prefetch - this.#inFlight.size;
+      const room = this.#concurrency + prefetch - this.#held(prefetch);
       let full = false;
       if (room > 0 && this.#buffer.length <= lowWater) {
         const claimed = await this.#claim(room);
@@ -403,7 +408,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       }
       if (this.#stopping) break;
       // A full batch means more may be waiting: a finishing job wakes the loop once the buffer runs low.
-      if (!full || this.#buffer.length > lowWater || this.#inFlight.size >= this.#concurrency + prefetch) {
+      if (!full || this.#buffer.length > lowWater || this.#held(prefetch) >= this.#concurrency + prefetch) {
         await this.#sleep(this.#pollMs, true);
       }
       // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
@@ -411,14 +416,37 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
   }
 
-  /** The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX]. */
+  /**
+   * The attempts that count against the claim loop's room: every one held
+   * (buffered, running, retrying its outcome's write) except up to
+   * `prefetch` finished ones whose outcomes are queued or being written, so
+   * the next claim overlaps their write. A worker holds at most
+   * concurrency + 2 × prefetch leases.
+   */
+  #held(prefetch: number): number {
+    return this.#inFlight.size - Math.min(this.#recording, prefetch);
+  }
+
+  /**
+   * The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the
+   * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX]. A rate
+   * sample spans RATE_WINDOW_MS, or less once RATE_SAMPLE_JOBS jobs finished
+   * in it: a backlog of fast jobs reaches its full buffer within its first
+   * few claims, while slow jobs are measured over the whole window.
+   */
   #prefetch(): number {
     if (this.#fixedPrefetch !== null) return this.#fixedPrefetch;
     const now = this.#docket.clock.now();
-    const elapsed = now - this.#rate.at;
-    if (elapsed >= 50) {
-      const recent = (this.#finished - this.#rate.finished) / elapsed;
-      this.#rate = { perMs: this.#rate.at === 0 ? recent : (this.#rate.perMs + recent) / 2, at: now, finished: this.#finished };
+    const rate = this.#rate;
+    if (rate.at === 0) {
+      this.#rate = { perMs: 0, at: now, finished: this.#finished, sampled: false };
+    } else {
+      const elapsed = now - rate.at;
+      const count = this.#finished - rate.finished;
+      if (elapsed >= RATE_WINDOW_MS || (count >= RATE_SAMPLE_JOBS && elapsed > 0)) {
+        const recent = count / elapsed;
+        this.#rate = { perMs: rate.sampled ? (rate.perMs + recent) / 2 : recent, at: now, finished: this.#finished, sampled: true };
+      }
     }
     return Math.min(AUTO_PREFETCH_MAX, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
   }
@@ -490,6 +518,21 @@ export class Worker<T extends TaskMap = TaskMap> {
     else this.#wakePending = true;
   }
 
+  /**
+   * Wakes the claim loop on the next macrotask turn (once, however often it
+   * is called meanwhile): a handler that frees its slot must not resume the
+   * loop inside its own turn, or a synchronous driver (SQLite) would chain
+   * claims and handlers without ever letting timers run.
+   */
+  #wakeNextTurn(): void {
+    if (this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    void nextTurn().then(() => {
+      this.#wakeScheduled = false;
+      this.#signalWake();
+    });
+  }
+
   /** A claimed job's attempt, buffered and holding its lease from now on. */
   #track(record: JobRecord): Attempt {
     const attempt: Attempt = {
@@ -517,6 +560,8 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#active--;
       this.#finished++;
       this.#startBuffered();
+      // The buffer ran low: claim more now, while this outcome is written.
+      if (this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#wakeNextTurn();
     };
     attempt.done = this.#execute(attempt, free).finally(() => {
       this.#inFlight.delete(key);
@@ -545,6 +590,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** Queues the attempt's outcome for the next batched write; resolves once it is recorded (or given up). */
   #record(attempt: Attempt, outcome: Outcome): Promise<void> {
     attempt.phase = "settling";
+    this.#recording++;
     return new Promise((written) => {
       this.#pending.push({ attempt, outcome, written });
       this.#scheduleFlush();
@@ -584,9 +630,11 @@ export class Worker<T extends TaskMap = TaskMap> {
     try {
       results = await this.#docket.adapter.settle({ items });
     } catch (error) {
+      this.#recording -= batch.length;
       await Promise.all(batch.map((p) => this.#writeOutcome(p.attempt, p.outcome, error as Error).then(p.written)));
       return;
     }
+    this.#recording -= batch.length;
     batch.forEach((p, i) => {
       this.#inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;
