@@ -1,7 +1,11 @@
 /**
  * Worker processes of the benchmarks, driven by one JSON line each way (see
  * bench/drain-child.ts): they print {ready}, start on {go}, print
- * {progress, n} as jobs finish, and on {stop} print {done, …} and exit.
+ * {progress, n, at, rssMb} as jobs finish (`at`: the wall-clock time in ms,
+ * sub-millisecond, at which the n-th job finished; `rssMb`: the peak RSS
+ * then), and on {stop} print {done, …} and exit. A report is sent up to a
+ * timer tick after `at`, later if the worker keeps the event loop busy:
+ * rates are computed from `at`, not from when a report arrives.
  */
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -9,8 +13,11 @@ import { createInterface } from "node:readline";
 export interface Child {
   send(m: object): void;
   next(pred: (m: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-  onProgress(fn: (n: number) => void): void;
+  onProgress(fn: (n: number, at: number, rssMb: number) => void): void;
 }
+
+/** The wall-clock time in ms, sub-millisecond, comparable between processes. */
+export const wallNow = (): number => performance.timeOrigin + performance.now();
 
 /** Starts `node --import tsx …argv`. */
 export function startChild(argv: string[]): Child {
@@ -18,7 +25,7 @@ export function startChild(argv: string[]): Child {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
-  let progress = (_n: number) => undefined as void;
+  let progress = (_n: number, _at: number, _rssMb: number) => undefined as void;
   createInterface({ input: p.stdout! }).on("line", (line) => {
     let m: Record<string, unknown>;
     try {
@@ -27,7 +34,7 @@ export function startChild(argv: string[]): Child {
       process.stderr.write(`child: ${line}\n`);
       return;
     }
-    if (m.progress) progress(Number(m.n));
+    if (m.progress) progress(Number(m.n), Number(m.at), Number(m.rssMb));
     const i = waiters.findIndex((w) => w.pred(m));
     if (i >= 0) waiters.splice(i, 1)[0]!.resolve(m);
   });

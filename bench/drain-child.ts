@@ -8,6 +8,7 @@ import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
 import { StatementCounter } from "../src/testing/statement-counter.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
+import { wallNow } from "./children.ts";
 
 const [specJson, concurrencyArg, extraJson, childJson] = process.argv.slice(2);
 /** `priority`: count only jobs of this priority (the scale benchmark's measured jobs). */
@@ -17,17 +18,24 @@ const counter = new StatementCounter();
 const adapter = await openSpec(spec, { instrument: { wrapDialect: (d) => counter.wrap(d) } });
 const docket = new Docket({ adapter });
 let succeeded = 0;
+let succeededAt = 0;
 let reported = 0;
 const worker = docket.worker({
   handlers: { noop: async () => undefined },
   concurrency: Number(concurrencyArg),
   logger: null,
-  onEvent: (e) => void (e.type === "succeeded" && (childOptions.priority === undefined || e.job.priority === childOptions.priority) && succeeded++),
+  onEvent: (e) => {
+    if (e.type === "succeeded" && (childOptions.priority === undefined || e.job.priority === childOptions.priority)) {
+      succeeded++;
+      succeededAt = wallNow();
+    }
+  },
   ...(JSON.parse(extraJson ?? "{}") as object),
 });
 const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");
+const maxRssMb = () => process.resourceUsage().maxRSS / 1024;
 const progress = setInterval(() => {
-  if (succeeded !== reported) say({ progress: true, n: (reported = succeeded) });
+  if (succeeded !== reported) say({ progress: true, n: (reported = succeeded), at: succeededAt, rssMb: maxRssMb() });
 }, 20);
 say({ ready: true });
 for await (const line of createInterface({ input: process.stdin })) {
@@ -39,7 +47,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (m.stop) {
     await worker.stop();
     clearInterval(progress);
-    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits, maxRssMb: process.resourceUsage().maxRSS / 1024 });
+    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits, maxRssMb: maxRssMb() });
     await adapter.close();
     process.exit(0);
   }

@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
 import { ADAPTERS, PG_URL, openDatabase, pgAdmin, withDatabase, type AdapterName, type Database } from "./databases.ts";
 import { PEERS, isPeer, setupPeer, type PeerName } from "./peers.ts";
-import { startChild } from "./children.ts";
+import { startChild, wallNow } from "./children.ts";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
@@ -81,20 +81,27 @@ async function drainOnce(db: Database | null, n: number, system: string, s: (typ
   const children = Array.from({ length: s.processes }, () => startChild(argv(s.concurrency)));
   await Promise.all(children.map((c) => c.next((m) => m.ready === true)));
   const counts = children.map(() => 0);
+  const lastAt = children.map(() => 0);
+  let finishedAt = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
   children.forEach((c, i) =>
-    c.onProgress((k) => {
+    c.onProgress((k, at) => {
       counts[i] = k;
-      if (counts.reduce((a, b) => a + b, 0) >= jobs) resolveAll();
+      lastAt[i] = at;
+      if (!finishedAt && counts.reduce((a, b) => a + b, 0) >= jobs) {
+        finishedAt = Math.max(...lastAt);
+        resolveAll();
+      }
     }),
   );
-  const start = performance.now();
+  const start = wallNow();
   for (const c of children) c.send({ go: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, limitSec * 1000)))]);
   clearTimeout(timer);
-  const elapsed = (performance.now() - start) / 1000;
+  // The time the last job finished in its child, not when its report arrived (a busy child reports late).
+  const elapsed = ((finishedAt || wallNow()) - start) / 1000;
   const drained = Math.min(jobs, counts.reduce((a, b) => a + b, 0));
   for (const c of children) c.send({ stop: true });
   const done = await Promise.all(children.map((c) => c.next((m) => m.done === true)));

@@ -4,7 +4,8 @@
  * drains 20,000 measured jobs (priority 0) from a table that also holds
  *  - "waiting 1k" / "waiting 1M": 1,000 or 1,000,000 ready jobs behind them (priority 1);
  *  - "finished 1M": 1,000,000 succeeded jobs (not yet due for retention).
- * Reports the drain rate of the measured jobs and the worker's peak RSS,
+ * Reports the drain rate of the measured jobs and the worker's peak RSS
+ * while it drained them,
  * each as a ratio to "waiting 1k" measured in the same run.
  *
  *   npx tsx bench/scale.ts [--systems sqlite,postgres,mysql] [--runs 1] [--big 1000000]
@@ -13,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Docket } from "../src/index.ts";
 import { ADAPTERS, openDatabase, type AdapterName } from "./databases.ts";
 import { fill } from "./fill.ts";
-import { startChild } from "./children.ts";
+import { startChild, wallNow } from "./children.ts";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
@@ -47,17 +48,19 @@ for (const system of systems) {
         await store.close();
         const child = startChild([CHILD, JSON.stringify(db.spec(scenario)), "10", "{}", JSON.stringify({ priority: 0 })]);
         await child.next((m) => m.ready === true);
-        let resolve!: () => void;
-        const drained = new Promise<void>((r) => (resolve = r));
-        child.onProgress((k) => k >= MEASURED && resolve());
-        const t0 = performance.now();
+        // The drain ends when the child's last measured job finished (not when its report arrived); the peak
+        // RSS is the one reported with it, before the stop (which, with a million jobs still waiting, hands back a full buffer).
+        let resolve!: (end: { at: number; rssMb: number }) => void;
+        const drained = new Promise<{ at: number; rssMb: number }>((r) => (resolve = r));
+        child.onProgress((k, at, rssMb) => k >= MEASURED && resolve({ at, rssMb }));
+        const t0 = wallNow();
         child.send({ go: true });
-        await drained;
-        const seconds = (performance.now() - t0) / 1000;
+        const end = await drained;
+        const seconds = (end.at - t0) / 1000;
         child.send({ stop: true });
-        const done = await child.next((m) => m.done === true);
-        rows.push({ system, case: c.name, run, jobsPerSec: MEASURED / seconds, maxRssMb: Number(done.maxRssMb) });
-        console.error(`${system} ${c.name} run ${run}: ${(MEASURED / seconds).toFixed(0)} jobs/s, max RSS ${Number(done.maxRssMb).toFixed(0)} MB`);
+        await child.next((m) => m.done === true);
+        rows.push({ system, case: c.name, run, jobsPerSec: MEASURED / seconds, maxRssMb: end.rssMb });
+        console.error(`${system} ${c.name} run ${run}: ${(MEASURED / seconds).toFixed(0)} jobs/s, max RSS ${end.rssMb.toFixed(0)} MB`);
       }
     }
   } finally {
