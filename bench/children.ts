@@ -8,6 +8,7 @@
  * rates are computed from `at`, not from when a report arrives.
  */
 import { spawn } from "node:child_process";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 
 export interface Child {
@@ -18,6 +19,19 @@ export interface Child {
 
 /** The wall-clock time in ms, sub-millisecond, comparable between processes. */
 export const wallNow = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * The longest the child's event loop was held (ms) between `start()` and
+ * `stop()`: a worker whose database calls run on its thread (SQLite) holds
+ * it while a statement runs and while a batch's handlers chain.
+ */
+export function loopDelayMonitor(): { start(): void; stop(): number } {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  return {
+    start: () => histogram.enable(),
+    stop: () => (histogram.disable(), histogram.max / 1e6),
+  };
+}
 
 /** Starts `node --import tsx …argv`. */
 export function startChild(argv: string[]): Child {

@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
 import { StatementCounter } from "../src/testing/statement-counter.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
-import { wallNow } from "./children.ts";
+import { loopDelayMonitor, wallNow } from "./children.ts";
 
 const [specJson, concurrencyArg, extraJson, childJson] = process.argv.slice(2);
 /** `priority`: count only jobs of this priority (the scale benchmark's measured jobs). */
@@ -19,6 +19,7 @@ const adapter = await openSpec(spec, { instrument: { wrapDialect: (d) => counter
 const docket = new Docket({ adapter });
 let succeeded = 0;
 let succeededAt = 0;
+const loopDelay = loopDelayMonitor();
 let reported = 0;
 const worker = docket.worker({
   handlers: { noop: async () => undefined },
@@ -42,12 +43,14 @@ for await (const line of createInterface({ input: process.stdin })) {
   const m = JSON.parse(line) as { go?: boolean; stop?: boolean };
   if (m.go) {
     counter.reset();
+    loopDelay.start();
     await worker.start();
   }
   if (m.stop) {
+    const loopDelayMaxMs = loopDelay.stop();
     await worker.stop();
     clearInterval(progress);
-    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits, maxRssMb: maxRssMb() });
+    say({ done: true, succeeded, statements: counter.statements, commits: counter.commits, maxRssMb: maxRssMb(), loopDelayMaxMs });
     await adapter.close();
     process.exit(0);
   }

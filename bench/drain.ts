@@ -2,7 +2,8 @@
  * Drain benchmark: N no-op jobs are enqueued, then P worker processes of
  * concurrency C (bench/drain-child.ts) drain them; jobs/s is N over the time
  * from "go" to the last success. Also reports statements and commits per
- * job as the workers' adapters counted them, and the enqueue rate.
+ * job as the workers' adapters counted them, the enqueue rate, and the
+ * longest any worker held its event loop during the drain.
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
@@ -44,6 +45,8 @@ export interface DrainResult {
   enqueuePerSec: number;
   statementsPerJob: number;
   commitsPerJob: number;
+  /** The longest any worker process's event loop was held during the drain, ms. */
+  loopDelayMaxMs: number;
 }
 
 /** Fills a fresh store of `system` with the jobs; returns the children's argv and a disposer. */
@@ -116,6 +119,7 @@ async function drainOnce(db: Database | null, n: number, system: string, s: (typ
     enqueuePerSec,
     statementsPerJob: isPeer(system) ? Number.NaN : statements / jobs,
     commitsPerJob: isPeer(system) ? Number.NaN : commits / jobs,
+    loopDelayMaxMs: Math.max(...done.map((m) => Number(m.loopDelayMaxMs))),
   };
 }
 
@@ -131,7 +135,7 @@ try {
       for (const s of scenarios) {
         const r = await drainOnce(dbs.get(system) ?? null, ++scenarioNo, system, s, run);
         results.push(r);
-        console.error(`${system} ${s.name} run ${run}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job`);
+        console.error(`${system} ${s.name} run ${run}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job, event loop held ${r.loopDelayMaxMs.toFixed(0)} ms at most`);
       }
     }
   }
@@ -140,8 +144,8 @@ try {
 }
 const baseline = "graphile-fast";
 const fmt = (x: number, d = 0) => (Number.isNaN(x) ? "–" : x.toFixed(d));
-console.log(`| system | scenario | jobs/s (median of ${runs}) | spread | × ${baseline} | statements/job | commits/job | enqueue batch jobs/s |`);
-console.log("|---|---|---|---|---|---|---|---|");
+console.log(`| system | scenario | jobs/s (median of ${runs}) | spread | × ${baseline} | statements/job | commits/job | enqueue batch jobs/s | event loop held, max ms |`);
+console.log("|---|---|---|---|---|---|---|---|---|");
 for (const system of systems) {
   for (const s of scenarios) {
     const rs = results.filter((r) => r.system === system && r.scenario === s.name);
@@ -149,7 +153,7 @@ for (const system of systems) {
     const base = results.filter((r) => r.system === baseline && r.scenario === s.name).map((r) => r.jobsPerSec);
     const ratio = base.length > 0 ? `${(median(rate) / median(base)).toFixed(2)}×` : "–";
     console.log(
-      `| ${system} | ${s.name} | ${median(rate).toFixed(0)} | ${Math.min(...rate).toFixed(0)}–${Math.max(...rate).toFixed(0)} | ${ratio} | ${fmt(median(rs.map((r) => r.statementsPerJob)), 2)} | ${fmt(median(rs.map((r) => r.commitsPerJob)), 2)} | ${median(rs.map((r) => r.enqueuePerSec)).toFixed(0)} |`,
+      `| ${system} | ${s.name} | ${median(rate).toFixed(0)} | ${Math.min(...rate).toFixed(0)}–${Math.max(...rate).toFixed(0)} | ${ratio} | ${fmt(median(rs.map((r) => r.statementsPerJob)), 2)} | ${fmt(median(rs.map((r) => r.commitsPerJob)), 2)} | ${median(rs.map((r) => r.enqueuePerSec)).toFixed(0)} | ${fmt(median(rs.map((r) => r.loopDelayMaxMs)))} |`,
     );
   }
 }

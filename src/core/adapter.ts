@@ -22,6 +22,15 @@ export interface DocketAdapter {
   readonly name: string;
 
   /**
+   * True when statements run on the calling thread (an embedded database
+   * such as SQLite): while one runs, nothing else in the process does, so
+   * the worker does not overlap a claim with the write of finished jobs'
+   * outcomes (it would only lengthen the time the event loop is held).
+   * Absent means false.
+   */
+  readonly blocking?: boolean;
+
+  /**
    * Brings the schema to the newest version this code knows. Idempotent, and
    * safe when several processes run it at once (serialized by a database
    * lock). Throws SchemaTooNewError if the database is newer than this code.

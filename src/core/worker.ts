@@ -132,6 +132,8 @@ const WORKER_OPTION_KEYS = [
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
 const AUTO_PREFETCH_MAX = 2_000;
+/** AUTO_PREFETCH_MAX on a blocking adapter, whose claim of n jobs holds the event loop for its whole run (~17 µs per job on SQLite). */
+const AUTO_PREFETCH_MAX_BLOCKING = 1_000;
 /** A finishing-rate sample spans this long, or ends sooner once RATE_SAMPLE_JOBS jobs finished in it (see #prefetch). */
 const RATE_WINDOW_MS = 50;
 const RATE_SAMPLE_JOBS = 100;
@@ -230,6 +232,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   #flushScheduled = false;
   /** Outcomes queued in #pending or in a batched write under way (see #claimLoop's room). */
   #recording = 0;
+  /** Whether the next claim may overlap the write of finished jobs' outcomes: not when statements block the thread. */
+  readonly #overlap: boolean;
   /** When the last claim admitted due scheduled jobs; a claim stages at most every pollMs unless asked sooner. */
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
@@ -267,6 +271,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
     this.name = options.name === undefined ? defaultWorkerName() : validateName(options.name, "name");
     this.#concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
+    this.#overlap = docket.adapter.blocking !== true;
     this.#fixedPrefetch = options.prefetch === undefined || options.prefetch === "auto" ? null : validateInteger(options.prefetch, "prefetch", 0, 10_000);
     this.#leaseMs = validateInteger(options.leaseMs ?? 30_000, "leaseMs", 50, 24 * 3600_000);
     this.#heartbeatMs = validateInteger(options.heartbeatMs ?? Math.floor(this.#leaseMs / 3), "heartbeatMs", 10, this.#leaseMs - 1);
@@ -421,15 +426,17 @@ export class Worker<T extends TaskMap = TaskMap> {
    * (buffered, running, retrying its outcome's write) except up to
    * `prefetch` finished ones whose outcomes are queued or being written, so
    * the next claim overlaps their write. A worker holds at most
-   * concurrency + 2 × prefetch leases.
+   * concurrency + 2 × prefetch leases. On a blocking adapter every held
+   * attempt counts: claims and outcome writes take turns.
    */
   #held(prefetch: number): number {
-    return this.#inFlight.size - Math.min(this.#recording, prefetch);
+    return this.#overlap ? this.#inFlight.size - Math.min(this.#recording, prefetch) : this.#inFlight.size;
   }
 
   /**
    * The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the
-   * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX]. A rate
+   * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX] (or
+   * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter). A rate
    * sample spans RATE_WINDOW_MS, or less once RATE_SAMPLE_JOBS jobs finished
    * in it: a backlog of fast jobs reaches its full buffer within its first
    * few claims, while slow jobs are measured over the whole window.
@@ -448,7 +455,8 @@ export class Worker<T extends TaskMap = TaskMap> {
         this.#rate = { perMs: rate.sampled ? (rate.perMs + recent) / 2 : recent, at: now, finished: this.#finished, sampled: true };
       }
     }
-    return Math.min(AUTO_PREFETCH_MAX, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
+    const max = this.#overlap ? AUTO_PREFETCH_MAX : AUTO_PREFETCH_MAX_BLOCKING;
+    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
   }
 
   /** Starts buffered jobs, in claim order, while handlers are free. */
@@ -561,12 +569,13 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#finished++;
       this.#startBuffered();
       // The buffer ran low: claim more now, while this outcome is written.
-      if (this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#wakeNextTurn();
+      if (this.#overlap && this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#wakeNextTurn();
     };
     attempt.done = this.#execute(attempt, free).finally(() => {
       this.#inFlight.delete(key);
       free();
-      if (this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#signalWake();
+      // On a blocking adapter the claim waits for the next turn, so timers run between the outcome write and it.
+      if (this.#buffer.length <= Math.floor(this.#prefetch() / 2)) this.#overlap ? this.#signalWake() : this.#wakeNextTurn();
     });
   }
 

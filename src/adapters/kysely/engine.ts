@@ -28,6 +28,8 @@ export interface Capabilities {
   readonly arrays: boolean;
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
+  /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
+  readonly blocking: boolean;
 }
 
 /**

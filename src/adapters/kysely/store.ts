@@ -61,6 +61,7 @@ export interface StoreOptions {
 export class KyselyStore implements DocketAdapter {
   readonly name: string;
   readonly capabilities: Capabilities;
+  readonly blocking: boolean;
   readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
   readonly #ctx: StoreContext;
   readonly #claims = claimMemory();
@@ -75,6 +76,7 @@ export class KyselyStore implements DocketAdapter {
     this.#ownsDb = options.ownsDb;
     this.name = engine.name;
     this.capabilities = engine.capabilities;
+    this.blocking = engine.capabilities.blocking;
     if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
   }
 

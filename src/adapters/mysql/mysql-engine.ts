@@ -35,7 +35,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
-    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, arrays: false, onConflict: false },
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, arrays: false, onConflict: false, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
     /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; each version is one statement. */

@@ -40,7 +40,7 @@ export function sqliteEngine(options: { prefix: string; inOutsideTransaction?: (
   return {
     ...ENGINE_DEFAULTS,
     name: "sqlite",
-    capabilities: { returning: true, rowLocks: false, skipLocked: false, claimStatement: true, arrays: false, onConflict: true },
+    capabilities: { returning: true, rowLocks: false, skipLocked: false, claimStatement: true, arrays: false, onConflict: true, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
     withMigrationLock: writeTransaction,
