@@ -82,7 +82,7 @@ export interface WorkerOptions<T extends TaskMap> {
    * released at a graceful stop and reclaimed after a crash within one
    * lease. 0 claims only for free handlers. Default "auto": about 250 ms
    * of work at the rate this worker has been finishing jobs, at least
-   * `concurrency` and at most 2,000 (slow jobs are not hoarded: at 10 jobs/s
+   * `concurrency` and at most 2,000 (1,000 on a blocking adapter; slow jobs are not hoarded: at 10 jobs/s
    * the buffer is `concurrency`).
    */
   prefetch?: number | "auto";
