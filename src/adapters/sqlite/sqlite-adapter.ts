@@ -20,7 +20,12 @@ export interface SqliteAdapterOptions {
   tablePrefix?: string;
   /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
   instrument?: InstrumentOptions;
-  /** How long a write waits for another PROCESS's write lock. Default 5000 ms. */
+  /**
+   * How long a write waits for the write lock another connection holds
+   * (another process, or another handle on the file in this one), then
+   * fails with SQLite's "database is locked". Default 5000 ms. A write
+   * transaction waits on timers, so the event loop runs meanwhile.
+   */
   busyTimeoutMs?: number;
   /**
    * SQLite's `synchronous` setting. "full" (default): a commit is on disk
@@ -61,7 +66,7 @@ export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
   });
   return new KyselyStore({
     db: createKysely(dialect, options.instrument),
-    engine: sqliteEngine({ prefix, inOutsideTransaction: database === undefined ? undefined : () => inTransaction(database) }),
+    engine: sqliteEngine({ prefix, busyTimeoutMs: busy, inOutsideTransaction: database === undefined ? undefined : () => inTransaction(database) }),
     tablePrefix: prefix,
     ownsDb: database === undefined,
     instrument: options.instrument,

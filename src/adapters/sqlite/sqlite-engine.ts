@@ -12,21 +12,56 @@ import { migrations } from "./migrations.ts";
  */
 const processWriters = new Mutex();
 
+/** The longest pause between two tries of a write lock another connection holds. */
+const BUSY_PAUSE_MAX_MS = 16;
+
+/** SQLITE_BUSY: another connection holds the lock (better-sqlite3's code; node:sqlite's message). */
+function isBusy(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | undefined;
+  return e?.code === "SQLITE_BUSY" || /database is locked/i.test(String(e?.message));
+}
+
 /**
  * SQLite: a single writer per database file. It needs no row locks because
  * every write is a `BEGIN IMMEDIATE` transaction, serialized against all
  * others: in this process by `processWriters`, across processes by SQLite's
  * lock. `RETURNING` (3.35+) makes a guarded write one statement.
  */
-export function sqliteEngine(options: { prefix: string; inOutsideTransaction?: () => boolean }): Engine {
+export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; inOutsideTransaction?: () => boolean }): Engine {
   const { prefix } = options;
+  const busy = options.busyTimeoutMs ?? 5000;
   const outside = options.inOutsideTransaction ?? (() => false);
+  /**
+   * `BEGIN IMMEDIATE` without the driver's busy handler, which would sleep on
+   * this thread while another connection (another process, or another
+   * handle in this one) holds the write lock: SQLITE_BUSY is retried after a
+   * timer instead, so the event loop runs while this process waits. Gives up
+   * with SQLite's own error once `busy` ms have passed, as the handler would.
+   * The connection's busy timeout is `busy` again afterwards.
+   */
+  const beginImmediate = async (conn: AnyDb): Promise<void> => {
+    const deadline = Date.now() + busy;
+    await sql.raw("pragma busy_timeout = 0").execute(conn);
+    try {
+      for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
+        try {
+          await sql`begin immediate`.execute(conn);
+          return;
+        } catch (error) {
+          if (!isBusy(error) || Date.now() >= deadline) throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+      }
+    } finally {
+      await sql.raw(`pragma busy_timeout = ${busy}`).execute(conn);
+    }
+  };
   const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
     processWriters.run(() =>
       db.connection().execute(async (conn) => {
         // The application's own transaction on the same database handle (see SqliteAdapterOptions.database): wait for its end.
         while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
-        await sql`begin immediate`.execute(conn);
+        await beginImmediate(conn);
         try {
           const result = await fn(conn);
           await sql`commit`.execute(conn);
