@@ -13,15 +13,26 @@ import { Docket } from "../../src/index.ts";
  * this thread, so here, where the holder is in the same thread, it could
  * never commit: the write would fail after busyTimeoutMs with no timer run.
  */
+/** A docket on a fresh file, with `other`, a second handle on that file, for `fn`; both closed after. */
+async function withOtherHandle(busyTimeoutMs: number, fn: (docket: Docket, other: Database.Database) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "docket-busy-"));
+  const file = join(dir, "jobs.db");
+  const adapter = sqliteAdapter({ filename: file, busyTimeoutMs });
+  const other = new Database(file);
+  try {
+    const docket = new Docket({ adapter });
+    await docket.migrate();
+    await fn(docket, other);
+  } finally {
+    other.close();
+    await adapter.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("sqlite: waiting for another connection's write lock", () => {
-  it("a write waits on timers, so the event loop runs (and the holder can commit) meanwhile", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "docket-busy-"));
-    const file = join(dir, "jobs.db");
-    const adapter = sqliteAdapter({ filename: file, busyTimeoutMs: 2000 });
-    const other = new Database(file);
-    try {
-      const docket = new Docket({ adapter });
-      await docket.migrate();
+  it("a write waits on timers, so the event loop runs (and the holder can commit) meanwhile", () =>
+    withOtherHandle(2000, async (docket, other) => {
       other.exec("BEGIN IMMEDIATE");
       let ticks = 0;
       const interval = setInterval(() => ticks++, 5);
@@ -33,33 +44,17 @@ describe("sqlite: waiting for another connection's write lock", () => {
       clearInterval(interval);
       expect(ticksWhileLocked).toBeGreaterThanOrEqual(5);
       expect((await docket.get(job.id))?.state).toBe("ready");
-    } finally {
-      other.close();
-      await adapter.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("gives up with SQLite's error after busyTimeoutMs, and writes nothing", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "docket-busy-"));
-    const file = join(dir, "jobs.db");
-    const adapter = sqliteAdapter({ filename: file, busyTimeoutMs: 100 });
-    const other = new Database(file);
-    try {
-      const docket = new Docket({ adapter });
-      await docket.migrate();
+  it("gives up with SQLite's error after busyTimeoutMs, and writes nothing", () =>
+    withOtherHandle(100, async (docket, other) => {
       other.exec("BEGIN IMMEDIATE");
       await expect(docket.enqueue("t", {})).rejects.toThrow(/database is locked/);
       other.exec("COMMIT");
       expect((await docket.list({})).length).toBe(0);
       await docket.enqueue("t", {});
       expect((await docket.list({})).length).toBe(1);
-    } finally {
-      other.close();
-      await adapter.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
 
 describe("sqlite: a blocking adapter", () => {
