@@ -11,8 +11,9 @@ import { openSpec, type StoreSpec } from "./databases.ts";
 import { loopDelayMonitor, wallNow } from "./children.ts";
 
 const [specJson, concurrencyArg, extraJson, childJson] = process.argv.slice(2);
-/** `priority`: count only jobs of this priority (the scale benchmark's measured jobs). */
-const childOptions = JSON.parse(childJson ?? "{}") as { priority?: number };
+/** `priority`: count only jobs of this priority (the scale benchmark's measured jobs); `handlerMs`: each handler waits that long. */
+const childOptions = JSON.parse(childJson ?? "{}") as { priority?: number; handlerMs?: number };
+const handlerMs = childOptions.handlerMs ?? 0;
 const spec = JSON.parse(specJson!) as StoreSpec;
 const counter = new StatementCounter();
 const adapter = await openSpec(spec, { instrument: { wrapDialect: (d) => counter.wrap(d) } });
@@ -22,7 +23,7 @@ let succeededAt = 0;
 const loopDelay = loopDelayMonitor();
 let reported = 0;
 const worker = docket.worker({
-  handlers: { noop: async () => undefined },
+  handlers: { noop: handlerMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, handlerMs)) : async () => undefined },
   concurrency: Number(concurrencyArg),
   logger: null,
   onEvent: (e) => {

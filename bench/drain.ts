@@ -7,7 +7,11 @@
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
+ *     [--handler-ms 0]
  *
+ * --handler-ms: each docket job's handler waits that long (a timer, as for
+ * I/O), so the drain measures how claims scale across processes rather than
+ * how the 2 cores are shared.
  * Systems: docket on each adapter (sqlite, postgres, mysql), and the peers of
  * bench/peers.ts on the same PostgreSQL (install them with `npm --prefix
  * bench ci`). Runs alternate: run 1 of every system, then run 2, … so a
@@ -34,6 +38,7 @@ const scenarios = (args.get("scenarios") ?? "c10x1,c50x1,c10x4").split(",").map(
 });
 const workerExtra = args.get("worker") ?? "{}";
 const capped = args.get("capped") === "1";
+const handlerMs = Number(args.get("handler-ms") ?? 0);
 const CHILD = fileURLToPath(new URL("./drain-child.ts", import.meta.url));
 const PEER_CHILD = fileURLToPath(new URL("./peer-child.ts", import.meta.url));
 
@@ -76,7 +81,7 @@ async function prepare(system: string, n: number, db: Database | null): Promise<
   }
   const enqueuePerSec = jobs / ((performance.now() - t0) / 1000);
   await store.close();
-  return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra], enqueuePerSec, dispose: async () => undefined };
+  return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra, JSON.stringify({ handlerMs })], enqueuePerSec, dispose: async () => undefined };
 }
 
 async function drainOnce(db: Database | null, n: number, system: string, s: (typeof scenarios)[number], run: number): Promise<DrainResult> {
