@@ -57,6 +57,32 @@ describe("sqlite: waiting for another connection's write lock", () => {
     }));
 });
 
+describe("sqlite: waiting for a lock on a handle the application shares", () => {
+  it("the handle keeps its busy timeout while docket waits, and docket's write lands after the holder commits", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "docket-busy-"));
+    const file = join(dir, "jobs.db");
+    const shared = new Database(file);
+    const other = new Database(file);
+    const adapter = sqliteAdapter({ database: shared, busyTimeoutMs: 2000 });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      other.exec("BEGIN IMMEDIATE");
+      const enqueued = docket.enqueue("t", {});
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(shared.pragma("busy_timeout", { simple: true })).toBe(2000);
+      other.exec("COMMIT");
+      await enqueued;
+      expect((await docket.list({})).length).toBe(1);
+    } finally {
+      other.close();
+      await adapter.close();
+      shared.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("sqlite: a blocking adapter", () => {
   it("says its statements run on the caller's thread, so a worker does not overlap a claim with outcome writes", async () => {
     const adapter = sqliteAdapter({ filename: ":memory:" });

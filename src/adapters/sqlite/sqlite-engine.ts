@@ -37,30 +37,36 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
    * handle in this one) holds the write lock: SQLITE_BUSY is retried after a
    * timer instead, so the event loop runs while this process waits. Gives up
    * with SQLite's own error once `busy` ms have passed, as the handler would.
-   * The connection's busy timeout is `busy` again afterwards.
+   * The connection's busy timeout is 0 only for the BEGIN itself (a handle
+   * the application shares keeps `busy` while this waits), and before each
+   * try the application's own transaction on a shared handle has ended.
    */
   const beginImmediate = async (conn: AnyDb): Promise<void> => {
     const deadline = Date.now() + busy;
-    await sql.raw("pragma busy_timeout = 0").execute(conn);
-    try {
-      for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
-        try {
-          await sql`begin immediate`.execute(conn);
-          return;
-        } catch (error) {
-          if (!isBusy(error) || Date.now() >= deadline) throw error;
-        }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+    for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
+      while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+      await sql.raw("pragma busy_timeout = 0").execute(conn);
+      let failure: unknown = null;
+      try {
+        await sql`begin immediate`.execute(conn);
+      } catch (error) {
+        failure = error;
       }
-    } finally {
-      await sql.raw(`pragma busy_timeout = ${busy}`).execute(conn);
+      try {
+        await sql.raw(`pragma busy_timeout = ${busy}`).execute(conn);
+      } catch (error) {
+        if (failure === null) await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+      if (failure === null) return;
+      if (!isBusy(failure) || Date.now() >= deadline) throw failure;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
     }
   };
   const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
     processWriters.run(() =>
       db.connection().execute(async (conn) => {
-        // The application's own transaction on the same database handle (see SqliteAdapterOptions.database): wait for its end.
-        while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+        // The application's own transaction on the same database handle (see SqliteAdapterOptions.database): beginImmediate waits for its end.
         await beginImmediate(conn);
         try {
           const result = await fn(conn);
