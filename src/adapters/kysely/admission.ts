@@ -1,4 +1,4 @@
-import type { ExpressionBuilder } from "kysely";
+import { sql, type ExpressionBuilder } from "kysely";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import { SLOT_HOLDING_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
@@ -92,6 +92,18 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
 }
 
 /**
+ * `state = 'scheduled'` (the stage rule's one source state) as a literal, not
+ * bound: SQLite uses its index of scheduled jobs (a partial index) only for a
+ * query that names the state literally and with `=` (`IN ('scheduled')` does
+ * not qualify).
+ */
+const STAGEABLE_LITERAL = (() => {
+  const from = TRANSITIONS.stage.from;
+  if (from.length !== 1) throw new Error("the due-job index assumes one state that can be staged");
+  return sql<boolean>`${sql.ref("state")} = ${sql.lit(from[0])}`;
+})();
+
+/**
  * Admits due scheduled jobs: unkeyed ones straight to ready (one
  * transaction, rows other stagers hold are skipped), keyed ones per key
  * under the key's lock through `rebalance`. Reads first, so an idle poll
@@ -99,11 +111,12 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
  */
 export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
   const { db, tables, engine } = ctx;
-  const due = () => db.selectFrom(tables.jobs).where("state", "in", TRANSITIONS.stage.from).where("run_at", "<=", now);
+  const due = () => db.selectFrom(tables.jobs).where(STAGEABLE_LITERAL).where("run_at", "<=", now);
   const unkeyed = await due().select("id").where("concurrency_key", "is", null).limit(1).execute();
   if (unkeyed.length > 0) {
     await engine.writeTransaction(db, async (trx) => {
       let q = guard(trx.selectFrom(tables.jobs).select("id"), "stage", { now })
+        .where(STAGEABLE_LITERAL)
         .where("concurrency_key", "is", null)
         .orderBy("run_at")
         .orderBy("id")
