@@ -78,6 +78,10 @@ describe("sqlite: query plans", () => {
       for (const p of plans) console.log(`${p.plan}\n    ${p.sql.slice(0, 160)}`);
       const scans = plans.filter((p) => new RegExp(`SCAN ${jobsTable}(?! USING)`).test(p.plan));
       expect(scans, "no full scan of the jobs table").toEqual([]);
+      // Due-job staging reads a range of run_at in the index of scheduled jobs, not every scheduled job.
+      const staging = plans.filter((p) => /"run_at" <= \?/.test(p.sql) && !/^update/i.test(p.sql));
+      expect(staging.length).toBeGreaterThanOrEqual(2);
+      for (const p of staging) expect(p.plan, `staging searches run_at in the due index: ${p.sql}`).toMatch(/USING (COVERING )?INDEX docket_jobs_due_scheduled \(.*run_at<\?\)/);
       const byIds = plans.filter((p) => /update "docket_jobs" set .* where "id" in \(/i.test(p.sql));
       expect(byIds.length).toBeGreaterThanOrEqual(1);
       for (const p of byIds) expect(p.plan, `an UPDATE by ids goes by rowid: ${p.sql}`).toMatch(/INTEGER PRIMARY KEY/);
