@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { Mutex } from "../kysely/mutex.ts";
 import { migrations } from "./migrations.ts";
+import type { CommitWatch } from "./commit-watch.ts";
 
 /**
  * Every SQLite write transaction in this process goes through this one lock
@@ -27,7 +28,7 @@ function isBusy(error: unknown): boolean {
  * others: in this process by `processWriters`, across processes by SQLite's
  * lock. `RETURNING` (3.35+) makes a guarded write one statement.
  */
-export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; inOutsideTransaction?: () => boolean }): Engine {
+export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; inOutsideTransaction?: () => boolean; commits?: CommitWatch }): Engine {
   const { prefix } = options;
   const busy = options.busyTimeoutMs ?? 5000;
   const outside = options.inOutsideTransaction ?? (() => false);
@@ -95,6 +96,8 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
       const stored = sql`coalesce(errors, '[]')`;
       return sql<string>`json_insert(case when json_array_length(${stored}) >= ${keep} then json_remove(${stored}, '$[0]') else ${stored} end, '$[#]', json_object('attempt', attempt, 'at', ${at}, 'error', ${error}, 'worker', worker))`;
     },
+    // Other connections' commits, seen by polling the file's data version (SQLite has no NOTIFY).
+    ...(options.commits ? { onReady: (listener) => options.commits!.subscribe(listener), close: async () => options.commits!.close() } : {}),
     // SQLITE_CONSTRAINT_UNIQUE "UNIQUE constraint failed: …" (better-sqlite3 and node:sqlite alike).
     isUniqueViolation: (error) => /UNIQUE constraint failed/.test(String((error as Error | undefined)?.message)),
   };
