@@ -60,7 +60,7 @@ async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolea
       .unionAll(tasks)
       .limit(1);
   };
-  const compiled = compiledOnce(ctx.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {});
+  const compiled = compiledOnce(ctx.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {}, ctx.engine.prepare);
   return (await db.executeQuery(compiled)).rows.length > 0;
 }
 
@@ -104,7 +104,7 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams):
     leaseExpiresAt: params.leaseExpiresAt,
     worker: params.worker ?? null,
   };
-  const compiled = compiledOnce(ctx.statements, key, () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams), values);
+  const compiled = compiledOnce(ctx.statements, key, () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams), values, ctx.engine.prepare);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
   return rows.map(rowToRecord).sort(byClaimOrder);
 }

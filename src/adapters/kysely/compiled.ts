@@ -14,11 +14,19 @@ const MAX_ENTRIES = 64;
  * Assumes the statement's text depends only on `key` (with the slots as
  * parameters; kysely passes a value object through as one parameter) and
  * that the kysely instance's plugins do not change between calls.
+ * `onCompile` sees each text compiled (the engine's `prepare`).
  */
-export function compiledOnce(cache: Map<string, CompiledQuery>, key: string, build: () => Compilable, values: Readonly<Record<string, unknown>>): CompiledQuery {
+export function compiledOnce(
+  cache: Map<string, CompiledQuery>,
+  key: string,
+  build: () => Compilable,
+  values: Readonly<Record<string, unknown>>,
+  onCompile?: (sql: string) => void,
+): CompiledQuery {
   let compiled = cache.get(key);
   if (compiled === undefined) {
     compiled = build().compile();
+    onCompile?.(compiled.sql);
     if (cache.size >= MAX_ENTRIES) cache.clear();
     cache.set(key, compiled);
   }

@@ -98,6 +98,13 @@ export interface Engine {
    * when `client` is not one this engine can use. Optional.
    */
   adoptClient?(client: object): AnyDb | null;
+  /**
+   * Told each statement text the store compiled once and will run again and
+   * again with new parameters (claim, completion, single enqueue), so the
+   * engine may have the server parse and plan it once per connection.
+   * Optional; must not change what the statement does.
+   */
+  prepare?(sql: string): void;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
   /** Closes what the engine opened beyond the kysely instance. */

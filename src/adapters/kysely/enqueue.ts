@@ -192,7 +192,7 @@ async function insertOne(ctx: StoreContext, db: AnyDb, row: Record<string, unkno
   };
   const key = `insert:${notice ? "announced:" : ""}${columns.join(",")}`;
   const values = notice ? { ...row, [NOTICE_SLOT]: notice.payload({ queue: row.queue as string, due: false }) } : row;
-  const rows = (await db.executeQuery(compiledOnce(ctx.statements, key, build, values))).rows as JobRow[];
+  const rows = (await db.executeQuery(compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare))).rows as JobRow[];
   if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: inserted ${rows.length} of 1 jobs`);
   return rows.map(rowToRecord);
 }

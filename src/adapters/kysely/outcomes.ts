@@ -95,7 +95,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[]): Prom
     if (event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
       // The common batch, completions from one claim: compiled once, its values as slots.
       const values = { ids: [...new Set(items.map((i) => i.id))], token, now, result: (set as { result: unknown }).result };
-      rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values))).rows as SettledRow[];
+      rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, ctx.engine.prepare))).rows as SettledRow[];
     } else {
       // deno-lint-ignore no-explicit-any
       const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null);

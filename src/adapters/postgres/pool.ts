@@ -1,4 +1,5 @@
 import type { PostgresPool, PostgresPoolClient } from "kysely";
+import { namingClient, type PreparedTexts } from "./prepared.ts";
 
 /** The event-emitter part of `pg.Pool` and `pg.Client`, declared instead of importing pg's types. */
 interface Emitter {
@@ -37,13 +38,16 @@ function isEmitter(value: unknown): value is Emitter {
  * released (pg marks it not queryable). The listener comes off on release,
  * when pg-pool's own idle listener is already in place, so listeners never
  * pile up on long-lived clients. When `ownPool` is true, the pool's own
- * `'error'` event (a client dropped while idle) is handled too.
+ * `'error'` event (a client dropped while idle) is handled too. With
+ * `prepared`, kysely gets each client wrapped so that those texts run as
+ * named statements (`namingClient`); the pool's clients stay as they are.
  */
-export function guardedPool(pool: PostgresPool, report: (error: unknown) => void, ownPool: boolean): GuardedPool {
+export function guardedPool(pool: PostgresPool, report: (error: unknown) => void, ownPool: boolean, prepared: PreparedTexts | null = null): GuardedPool {
   const onClientError = (error: unknown) => report(error);
   const held = new Set<Emitter>(); // guarded from 'acquire' to 'release'
   const forLife = new WeakSet<object>(); // guarded for good: the pool emitted no 'acquire'
   let detached = false;
+  const wrappers = new WeakMap<object, PostgresPoolClient>();
   const emitter = isEmitter(pool) ? pool : null;
   const guard = (client: unknown) => {
     if (!isEmitter(client) || held.has(client)) return;
@@ -70,7 +74,7 @@ export function guardedPool(pool: PostgresPool, report: (error: unknown) => void
           forLife.add(client);
           client.on("error", onClientError);
         }
-        return client;
+        return prepared ? namingClient(client, prepared, wrappers) : client;
       },
       end: () => pool.end(),
     },

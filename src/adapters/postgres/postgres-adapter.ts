@@ -5,6 +5,7 @@ import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
 import { postgresEngine } from "./postgres-engine.ts";
 import { guardedPool } from "./pool.ts";
+import { PreparedTexts } from "./prepared.ts";
 import { ReadyListener, type ListenClient } from "./listener.ts";
 
 export interface PostgresAdapterOptions {
@@ -25,24 +26,35 @@ export interface PostgresAdapterOptions {
   tablePrefix?: string;
   /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
   instrument?: InstrumentOptions;
+  /**
+   * Run docket's hot statements (claim, completion, single enqueue) as named
+   * prepared statements, parsed and planned once per connection. Default
+   * true. Set false behind a pooler that cannot keep them, such as
+   * PgBouncer in transaction mode before 1.21 (or without
+   * `max_prepared_statements`).
+   */
+  preparedStatements?: boolean;
 }
 
 /** Validates `options` and opens a store on PostgreSQL (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
-  checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument"], "postgresAdapter(options)");
+  checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument", "preparedStatements"], "postgresAdapter(options)");
   const { pool, connectionString } = options;
   if ((pool === undefined) === (connectionString === undefined)) {
     throw new InvalidArgumentError("postgresAdapter needs exactly one of `pool` or `connectionString`");
   }
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
+  const usePrepared = options.preparedStatements ?? true;
+  if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${JSON.stringify(usePrepared)}`);
+  const prepared = usePrepared ? new PreparedTexts() : null;
   const prefix = options.tablePrefix ?? "docket_";
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
   const report = (error: unknown) => sink.report(error);
-  const guarded = pool ? guardedPool(pool, report, false) : null;
+  const guarded = pool ? guardedPool(pool, report, false, prepared) : null;
   const dialect = new PostgresDialect({
-    pool: guarded ? guarded.pool : async () => guardedPool(await openPgPool(connectionString!, max), report, true).pool,
+    pool: guarded ? guarded.pool : async () => guardedPool(await openPgPool(connectionString!, max), report, true, prepared).pool,
   });
   // A dedicated connection: a caller's pool lends one client (destroyed, not returned, when done).
   const openListen = pool
@@ -56,7 +68,7 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
       };
   const listener = new ReadyListener(openListen, `${prefix}ready`, report);
   // The caller's pool outlives the store: docket's listeners come off it at close.
-  const engine = postgresEngine({ prefix, listener, onClose: () => guarded?.detach() });
+  const engine = postgresEngine({ prefix, listener, onClose: () => guarded?.detach(), prepared });
   const store = new KyselyStore({ db: createKysely(dialect, options.instrument), engine, tablePrefix: prefix, ownsDb: pool === undefined, instrument: options.instrument });
   sink.report = (error) => store.reportBackgroundError(error);
   return store;

@@ -3,6 +3,7 @@ import type { ReadyNotice } from "../../core/adapter.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
 import { readyPayload, type ReadyListener } from "./listener.ts";
+import type { PreparedTexts } from "./prepared.ts";
 
 const MAX_TRANSACTION_TRIES = 5;
 
@@ -12,6 +13,8 @@ export interface PostgresEngineOptions {
   listener: ReadyListener;
   /** Called by `close()` after the listener stopped (e.g. take docket's listeners off a caller's pool). */
   onClose?: () => void;
+  /** Texts to run as named statements (see PreparedTexts); none when the adapter runs every statement unnamed. */
+  prepared?: PreparedTexts | null;
 }
 
 /**
@@ -73,6 +76,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     },
     adoptClient: (client) => adoptPgClient(client),
     onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
+    ...(options.prepared ? { prepare: (sql: string) => options.prepared!.register(sql) } : {}),
     async close() {
       await listener.close();
       options.onClose?.();

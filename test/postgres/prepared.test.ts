@@ -1,0 +1,111 @@
+import type { Pool, PoolClient } from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
+import { Docket, InvalidArgumentError } from "../../src/index.ts";
+import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
+import { until } from "../support/until.ts";
+
+const pg = (await import("pg")).default;
+const created = await createPgTestDatabase("docket_prepared", "the postgres prepared-statement tests");
+const url = created?.url ?? null;
+afterAll(async () => {
+  if (created) await dropPgDatabase(PG_URL, created.database);
+});
+
+/** A pool whose clients record every statement they are sent, and the name it ran under (null: unnamed). */
+function recordingPool(max: number): { pool: Pool; sent: { text: string; name: string | null }[] } {
+  const pool = new pg.Pool({ connectionString: url!, max });
+  pool.on("error", () => undefined);
+  const sent: { text: string; name: string | null }[] = [];
+  const seen = new WeakSet<PoolClient>();
+  const connect = pool.connect.bind(pool) as () => Promise<PoolClient>;
+  (pool as unknown as { connect: () => Promise<PoolClient> }).connect = async () => {
+    const client = await connect();
+    if (!seen.has(client)) {
+      seen.add(client);
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+      (client as unknown as { query: (...a: unknown[]) => unknown }).query = (first: unknown, ...rest: unknown[]) => {
+        if (typeof first === "string") sent.push({ text: first, name: null });
+        else if (first && typeof (first as { text?: unknown }).text === "string") {
+          const c = first as { text: string; name?: string };
+          sent.push({ text: c.text, name: c.name ?? null });
+        }
+        return query(first, ...rest);
+      };
+    }
+    return client;
+  };
+  return { pool, sent };
+}
+
+/** Enqueues one job and runs it to success with a worker; returns what the pool was sent meanwhile. */
+async function runOne(docket: Docket, sent: { text: string; name: string | null }[]): Promise<{ text: string; name: string | null }[]> {
+  sent.length = 0;
+  const job = await docket.enqueue("t", { n: 1 });
+  const w = docket.worker({ handlers: { t: () => undefined }, logger: null });
+  await w.start();
+  await until(async () => (await docket.get(job.id))?.state === "succeeded", 5_000, "the job succeeded");
+  await w.stop();
+  return [...sent];
+}
+
+/**
+ * Issue 9 (start latency): on PostgreSQL the statements docket runs again and
+ * again are named statements, parsed and planned once per connection, as
+ * graphile-worker's are; `preparedStatements: false` sends every one unnamed.
+ */
+describe.skipIf(!url)("postgres: named statements", () => {
+  it("the claim, the completion and a single enqueue run as named statements; with preparedStatements: false nothing does", async () => {
+    for (const preparedStatements of [true, false]) {
+      const { pool, sent } = recordingPool(2);
+      const adapter = postgresAdapter({ pool: pool as never, tablePrefix: `p${Number(preparedStatements)}_`, preparedStatements });
+      try {
+        const docket = new Docket({ adapter });
+        await docket.migrate();
+        const named = (await runOne(docket, sent)).filter((s) => s.name !== null);
+        const kinds = {
+          enqueue: named.some((s) => /^with "inserted" as \(insert into/i.test(s.text) || /^insert into/i.test(s.text)),
+          claim: named.some((s) => /for update skip locked/i.test(s.text) && /^with/i.test(s.text)),
+          completion: named.some((s) => /^update/i.test(s.text) && /"lease_token" = \$/.test(s.text)),
+        };
+        expect(kinds).toEqual(preparedStatements ? { enqueue: true, claim: true, completion: true } : { enqueue: false, claim: false, completion: false });
+      } finally {
+        await adapter.close();
+        await pool.end();
+      }
+    }
+  });
+
+  it("after a migration adds a column under a named statement, the call still succeeds, and later calls run unnamed", async () => {
+    const { pool, sent } = recordingPool(1);
+    const adapter = postgresAdapter({ pool: pool as never, tablePrefix: "pc_" });
+    const admin = new pg.Client({ connectionString: url! });
+    await admin.connect();
+    const enqueues = () => sent.filter((s) => /^with "inserted" as \(insert into/i.test(s.text)).map((s) => s.name);
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      await docket.enqueue("t", { n: 1 });
+      await docket.enqueue("t", { n: 2 }); // prepared on the pool's one connection
+      const name = enqueues()[0]!;
+      expect(enqueues()).toEqual([name, name]);
+      // RETURNING * of the prepared enqueue has another shape now: PostgreSQL refuses the cached plan (0A000).
+      await admin.query("ALTER TABLE pc_jobs ADD COLUMN added_later integer");
+      sent.length = 0;
+      const job = await docket.enqueue("t", { n: 3 });
+      expect(enqueues()).toEqual([name, null]);
+      expect((await docket.get(job.id))?.payload).toEqual({ n: 3 });
+      sent.length = 0;
+      await docket.enqueue("t", { n: 4 });
+      expect(enqueues()).toEqual([null]);
+    } finally {
+      await admin.end();
+      await adapter.close();
+      await pool.end();
+    }
+  });
+
+  it("preparedStatements must be a boolean", () => {
+    expect(() => postgresAdapter({ connectionString: url!, preparedStatements: "yes" as never })).toThrow(InvalidArgumentError);
+  });
+});
