@@ -4,6 +4,7 @@ import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
+import { tapDialect } from "../../src/testing/tapped-driver.ts";
 
 const pg = (await import("pg")).default;
 const created = await createPgTestDatabase("docket_prepared", "the postgres prepared-statement tests");
@@ -55,7 +56,7 @@ async function runOne(docket: Docket, sent: { text: string; name: string | null 
  * graphile-worker's are; `preparedStatements: false` sends every one unnamed.
  */
 describe.skipIf(!url)("postgres: named statements", () => {
-  it("the completion and a single enqueue run as named statements, the claim unnamed (planned with its limit); with preparedStatements: false nothing is named", async () => {
+  it("the claim, the completion and a single enqueue run as named statements; with preparedStatements: false nothing is named", async () => {
     for (const preparedStatements of [true, false]) {
       const { pool, sent } = recordingPool(2);
       const adapter = postgresAdapter({ pool: pool as never, tablePrefix: `p${Number(preparedStatements)}_`, preparedStatements });
@@ -68,7 +69,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
           claim: named.some((s) => /for update skip locked/i.test(s.text) && /^with/i.test(s.text)),
           completion: named.some((s) => /^update/i.test(s.text) && /"lease_token" = \$/.test(s.text)),
         };
-        expect(kinds).toEqual(preparedStatements ? { enqueue: true, claim: false, completion: true } : { enqueue: false, claim: false, completion: false });
+        expect(kinds).toEqual(preparedStatements ? { enqueue: true, claim: true, completion: true } : { enqueue: false, claim: false, completion: false });
       } finally {
         await adapter.close();
         await pool.end();
@@ -102,6 +103,38 @@ describe.skipIf(!url)("postgres: named statements", () => {
       await admin.end();
       await adapter.close();
       await pool.end();
+    }
+  });
+
+  it("the claim's generic plan (the one a prepared statement may settle on) reads the claim index, not every ready job", async () => {
+    const texts: { text: string; values: readonly unknown[] }[] = [];
+    const adapter = postgresAdapter({
+      connectionString: url!,
+      tablePrefix: "pg_",
+      instrument: { wrapDialect: (d) => tapDialect(d, { query: (text, values) => void texts.push({ text, values }) }) },
+    });
+    const admin = new pg.Client({ connectionString: url! });
+    await admin.connect();
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      for (let i = 0; i < 5; i++) await docket.enqueueMany(Array.from({ length: 1000 }, () => ({ task: "t", payload: {} })));
+      const now = Date.now();
+      texts.length = 0;
+      expect(await adapter.claim({ queues: ["default"], limit: 100, now, leaseToken: "tok", leaseExpiresAt: now + 30_000 })).toHaveLength(100);
+      const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
+      await admin.query("ANALYZE pg_jobs");
+      await admin.query(`PREPARE claim_plan AS ${claim.text}`);
+      await admin.query("SET plan_cache_mode = force_generic_plan");
+      const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
+      await admin.query("BEGIN");
+      const plan = (await admin.query(`EXPLAIN EXECUTE claim_plan(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+      await admin.query("ROLLBACK");
+      expect(plan, plan).not.toMatch(/Seq Scan on pg_jobs/);
+      expect(plan, plan).toMatch(/Index (Only )?Scan using pg_jobs_claim/);
+    } finally {
+      await admin.end();
+      await adapter.close();
     }
   });
 

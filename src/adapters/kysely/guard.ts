@@ -7,6 +7,16 @@ import type { StoreContext } from "./context.ts";
 import type { Slot } from "./compiled.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
+/**
+ * A rule's states as SQL literals, not parameters: they are constants of the
+ * transition table, and a plan made without the parameters' values (a
+ * PostgreSQL generic plan of a prepared statement) can then use the partial
+ * indexes that hold only those states.
+ */
+function stateLiterals(states: readonly string[]) {
+  return states.map((s) => sql.lit(s));
+}
+
 /** The key of a guarded write: which job, which lease, at what time. */
 export interface GuardKey {
   id?: number;
@@ -24,7 +34,7 @@ export function guard<Q extends { where: (...args: any[]) => any }>(query: Q, ev
   const rule = TRANSITIONS[event];
   let q = query;
   if (key.id !== undefined) q = q.where("id", "=", key.id);
-  q = q.where("state", "in", rule.from);
+  q = q.where("state", "in", stateLiterals(rule.from));
   switch (rule.fence) {
     case "none":
       break;
@@ -78,7 +88,7 @@ export function guardMany<Q extends { where: (...args: any[]) => any }>(
       .where((eb: any) => idIn(eb, all))
       // deno-lint-ignore no-explicit-any
       .where((eb: any) => eb.or([...byToken].map(([token, ids]) => eb.and([eb("lease_token", "=", token), idIn(eb, [...new Set(ids)])]))))
-      .where("state", "in", rule.from)
+      .where("state", "in", stateLiterals(rule.from))
   );
 }
 
@@ -98,7 +108,7 @@ export function guardOneToken<Q extends { where: (...args: any[]) => any }>(
   const rule = leaseRule(event);
   if (!options.arrays && !Array.isArray(ids)) throw new AdapterError("an id list slot needs array parameters");
   const byId = options.arrays ? query.where(sql<boolean>`${sql.ref("id")} = any(${ids}::bigint[])`) : query.where("id", "in", ids);
-  return byId.where("lease_token", "=", token).where("state", "in", rule.from);
+  return byId.where("lease_token", "=", token).where("state", "in", stateLiterals(rule.from));
 }
 
 /** The transition rule of `event`, which must be fenced by a lease. */
