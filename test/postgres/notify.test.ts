@@ -4,6 +4,7 @@ import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
+import { idleWorkerWakesForOtherConnection } from "../support/wake.ts";
 
 const created = await createPgTestDatabase("docket_notify", "the postgres LISTEN/NOTIFY tests");
 const url = created?.url ?? null;
@@ -32,30 +33,7 @@ describe.skipIf(!url)("postgres: LISTEN/NOTIFY wake-ups", () => {
       await until(() => notices.some((n) => n.queue === "mail" && !n.due), 5_000, "a ready notice for mail");
       unsubscribe();
 
-      const consumer = new Docket({ adapter: a });
-      const started: number[] = [];
-      let failNext = true;
-      const handlers = {
-        t: () => undefined,
-        flaky: () => {
-          if (failNext) {
-            failNext = false;
-            throw new Error("first attempt fails");
-          }
-        },
-      };
-      const w = consumer.worker({ handlers, pollMs: 3_600_000, logger: null, onEvent: (e) => void (e.type === "started" && started.push(e.job.id)) });
-      await w.start();
-      // Let the worker poll once and go idle with its listener up.
-      await new Promise((r) => setTimeout(r, 300));
-      const job = await producer.enqueue("t", {});
-      await until(() => started.includes(job.id), 5_000, "the idle worker started a job enqueued by another adapter");
-      const flaky = await producer.enqueue("flaky", {}, { maxAttempts: 1 });
-      await until(async () => (await producer.get(flaky.id))?.state === "dead", 5_000, "the flaky job is dead");
-      // Replayed elsewhere, the job is scheduled and due: the notice makes the idle worker stage and run it.
-      await producer.deadLetters.replay(flaky.id);
-      await until(async () => (await producer.get(flaky.id))?.state === "succeeded", 5_000, "the replayed job ran");
-      await w.stop();
+      await idleWorkerWakesForOtherConnection(new Docket({ adapter: a }), producer);
     } finally {
       await a.close();
       await b.close();

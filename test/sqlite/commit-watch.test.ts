@@ -6,6 +6,7 @@ import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { until } from "../support/until.ts";
+import { idleWorkerWakesForOtherConnection } from "../support/wake.ts";
 
 /** Two stores on one fresh file, as two processes would open it: `worker` side and `producer` side. */
 async function withTwoStores(fn: (consumer: Docket, producer: Docket, file: string) => Promise<void>, commitCheckMs?: number): Promise<void> {
@@ -45,29 +46,7 @@ describe("sqlite: other connections' commits wake idle workers", () => {
 
   it("an idle worker with an hour's poll starts a job enqueued, and a job replayed, through another connection", () =>
     withTwoStores(async (consumer, producer) => {
-      const started: number[] = [];
-      let failNext = true;
-      const handlers = {
-        t: () => undefined,
-        flaky: () => {
-          if (failNext) {
-            failNext = false;
-            throw new Error("first attempt fails");
-          }
-        },
-      };
-      const w = consumer.worker({ handlers, pollMs: 3_600_000, logger: null, onEvent: (e) => void (e.type === "started" && started.push(e.job.id)) });
-      await w.start();
-      // Let the worker poll once and go idle.
-      await new Promise((r) => setTimeout(r, 200));
-      const job = await producer.enqueue("t", {});
-      await until(() => started.includes(job.id), 5_000, "the idle worker started a job enqueued through another connection");
-      const flaky = await producer.enqueue("flaky", {}, { maxAttempts: 1 });
-      await until(async () => (await producer.get(flaky.id))?.state === "dead", 5_000, "the flaky job is dead");
-      // Replayed elsewhere, the job is scheduled and due: the notice makes the idle worker stage and run it.
-      await producer.deadLetters.replay(flaky.id);
-      await until(async () => (await producer.get(flaky.id))?.state === "succeeded", 5_000, "the replayed job ran");
-      await w.stop();
+      await idleWorkerWakesForOtherConnection(consumer, producer);
     }));
 
   it("commitCheckMs 0 turns the checks off; a bad value is refused", async () => {
