@@ -172,7 +172,10 @@ describe.skipIf(!url)("postgres: named statements", () => {
     }
   });
 
-  it("preparedStatements must be a boolean", () => {
+  it("preparedStatements must be a boolean; logger an object with warn, or null; listenConnectionString a non-empty string", () => {
     expect(() => postgresAdapter({ connectionString: url!, preparedStatements: "yes" as never })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, logger: (() => undefined) as never })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, listenConnectionString: "" })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, listenConnectionString: 5 as never })).toThrow(InvalidArgumentError);
   });
 });
