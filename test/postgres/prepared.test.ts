@@ -106,6 +106,40 @@ describe.skipIf(!url)("postgres: named statements", () => {
     }
   });
 
+  it("a named statement missing on its connection (26000, as behind PgBouncer), inside docket's own transaction: the transaction runs again unnamed; one warning; nothing named afterwards", async () => {
+    const { pool, sent } = recordingPool(1);
+    const warned: string[] = [];
+    const adapter = postgresAdapter({ pool: pool as never, tablePrefix: "pt_", logger: { warn: (m) => void warned.push(m) } });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      const ids = [];
+      for (let n = 0; n < 3; n++) ids.push((await docket.enqueue("t", { n })).id);
+      const now = Date.now();
+      const lease = { leaseToken: "tok", concurrencyKey: null };
+      expect(await adapter.claim({ queues: ["default"], limit: 3, now, leaseToken: "tok", leaseExpiresAt: now + 60_000 })).toHaveLength(3);
+      // One completion alone: one autocommit statement, prepared under its name on the pool's one connection.
+      await adapter.settle({ items: [{ kind: "complete", id: ids[0]!, now, ...lease }] });
+      expect(sent.some((s) => s.name !== null && /^update/i.test(s.text))).toBe(true);
+      // The connection forgets its statements; pg still sends "execute <name>" only.
+      const client = await pool.connect();
+      await client.query("DEALLOCATE ALL");
+      client.release();
+      sent.length = 0;
+      // Two kinds of outcome: one transaction, whose named completion is refused.
+      const settled = await adapter.settle({ items: [{ kind: "complete", id: ids[1]!, now, ...lease }, { kind: "release", id: ids[2]!, now, ...lease }] });
+      expect(settled.map((s) => s?.state)).toEqual(["succeeded", "ready"]);
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toContain("postgresAdapter({ preparedStatements: false })");
+      sent.length = 0;
+      await docket.enqueue("t", { n: 3 });
+      expect(sent.filter((s) => s.name !== null)).toEqual([]);
+    } finally {
+      await adapter.close();
+      await pool.end();
+    }
+  });
+
   it("the claim's generic plan (the one a prepared statement may settle on) reads the claim index, not every ready job", async () => {
     const texts: { text: string; values: readonly unknown[] }[] = [];
     const adapter = postgresAdapter({
@@ -138,7 +172,10 @@ describe.skipIf(!url)("postgres: named statements", () => {
     }
   });
 
-  it("preparedStatements must be a boolean", () => {
+  it("preparedStatements must be a boolean; logger an object with warn, or null; listenConnectionString a non-empty string", () => {
     expect(() => postgresAdapter({ connectionString: url!, preparedStatements: "yes" as never })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, logger: (() => undefined) as never })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, listenConnectionString: "" })).toThrow(InvalidArgumentError);
+    expect(() => postgresAdapter({ connectionString: url!, listenConnectionString: 5 as never })).toThrow(InvalidArgumentError);
   });
 });

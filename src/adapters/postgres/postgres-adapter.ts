@@ -31,14 +31,25 @@ export interface PostgresAdapterOptions {
    * prepared statements, parsed and planned once per connection. Default
    * true. Set false behind a pooler that cannot keep them, such as
    * PgBouncer in transaction mode before 1.21 (or without
-   * `max_prepared_statements`).
+   * `max_prepared_statements`). Left on there, the first statement such a
+   * pooler refuses runs again unnamed, as every later one does, and
+   * `logger` gets one warning naming this option.
    */
   preparedStatements?: boolean;
+  /**
+   * A connection string for the one connection that LISTENs for other
+   * processes' ready notices, when the statements go through a pooler that
+   * does not deliver them (PgBouncer in transaction mode): point it at the
+   * server itself. Default: `connectionString`, or a client of `pool`.
+   */
+  listenConnectionString?: string;
+  /** Where the adapter's warnings go (one line when it stops naming statements). Default `console`; `null` silences it. */
+  logger?: { warn(message: string): void } | null;
 }
 
 /** Validates `options` and opens a store on PostgreSQL (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
-  checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument", "preparedStatements"], "postgresAdapter(options)");
+  checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument", "preparedStatements", "listenConnectionString", "logger"], "postgresAdapter(options)");
   const { pool, connectionString } = options;
   if ((pool === undefined) === (connectionString === undefined)) {
     throw new InvalidArgumentError("postgresAdapter needs exactly one of `pool` or `connectionString`");
@@ -47,7 +58,15 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
   if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
   const usePrepared = options.preparedStatements ?? true;
   if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${JSON.stringify(usePrepared)}`);
-  const prepared = usePrepared ? new PreparedTexts() : null;
+  const logger = options.logger === undefined ? console : options.logger;
+  if (logger !== null && (typeof logger !== "object" || typeof logger.warn !== "function")) {
+    throw new InvalidArgumentError("logger must have a warn(message) method, or be null");
+  }
+  const { listenConnectionString } = options;
+  if (listenConnectionString !== undefined && (typeof listenConnectionString !== "string" || listenConnectionString === "")) {
+    throw new InvalidArgumentError("listenConnectionString must be a non-empty string");
+  }
+  const prepared = usePrepared ? new PreparedTexts((message) => logger?.warn(message)) : null;
   const prefix = options.tablePrefix ?? "docket_";
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
@@ -56,14 +75,15 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
   const dialect = new PostgresDialect({
     pool: guarded ? guarded.pool : async () => guardedPool(await openPgPool(connectionString!, max), report, true, prepared).pool,
   });
-  // A dedicated connection: a caller's pool lends one client (destroyed, not returned, when done).
-  const openListen = pool
+  // A dedicated connection: `listenConnectionString`'s own, else a caller's pool lends one client
+  // (destroyed, not returned, when done).
+  const openListen = pool && listenConnectionString === undefined
     ? async () => {
         const client = (await pool.connect()) as unknown as ListenClient & { release(destroy?: boolean): void };
         return { client, release: async () => client.release(true) };
       }
     : async () => {
-        const client = await openPgClient(connectionString!);
+        const client = await openPgClient(listenConnectionString ?? connectionString!);
         return { client, release: async () => void (await (client as unknown as { end(): Promise<void> }).end()) };
       };
   const listener = new ReadyListener(openListen, `${prefix}ready`, report);

@@ -3,7 +3,7 @@ import type { ReadyNotice } from "../../core/adapter.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
 import { readyPayload, type ReadyListener } from "./listener.ts";
-import type { PreparedTexts } from "./prepared.ts";
+import { isNamedStatementRefusal, type PreparedTexts } from "./prepared.ts";
 
 const MAX_TRANSACTION_TRIES = 5;
 
@@ -29,13 +29,15 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
   const { prefix, listener } = options;
   const channel = `${prefix}ready`;
   // A transaction PostgreSQL picked as a deadlock victim rolled back whole: it is run again (e.g. two batches
-  // inserting the same idempotency keys in opposite orders).
+  // inserting the same idempotency keys in opposite orders). So is one a refused named statement aborted
+  // before it ran: the next attempt runs that statement unnamed.
   const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await db.transaction().execute(fn);
       } catch (error) {
-        if (attempt >= MAX_TRANSACTION_TRIES || (error as { code?: unknown })?.code !== "40P01") throw error;
+        const again = (error as { code?: unknown })?.code === "40P01" || isNamedStatementRefusal(error);
+        if (attempt >= MAX_TRANSACTION_TRIES || !again) throw error;
       }
     }
   };
