@@ -48,6 +48,15 @@ export interface DocketAdapter {
    */
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]>;
 
+  /**
+   * Optional. The largest JSON text (UTF-8 bytes) the database stores as one
+   * payload, result or progress value, or null when it has no limit of its
+   * own; read once. The core refuses a larger value (PayloadTooLargeError)
+   * before writing. Runs in `transaction` when one is given (it may hold the
+   * only connection), else on the adapter's own connections.
+   */
+  payloadLimit?(params: { transaction?: object }): Promise<number | null>;
+
   /** The job that holds idempotency key `key`, or null. */
   getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null>;
 

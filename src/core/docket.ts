@@ -23,6 +23,7 @@ import {
   validateTime,
 } from "./validate.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
+import { PayloadLimit } from "./payload-limit.ts";
 
 const EVENT_TYPES: ReadonlySet<string> = new Set<DocketEventType>([
   "enqueued",
@@ -206,6 +207,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly #cancelListeners = new Set<(id: number) => void>();
   readonly #events = new EventHub();
   readonly #tracing: EnqueueTracing | null;
+  readonly #payloadLimit: PayloadLimit;
 
   constructor(options: DocketOptions<T>) {
     if (!options || typeof options.adapter !== "object" || options.adapter === null) {
@@ -221,6 +223,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.random = options.random ?? Math.random;
     this.retry = resolveRetryPolicy(DEFAULT_RETRY_POLICY, options.retry);
     this.maxPayloadBytes = validateInteger(options.maxPayloadBytes ?? 1024 * 1024, "maxPayloadBytes", 2, 1 << 30);
+    this.#payloadLimit = new PayloadLimit(this.adapter, this.maxPayloadBytes);
     this.defaultQueue = validateName(options.defaultQueue ?? "default", "defaultQueue");
     checkKeys(options.retention, ["finishedMs", "deadMs"], "retention");
     const keep = (value: number | null | undefined, fallback: number, what: string) =>
@@ -246,6 +249,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       adapter: this.adapter,
       clock: { now: () => this.clock.now() },
       prepareJob: (item, now) => this.#newJob(item as EnqueueItem<T>, now, ""),
+      checkStorable: (payload) => this.#payloadLimit.check([payload]),
       announceScheduled: (job) => {
         if (job.state === "ready") this.#tellEnqueued(new Set([job.queue]), false);
         if (this.#events.wants("enqueued")) this.#events.emit({ type: "enqueued", at: this.clock.now(), job });
@@ -284,6 +288,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     }
     const now = this.clock.now();
     const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
+    await this.#payloadLimit.check(jobs.map((j) => j.payload), transaction);
     const hold = this.keyHoldAfterFinishMs;
     const store = (traceContext: string | null) =>
       this.adapter.enqueue({
@@ -644,6 +649,16 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     return new Worker(this, options);
+  }
+
+  /**
+   * The largest payload, result or progress value stored, in UTF-8 bytes of
+   * its JSON: `maxPayloadBytes`, or the database's own limit where the
+   * adapter reports a lower one (MariaDB/MySQL: what fits in
+   * `max_allowed_packet`), read once.
+   */
+  payloadLimit(): Promise<number> {
+    return this.#payloadLimit.bytes();
   }
 
   /** Closes the adapter (and the connections it opened). */

@@ -40,12 +40,12 @@ export class InvalidPayloadError extends DocketError {
   }
 }
 
-/** The serialized payload exceeds `maxPayloadBytes`. Nothing was written. */
+/** The serialized payload exceeds `maxPayloadBytes`, or the database's own lower limit (`why` says so). Nothing was written. */
 export class PayloadTooLargeError extends DocketError {
   readonly bytes: number;
   readonly limit: number;
-  constructor(bytes: number, limit: number) {
-    super("PAYLOAD_TOO_LARGE", `payload is ${bytes} bytes; the limit is ${limit} bytes`);
+  constructor(bytes: number, limit: number, why?: string) {
+    super("PAYLOAD_TOO_LARGE", `payload is ${bytes} bytes; the limit is ${limit} bytes${why === undefined ? "" : ` (${why})`}`);
     this.bytes = bytes;
     this.limit = limit;
   }

@@ -47,6 +47,8 @@ export interface ScheduleHost {
   readonly adapter: DocketAdapter;
   readonly clock: { now(): number };
   prepareJob(item: { task: string; payload: unknown; options?: ScheduleJobOptions & { runAt?: number } }, now: number): NewJob;
+  /** Throws PayloadTooLargeError when the database cannot store `payload` (JSON text within maxPayloadBytes). */
+  checkStorable(payload: string): Promise<void>;
   announceScheduled(job: Job): void;
 }
 
@@ -110,6 +112,7 @@ export class Schedules {
     const now = this.host.clock.now();
     // The job a tick would enqueue, validated now (task, payload, options): a bad definition is refused and stores nothing.
     const probe = this.host.prepareJob({ task: definition.task, payload: definition.payload ?? null, options }, now);
+    await this.host.checkStorable(probe.payload);
     const stored = await this.host.adapter.putSchedule({
       name,
       cron: definition.cron,

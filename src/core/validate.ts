@@ -136,9 +136,14 @@ function editDistance(a: string, b: string): number {
  */
 export function serializePayload(payload: unknown, maxBytes: number): string {
   const text = JSON.stringify(checkedCopy(payload));
-  const bytes = new TextEncoder().encode(text).length;
+  const bytes = utf8Bytes(text);
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return text;
+}
+
+/** The length of `text` in UTF-8 bytes. */
+export function utf8Bytes(text: string): number {
+  return new TextEncoder().encode(text).length;
 }
 
 type Slot = { value: unknown; path: string; depth: number; into: Record<string, unknown> | unknown[]; key: string | number };

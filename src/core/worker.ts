@@ -429,6 +429,11 @@ export class Worker<T extends TaskMap = TaskMap> {
    * concurrency + 2 × prefetch leases. On a blocking adapter every held
    * attempt counts: claims and outcome writes take turns.
    */
+  /** The docket's payload limit, or maxPayloadBytes while the database's limit cannot be read. */
+  #payloadLimit(): Promise<number> {
+    return this.#docket.payloadLimit().catch(() => this.#docket.maxPayloadBytes);
+  }
+
   #held(prefetch: number): number {
     return this.#overlap ? this.#inFlight.size - Math.min(this.#recording, prefetch) : this.#inFlight.size;
   }
@@ -674,7 +679,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timeout: JobTimeoutError | null = null;
     const progress = async (value: unknown): Promise<void> => {
-      const text = serializePayload(value, this.#docket.maxPayloadBytes);
+      const text = serializePayload(value, await this.#payloadLimit());
       const fence = { id: record.id, leaseToken: record.leaseToken!, now: this.#docket.clock.now() };
       if (!(await this.#docket.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
     };
@@ -702,7 +707,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         value = await Promise.race([run, timedOut]);
       }
       try {
-        return { result: value === undefined ? null : serializePayload(value, this.#docket.maxPayloadBytes) };
+        return { result: value === undefined ? null : serializePayload(value, await this.#payloadLimit()) };
       } catch (error) {
         return { failure: `the handler's return value cannot be stored as its result: ${(error as Error).message}` };
       }

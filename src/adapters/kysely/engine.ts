@@ -75,6 +75,15 @@ export interface Engine {
    */
   consecutiveInsertIds(db: AnyDb): Promise<number | null>;
   /**
+   * For an engine whose driver sends parameters inlined as escaped literals:
+   * the largest statement, in bytes, the server accepts (it refuses a longer
+   * one, and may close the connection). Read once. Optional: without it a
+   * statement's size is not limited. Multi-row INSERTs are split to fit, and
+   * the store reports the payload limit one row can carry
+   * (DocketAdapter.payloadLimit; see statement-size.ts).
+   */
+  maxStatementBytes?(db: AnyDb): Promise<number>;
+  /**
    * Tells other processes' workers that jobs became ready (or due) in these
    * queues, inside the caller's transaction (delivered on commit). An engine
    * without notifications does nothing.

@@ -9,6 +9,7 @@ import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { countHolders, lockKey, rebalance } from "./admission.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
+import { chunkRows } from "./statement-size.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -204,9 +205,10 @@ const NOTICE_SLOT = " notice";
 async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, unknown>[]): Promise<JobRecord[]> {
   const { tables, engine } = ctx;
   const rows: JobRow[] = [];
+  // Runs of rows that fit in one statement each (see Engine.maxStatementBytes).
+  const chunks = chunkRows(values, BATCH_ROWS, engine.maxStatementBytes ? await engine.maxStatementBytes(db) : null);
   if (engine.capabilities.returning) {
-    for (let i = 0; i < values.length; i += BATCH_ROWS) {
-      const chunk = values.slice(i, i + BATCH_ROWS);
+    for (const chunk of chunks) {
       const inserted = (await db.insertInto(tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
       rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
     }
@@ -215,8 +217,7 @@ async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, u
     const ids: number[] = [];
     if (step !== null) {
       // One multi-row INSERT per chunk: its rows get ids first, first + step, … (see Engine.consecutiveInsertIds).
-      for (let i = 0; i < values.length; i += BATCH_ROWS) {
-        const chunk = values.slice(i, i + BATCH_ROWS);
+      for (const chunk of chunks) {
         const first = Number((await db.insertInto(tables.jobs).values(chunk).executeTakeFirstOrThrow()).insertId);
         for (let k = 0; k < chunk.length; k++) ids.push(first + k * step);
       }

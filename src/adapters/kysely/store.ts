@@ -41,6 +41,7 @@ import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
 import { repairKeys } from "./repair.ts";
+import { payloadLimitWithin } from "./statement-size.ts";
 
 export interface StoreOptions {
   db: AnyDb;
@@ -63,6 +64,7 @@ export class KyselyStore implements DocketAdapter {
   readonly capabilities: Capabilities;
   readonly blocking: boolean;
   readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
+  readonly payloadLimit?: (params: { transaction?: object }) => Promise<number | null>;
   readonly #ctx: StoreContext;
   readonly #claims = claimMemory();
   readonly #ownsDb: boolean;
@@ -78,6 +80,13 @@ export class KyselyStore implements DocketAdapter {
     this.capabilities = engine.capabilities;
     this.blocking = engine.capabilities.blocking;
     if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
+    if (engine.maxStatementBytes) {
+      this.payloadLimit = (params) =>
+        this.#run(async () => {
+          const db = params.transaction === undefined ? this.#ctx.db : this.#adopt(params.transaction);
+          return payloadLimitWithin(await engine.maxStatementBytes!(db));
+        });
+    }
   }
 
   migrate(): Promise<{ applied: number[]; version: number }> {

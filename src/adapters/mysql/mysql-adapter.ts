@@ -4,6 +4,7 @@ import { checkKeys } from "../../core/validate.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
 import { mysqlEngine } from "./mysql-engine.ts";
+import { discardingClosedConnections } from "./pool.ts";
 
 export interface MysqlAdapterOptions {
   /**
@@ -35,7 +36,10 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   const prefix = options.tablePrefix ?? "docket_";
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
-  const dialect = new MysqlDialect({ pool: pool ?? (() => openMysqlPool(uri!, limit, (error) => sink.report(error))) });
+  // A connection the server closed after an error is destroyed, never handed out again (see pool.ts).
+  const dialect = new MysqlDialect({
+    pool: pool ? discardingClosedConnections(pool) : async () => discardingClosedConnections(await openMysqlPool(uri!, limit, (error) => sink.report(error))),
+  });
   const store = new KyselyStore({
     db: createKysely(dialect, options.instrument),
     engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined }),

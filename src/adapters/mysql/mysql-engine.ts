@@ -22,6 +22,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   // On docket's own pool every session is READ COMMITTED already: BEGIN alone, one round trip less per transaction.
   const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
   let insertStep: Promise<number | null> | null = null;
+  let packet: Promise<number> | null = null;
   const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -84,6 +85,17 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
           throw error;
         });
       return insertStep;
+    },
+    /** mysql2 inlines parameters: a statement is one packet, at most `max_allowed_packet` bytes (read once per engine). */
+    maxStatementBytes(db) {
+      packet ??= sql<{ max: number | string }>`select @@max_allowed_packet as max`
+        .execute(db)
+        .then((r) => Number(r.rows[0]?.max))
+        .catch((error) => {
+          packet = null;
+          throw error;
+        });
+      return packet;
     },
   };
 }

@@ -181,6 +181,18 @@ export const enqueueCases: ConformanceCase[] = [
       await d.enqueue("t", "x".repeat(90));
     },
   },
+  {
+    name: "enqueue › payloadLimit() is maxPayloadBytes unless the database stores less, and a payload of exactly that size is stored whole",
+    async run(t) {
+      const d = t.docket({ maxPayloadBytes: 64 * 1024 });
+      const limit = await d.payloadLimit();
+      assert.ok(Number.isSafeInteger(limit) && limit > 0 && limit <= 64 * 1024, `payloadLimit() is ${limit}`);
+      // JSON quotes included: `limit` bytes, then one more.
+      const job = await d.enqueue("t", "x".repeat(limit - 2));
+      assert.equal((await d.get(job.id))?.payload, job.payload);
+      await rejectsAndWritesNothing(t, "PAYLOAD_TOO_LARGE", () => d.enqueue("t", "x".repeat(limit - 1)));
+    },
+  },
   ...BAD_PAYLOADS.map(([what, payload]) => ({
     name: `enqueue › a payload holding ${what} is InvalidPayloadError and writes nothing`,
     async run(t: CaseContext) {
