@@ -421,6 +421,11 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
   }
 
+  /** The docket's payload limit, or maxPayloadBytes while the database's limit cannot be read. */
+  #payloadLimit(): Promise<number> {
+    return this.#docket.payloadLimit().catch(() => this.#docket.maxPayloadBytes);
+  }
+
   /**
    * The attempts that count against the claim loop's room: every one held
    * (buffered, running, retrying its outcome's write) except up to
@@ -429,11 +434,6 @@ export class Worker<T extends TaskMap = TaskMap> {
    * concurrency + 2 × prefetch leases. On a blocking adapter every held
    * attempt counts: claims and outcome writes take turns.
    */
-  /** The docket's payload limit, or maxPayloadBytes while the database's limit cannot be read. */
-  #payloadLimit(): Promise<number> {
-    return this.#docket.payloadLimit().catch(() => this.#docket.maxPayloadBytes);
-  }
-
   #held(prefetch: number): number {
     return this.#overlap ? this.#inFlight.size - Math.min(this.#recording, prefetch) : this.#inFlight.size;
   }
