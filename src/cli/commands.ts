@@ -13,6 +13,10 @@ export interface Flags {
   after?: string;
   window?: string;
   olderThan?: string;
+  /** dlq purge: no filter, every dead job. */
+  all?: boolean;
+  /** dlq purge, dlq replay-all: count what would change, change nothing. */
+  dryRun?: boolean;
 }
 
 /** What a command prints: text for people, a value for --json. */
@@ -27,7 +31,11 @@ const BATCH = 1_000;
 export async function runCommand(docket: Docket, command: string[], flags: Flags): Promise<Output> {
   const [group, action, ...args] = command;
   const filter = { ...(flags.queue === undefined ? {} : { queue: flags.queue }), ...(flags.task === undefined ? {} : { task: flags.task }) };
-  switch (`${group} ${action ?? ""}`.trim()) {
+  const name = `${group} ${action ?? ""}`.trim();
+  // Ignoring --dry-run would do for real what was asked for as a rehearsal.
+  if (flags.dryRun && name !== "dlq purge" && name !== "dlq replay-all") throw new UsageError("--dry-run is supported by dlq purge and dlq replay-all only");
+  if (flags.all && name !== "dlq purge") throw new UsageError("--all is an option of dlq purge only");
+  switch (name) {
     case "migrate": {
       const r = await docket.migrate();
       return { text: r.applied.length === 0 ? `schema is at version ${r.version}; nothing to apply` : `applied ${r.applied.join(", ")}; schema is at version ${r.version}`, json: r };
@@ -65,12 +73,25 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     }
     case "dlq replay-all": {
       const limit = flags.limit === undefined ? Number.MAX_SAFE_INTEGER : parseCount(flags.limit, "--limit", 0);
+      if (flags.dryRun) {
+        const n = await countDead(docket, filter, docket.clock.now(), limit);
+        return { text: `would replay ${n} dead job(s); dry run, nothing replayed`, json: { dryRun: true, wouldReplay: n } };
+      }
       const total = Math.min(limit, await deadCount(docket, filter));
       const replayed = await inBatches("replaying", total, flags, async (ask) => (await docket.deadLetters.replayAll({ ...filter, limit: ask })).replayed, limit);
       return { text: `replayed ${replayed} dead job(s)`, json: { replayed } };
     }
     case "dlq purge": {
+      const filtered = flags.queue !== undefined || flags.task !== undefined || flags.olderThan !== undefined;
+      if (flags.all && filtered) throw new UsageError("dlq purge: --all means every dead job; drop it to delete only what --queue, --task or --older-than select");
+      if (!flags.all && !filtered && !flags.dryRun) {
+        throw new UsageError("dlq purge with no --queue, --task or --older-than deletes every dead job: add --all to confirm (--dry-run counts them)");
+      }
       const olderThanMs = flags.olderThan === undefined ? 0 : parseDuration(flags.olderThan, "--older-than");
+      if (flags.dryRun) {
+        const n = await countDead(docket, filter, docket.clock.now() - olderThanMs);
+        return { text: `would delete ${n} dead job(s); dry run, nothing deleted`, json: { dryRun: true, wouldDelete: n } };
+      }
       const total = await deadCount(docket, filter);
       const deleted = await inBatches("deleting", total, flags, async (ask) => (await docket.deadLetters.purge({ ...filter, olderThanMs, limit: ask })).deleted);
       return { text: `deleted ${deleted} dead job(s)`, json: { deleted } };
@@ -158,6 +179,22 @@ async function inBatches(label: string, total: number | null, flags: Flags, step
   }
   bar.done();
   return done;
+}
+
+/**
+ * How many dead jobs of `filter` died at or before `diedBefore`, at most
+ * `limit`: reads the dead-letter list a page of BATCH jobs at a time.
+ */
+async function countDead(docket: Docket, filter: { queue?: string; task?: string }, diedBefore: number, limit = Number.MAX_SAFE_INTEGER): Promise<number> {
+  let n = 0;
+  let afterId: number | undefined;
+  for (;;) {
+    const page = await docket.deadLetters.list({ ...filter, limit: BATCH, ...(afterId === undefined ? {} : { afterId }) });
+    n += page.filter((j) => j.finishedAt !== null && j.finishedAt <= diedBefore).length;
+    if (n >= limit) return limit;
+    if (page.length < BATCH) return n;
+    afterId = page[page.length - 1]!.id;
+  }
 }
 
 async function deadCount(docket: Docket, filter: { queue?: string; task?: string }): Promise<number> {

@@ -1,9 +1,10 @@
 import type { Job } from "../core/job.ts";
 import type { DocketStats } from "../core/stats.ts";
+import { oneLine, printable } from "./terminal-text.ts";
 
-/** Left-aligned columns, a header and a rule. */
+/** Left-aligned columns, a header and a rule; each cell on one line, its control characters escaped (see oneLine). */
 export function table(header: string[], rows: (string | number)[][]): string {
-  const cells = [header, ...rows.map((r) => r.map(String))];
+  const cells = [header, ...rows.map((r) => r.map((c) => oneLine(String(c))))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.slice(1).map(line)].join("\n");
@@ -28,6 +29,7 @@ export function jobsTable(jobs: Job[]): string {
   );
 }
 
+/** One job, a field a line; every value on one line with its control characters escaped, but the last error, whose own lines are kept. */
 export function jobDetail(j: Job): string {
   const rows: [string, string][] = [
     ["id", String(j.id)],
@@ -51,7 +53,7 @@ export function jobDetail(j: Job): string {
     ["progress", JSON.stringify(j.progress)],
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join("\n");
+  return rows.map(([k, v]) => `${k.padEnd(w)}  ${k === "last error" ? printable(v) : oneLine(v)}`).join("\n");
 }
 
 export function statsText(s: DocketStats): string {

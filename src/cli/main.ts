@@ -3,6 +3,8 @@ import { Docket } from "../core/docket.ts";
 import { AdapterError, ClosedError, DocketError, SchemaMissingError, SchemaTooNewError } from "../core/errors.ts";
 import { Refused, runCommand } from "./commands.ts";
 import { openUrl } from "./open.ts";
+import { redactSecrets } from "./redact.ts";
+import { jsonText, printable } from "./terminal-text.ts";
 import { EXIT, USAGE, UsageError } from "./usage.ts";
 
 /**
@@ -27,6 +29,8 @@ export async function main(argv: string[]): Promise<number> {
         after: { type: "string" },
         window: { type: "string" },
         "older-than": { type: "string" },
+        all: { type: "boolean", default: false },
+        "dry-run": { type: "boolean", default: false },
         port: { type: "string" },
         "read-only": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -44,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   if (url === undefined) return usage("--url is required (or set DOCKET_URL)");
   let docket: Docket | null = null;
   try {
-    docket = new Docket({ adapter: await openUrl(url, v.prefix) });
+    docket = new Docket({ adapter: await openUrl(url, v.prefix, { create: positionals[0] === "migrate" }) });
     if (positionals[0] === "dashboard") return await serveDashboard(docket, v.port, v["read-only"] ?? false);
     const out = await runCommand(docket, positionals, {
       json: v.json ?? false,
@@ -55,14 +59,16 @@ export async function main(argv: string[]): Promise<number> {
       ...(v.after === undefined ? {} : { after: v.after }),
       ...(v.window === undefined ? {} : { window: v.window }),
       ...(v["older-than"] === undefined ? {} : { olderThan: v["older-than"] }),
+      all: v.all ?? false,
+      dryRun: v["dry-run"] ?? false,
     });
-    console.log(v.json ? JSON.stringify(out.json, null, 2) : out.text);
+    console.log(v.json ? jsonText(out.json) : printable(out.text));
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof UsageError) return usage(error.message);
+    if (error instanceof UsageError) return usage(redactSecrets(error.message, url));
     const database = error instanceof AdapterError || error instanceof ClosedError || !(error instanceof DocketError || error instanceof Refused);
     const hint = error instanceof SchemaMissingError ? " (run: docket migrate)" : error instanceof SchemaTooNewError ? " (upgrade docket)" : "";
-    console.error(`docket: ${(error as Error).message}${hint}`);
+    console.error(printable(redactSecrets(`docket: ${(error as Error).message}${hint}`, url)));
     return database && !(error instanceof SchemaMissingError) && !(error instanceof SchemaTooNewError) ? EXIT.database : EXIT.refused;
   } finally {
     await docket?.close().catch(() => undefined);
@@ -85,6 +91,6 @@ async function serveDashboard(docket: Docket, portText: string | undefined, read
 }
 
 function usage(message: string): number {
-  console.error(`docket: ${message}\nRun docket --help for usage.`);
+  console.error(`docket: ${printable(message)}\nRun docket --help for usage.`);
   return EXIT.usage;
 }

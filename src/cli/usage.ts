@@ -9,7 +9,7 @@ export const EXIT = {
   /** The operation was refused: no such job, a job in the wrong state, invalid input. */
   refused: 1,
   usage: 2,
-  /** The database could not be reached or failed. */
+  /** The database could not be reached, does not exist (a SQLite file), or failed. */
   database: 3,
 } as const;
 
@@ -18,9 +18,11 @@ export const USAGE = `docket — operate a docket job queue
 Usage: docket <command> [arguments] --url <url> [--prefix <table prefix>] [--json]
 
   --url     postgres://user@host/db | mysql://user@host/db | sqlite:path/to/file.db
-            (default: the DOCKET_URL environment variable)
+            (default: the DOCKET_URL environment variable; only migrate creates
+            a SQLite file; messages never show the URL's password)
   --prefix  table prefix (default docket_)
   --json    print JSON instead of tables
+  Names, errors and payloads are printed with control characters escaped (\\x1b, \\u009b).
 
 Commands:
   migrate                                  bring the schema up to date
@@ -30,8 +32,10 @@ Commands:
   jobs cancel <id>
   dlq list [--queue Q] [--task T] [--limit N]
   dlq replay <id>
-  dlq replay-all [--queue Q] [--task T] [--limit N]
-  dlq purge [--queue Q] [--task T] [--older-than 7d]
+  dlq replay-all [--queue Q] [--task T] [--limit N] [--dry-run]
+  dlq purge [--queue Q] [--task T] [--older-than 7d] | --all   [--dry-run]
+                                           delete dead jobs; with no filter, --all is required;
+                                           --dry-run prints how many and changes nothing
   queues list
   queues pause <queue> | resume <queue> | cap <queue> <n|none>
   tasks cap <task> <n|none>
@@ -40,7 +44,7 @@ Commands:
   dashboard [--port 8080] [--read-only]    serve the dashboard on 127.0.0.1 until Ctrl-C
 
 Durations: 500ms, 30s, 15m, 12h, 7d.
-Exit codes: 0 done; 1 refused (unknown job, wrong state, invalid input); 2 usage; 3 database unreachable or failed.`;
+Exit codes: 0 done; 1 refused (unknown job, wrong state, invalid input); 2 usage; 3 database unreachable, missing (no SQLite file) or failed.`;
 
 /** `500ms`, `30s`, `15m`, `12h`, `7d` → milliseconds. */
 export function parseDuration(text: string, what: string): number {

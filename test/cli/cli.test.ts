@@ -1,10 +1,12 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { openUrl } from "../../src/cli/open.ts";
 import { Docket } from "../../src/core/docket.ts";
+import { AdapterError } from "../../src/core/errors.ts";
 import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
 
 const TSX = resolve("node_modules/.bin/tsx");
@@ -134,5 +136,149 @@ describe("cli", () => {
     const r = await docket("postgres://postgres@127.0.0.1:1/none", "status");
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/ECONNREFUSED/);
+  });
+});
+
+/**
+ * Makes one job per item dead (maxAttempts 1, a handler that throws
+ * `error`) on the docket under `prefix`; returns their ids.
+ */
+async function seedDead(url: string, prefix: string, items: { task: string; queue: string; error: string; options?: Record<string, unknown>; payload?: unknown }[]): Promise<number[]> {
+  const d = new Docket({ adapter: await openUrl(url, prefix) });
+  try {
+    const ids: number[] = [];
+    for (const item of items) ids.push((await d.enqueue(item.task, item.payload ?? {}, { queue: item.queue, maxAttempts: 1, ...item.options })).id);
+    const handlers = Object.fromEntries(items.map((item) => [item.task, () => Promise.reject(new Error(item.error))]));
+    const w = d.worker({ name: "seed", queues: [...new Set(items.map((i) => i.queue))], pollMs: 20, logger: null, handlers });
+    await w.start();
+    for (const id of ids) await d.waitFor(id, { timeoutMs: 20_000, pollMs: 20 });
+    await w.stop();
+    return ids;
+  } finally {
+    await d.close();
+  }
+}
+
+describe("cli: what it prints and what it touches", () => {
+  const cases: [string, string | null][] = [
+    ["sqlite", `sqlite:${join(dir, "safety.db")}`],
+    ["postgres", pgDb?.url ?? null],
+    ["mysql", mysqlDb?.url ?? null],
+  ];
+  // Anything a terminal acts on: C0 but the newline, DEL, C1, bidi overrides and isolates.
+  const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+  const TITLE = "\u001b]0;pwned\u0007\u001b[31m";
+  for (const [adapter, url] of cases) {
+    it.concurrent.skipIf(url === null)(`on ${adapter}, escape sequences in task and queue names, keys, errors and payloads are printed escaped, in text and in --json`, async () => {
+      const prefix = "esc_";
+      const run = (...args: string[]) => docket(url!, ...args, "--prefix", prefix);
+      expect((await run("migrate")).code).toBe(0);
+      const queue = "q\u009b2J\u202e";
+      const [deadId] = await seedDead(url!, prefix, [
+        { task: TITLE, queue, error: "boom \u001b]0;pwned\u0007\nsecond line \u001b[2J\u009b", payload: { x: "\u001b[31m\u009b\u202e\u007f" }, options: { idempotencyKey: "k\u001b[2J" } },
+      ]);
+      const d = new Docket({ adapter: await openUrl(url!, prefix) });
+      let readyId: number;
+      try {
+        readyId = (await d.enqueue(TITLE, {}, { queue, concurrency: { key: "key\u001b[5m", limit: 1 } })).id;
+        await d.setTaskCap(TITLE, 5);
+        await d.pauseQueue(queue);
+      } finally {
+        await d.close();
+      }
+      const printed: Record<string, string> = {};
+      for (const args of [["status"], ["jobs", "list"], ["jobs", "show", String(deadId)], ["dlq", "list"], ["queues", "list"], ["jobs", "cancel", String(readyId)]]) {
+        const r = await run(...args);
+        expect(r.code, `docket ${args.join(" ")}: ${r.stderr}`).toBe(0);
+        expect(r.stdout, `docket ${args.join(" ")}`).not.toMatch(RAW);
+        printed[args.join(" ")] = r.stdout;
+      }
+      expect(printed["jobs show " + deadId]).toMatch(/^task +\\x1b\]0;pwned\\x07\\x1b\[31m$/m);
+      expect(printed["jobs show " + deadId]).toMatch(/^idempotency key +k\\x1b\[2J$/m);
+      expect(printed["jobs list"]).toContain("q\\u009b2J\\u202e");
+      expect(printed["dlq list"]).toContain("Error: boom \\x1b]0;pwned\\x07");
+      expect(printed.status).toContain("key\\x1b[5m");
+      for (const args of [["status", "--json"], ["jobs", "show", String(deadId), "--json"], ["dlq", "list", "--json"]]) {
+        const r = await run(...args);
+        expect(r.code).toBe(0);
+        expect(r.stdout, `docket ${args.join(" ")}`).not.toMatch(RAW);
+      }
+      const job = JSON.parse((await run("jobs", "show", String(deadId), "--json")).stdout);
+      expect(job).toMatchObject({ task: TITLE, queue, idempotencyKey: "k\u001b[2J", payload: { x: "\u001b[31m\u009b\u202e\u007f" } });
+    }, 180_000);
+
+    it.concurrent.skipIf(url === null)(`on ${adapter}, dlq purge with no filter needs --all; --dry-run counts and deletes nothing`, async () => {
+      const prefix = "dlq_";
+      const run = (...args: string[]) => docket(url!, ...args, "--prefix", prefix);
+      const dead = async () => (JSON.parse((await run("dlq", "list", "--json")).stdout) as unknown[]).length;
+      expect((await run("migrate")).code).toBe(0);
+      await seedDead(url!, prefix, [
+        { task: "charge", queue: "billing", error: "declined" },
+        { task: "charge", queue: "billing", error: "declined" },
+        { task: "mail", queue: "email", error: "bounced" },
+      ]);
+      const bare = await run("dlq", "purge");
+      expect(bare.code).toBe(2);
+      expect(bare.stderr).toContain("--all");
+      expect(await dead()).toBe(3);
+      expect((await run("dlq", "purge", "--all", "--queue", "billing")).code).toBe(2);
+      expect(await dead()).toBe(3);
+
+      const dry = await run("dlq", "purge", "--dry-run");
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toBe("would delete 3 dead job(s); dry run, nothing deleted\n");
+      expect(JSON.parse((await run("dlq", "purge", "--queue", "billing", "--dry-run", "--json")).stdout)).toEqual({ dryRun: true, wouldDelete: 2 });
+      expect((await run("dlq", "purge", "--task", "mail", "--all", "--dry-run")).code).toBe(2);
+      expect(JSON.parse((await run("dlq", "purge", "--older-than", "1d", "--dry-run", "--json")).stdout)).toEqual({ dryRun: true, wouldDelete: 0 });
+      expect((await run("dlq", "replay-all", "--limit", "2", "--dry-run")).stdout).toBe("would replay 2 dead job(s); dry run, nothing replayed\n");
+      expect((await run("purge", "--older-than", "0ms", "--dry-run")).code).toBe(2);
+      expect(await dead()).toBe(3);
+
+      expect((await run("dlq", "purge", "--all")).stdout).toBe("deleted 3 dead job(s)\n");
+      expect(await dead()).toBe(0);
+    }, 180_000);
+  }
+
+  it("a --url password is in no message: a wrong scheme, an unreachable or unknown host", async () => {
+    const secret = "s3cret-Pa55";
+    const urls: [string, number][] = [
+      [`postgress://app:${secret}@db.example/jobs`, 2],
+      [`mysql:/app:${secret}@db.example/jobs`, 2],
+      [`postgres:app@db.example/jobs?password=${secret}`, 2],
+      [`postgres://app@127.0.0.1:1/none?password=${secret}`, 3],
+      [`postgres://postgres:${secret}@127.0.0.1:1/none`, 3],
+      [`mysql://root:${secret}@127.0.0.1:1/none`, 3],
+      [`postgres://postgres:${secret}@host.invalid/none`, 3],
+    ];
+    for (const [url, code] of urls) {
+      const r = await docket(url, "status");
+      expect(r.code, `${url}: ${r.stderr}`).toBe(code);
+      expect(r.stderr).toMatch(/^docket: /);
+      expect(r.stderr + r.stdout, url).not.toContain(secret);
+    }
+    expect((await docket(`postgress://app:${secret}@db.example/jobs`, "status")).stderr).toContain("got postgress://***@db.example/jobs");
+  }, 120_000);
+
+  it("on sqlite, only migrate creates the file: other commands on a missing file exit 3, name it, and create nothing", async () => {
+    const sub = mkdtempSync(join(dir, "missing-"));
+    const path = join(sub, "typo.db");
+    for (const args of [["status"], ["jobs", "list"], ["dlq", "purge", "--all"], ["queues", "pause", "email"], ["dashboard", "--port", "0"]]) {
+      const r = await docket(`sqlite:${path}`, ...args);
+      expect(r.code, `docket ${args.join(" ")}: ${r.stderr}`).toBe(3);
+      expect(r.stderr).toContain(`no SQLite database at ${path}; run docket migrate --url sqlite:${path} to create one`);
+      expect(readdirSync(sub), `docket ${args.join(" ")}`).toEqual([]);
+    }
+    expect((await docket(`sqlite:${path}`, "migrate")).code).toBe(0);
+    expect(existsSync(path)).toBe(true);
+    expect((await docket(`sqlite:${path}`, "status")).code).toBe(0);
+  }, 120_000);
+
+  it("sqliteAdapter({ fileMustExist: true }) on a missing file fails with AdapterError naming it, and creates no file", async () => {
+    const path = join(mkdtempSync(join(dir, "must-exist-")), "none.db");
+    const adapter = sqliteAdapter({ filename: path, fileMustExist: true });
+    await expect(adapter.migrate()).rejects.toThrow(AdapterError);
+    await expect(adapter.migrate()).rejects.toThrow(`no database file at ${path}`);
+    await adapter.close();
+    expect(existsSync(path)).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
 import { sqliteEngine } from "./sqlite-engine.ts";
 import { checkKeys } from "../../core/validate.ts";
-import { InvalidArgumentError } from "../../core/errors.ts";
+import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
 import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
 import { COMMIT_CHECK_MS, commitWatch } from "./commit-watch.ts";
 
@@ -17,6 +17,12 @@ export interface SqliteAdapterOptions {
   database?: SqliteDatabase;
   /** Or a file to open (better-sqlite3 on Node, `node:sqlite` on Deno); closed by `close()`. */
   filename?: string;
+  /**
+   * Open `filename` only if the file exists. Default false: a missing file
+   * is created (empty). When true, the first call on a missing file fails
+   * with AdapterError naming it, and no file is created.
+   */
+  fileMustExist?: boolean;
   /** Prefix of docket's table names. Default "docket_". */
   tablePrefix?: string;
   /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
@@ -49,11 +55,13 @@ export interface SqliteAdapterOptions {
 
 /** Validates `options` and opens a store on SQLite (the file lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
-  checkKeys(options, ["database", "filename", "tablePrefix", "instrument", "busyTimeoutMs", "synchronous", "commitCheckMs"], "sqliteAdapter(options)");
+  checkKeys(options, ["database", "filename", "fileMustExist", "tablePrefix", "instrument", "busyTimeoutMs", "synchronous", "commitCheckMs"], "sqliteAdapter(options)");
   const { database, filename } = options;
   if ((database === undefined) === (filename === undefined)) {
     throw new InvalidArgumentError("sqliteAdapter needs exactly one of `database` or `filename`");
   }
+  const mustExist = options.fileMustExist ?? false;
+  if (typeof mustExist !== "boolean") throw new InvalidArgumentError(`fileMustExist must be a boolean, got ${JSON.stringify(mustExist)}`);
   const busy = options.busyTimeoutMs ?? 5000;
   if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
   const synchronous = options.synchronous ?? "full";
@@ -69,7 +77,7 @@ export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
   let configured = database !== undefined && !inTransaction(database) && (applyPragmas(database, pragmas), true);
   let opened: SqliteDatabase | null = database ?? null;
   const dialect = new SqliteDialect({
-    database: database ?? (async () => (opened = await openSqliteFile(filename!))),
+    database: database ?? (async () => (opened = await openSqliteFile(filename!, mustExist))),
     onCreateConnection: async (conn) => {
       if (configured) return;
       while (database !== undefined && inTransaction(database)) await new Promise((resolve) => setTimeout(resolve, 2));
@@ -93,10 +101,14 @@ export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
 
 /**
  * Opens `filename` with better-sqlite3 on Node; on Deno, where better-sqlite3
- * cannot load, with the built-in `node:sqlite` behind the same shape.
+ * cannot load, with the built-in `node:sqlite` behind the same shape. With
+ * `mustExist`, a missing file is an AdapterError and is not created.
  */
-async function openSqliteFile(filename: string): Promise<SqliteDatabase> {
+async function openSqliteFile(filename: string, mustExist: boolean): Promise<SqliteDatabase> {
+  const missing = (cause?: unknown) => new AdapterError(`sqlite: no database file at ${filename} (or it cannot be opened); fileMustExist: a missing file is not created`, { cause });
   if ("Deno" in globalThis) {
+    // node:sqlite has no open-only-if-it-exists flag.
+    if (mustExist && filename !== ":memory:" && !(await import("node:fs")).existsSync(filename)) throw missing();
     // A variable specifier: Node 20's types know no node:sqlite, and Node never reaches this line.
     const specifier = "node:sqlite";
     const { DatabaseSync } = (await import(specifier)) as { DatabaseSync: new (path: string) => NodeSqliteDatabaseSync };
@@ -104,7 +116,12 @@ async function openSqliteFile(filename: string): Promise<SqliteDatabase> {
   }
   const mod = await import("better-sqlite3");
   const Database = mod.default;
-  return new Database(filename) as unknown as SqliteDatabase;
+  try {
+    return new Database(filename, { fileMustExist: mustExist }) as unknown as SqliteDatabase;
+  } catch (error) {
+    if (mustExist && (error as { code?: unknown }).code === "SQLITE_CANTOPEN") throw missing(error);
+    throw error;
+  }
 }
 
 /** Whether the handle has a transaction open: better-sqlite3's `inTransaction`, node:sqlite's `isTransaction`. */
