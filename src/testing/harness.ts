@@ -35,6 +35,13 @@ export interface ApplicationConnection {
   // deno-lint-ignore no-explicit-any
   readonly db: Kysely<any>;
   readonly adapter: DocketAdapter;
+  /**
+   * The application's driver-level handles that hold no open transaction
+   * (its pool, one of its connections, its database handle), each labelled,
+   * and `release` to give back what was borrowed. The transaction cases pass
+   * each as `transaction:` and expect a refusal; a target without it fails them.
+   */
+  outsideTransaction?(): Promise<{ handles: [label: string, handle: object][]; release(): Promise<void> }>;
   /** Closes the adapter, then the application's kysely instance. */
   close(): Promise<void>;
 }
