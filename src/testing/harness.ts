@@ -49,6 +49,8 @@ export interface ApplicationConnection {
 /** Options every adapter factory accepts. */
 export interface ConnectOptions {
   instrument?: InstrumentOptions;
+  /** Another table prefix than the store's (cases that check how a prefix is validated). */
+  tablePrefix?: string;
 }
 
 /** A storage under test: makes fresh stores. A third-party adapter provides one of these. */

@@ -3,6 +3,7 @@ import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
+import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { postgresEngine } from "./postgres-engine.ts";
 import { guardedPool } from "./pool.ts";
 import { PreparedTexts } from "./prepared.ts";
@@ -45,10 +46,10 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
   }
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
+  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   const usePrepared = options.preparedStatements ?? true;
   if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${JSON.stringify(usePrepared)}`);
   const prepared = usePrepared ? new PreparedTexts() : null;
-  const prefix = options.tablePrefix ?? "docket_";
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
   const report = (error: unknown) => sink.report(error);

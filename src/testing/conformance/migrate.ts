@@ -54,6 +54,27 @@ export const migrateCases: ConformanceCase[] = [
     },
   },
   {
+    name: "migrate › a tablePrefix with upper case (or not [a-z_][a-z0-9_]*, or over 40 characters) is INVALID_ARGUMENT when the adapter is made, and nothing is created",
+    unmigrated: true,
+    async run(t) {
+      // PostgreSQL folds unquoted DDL names to lower case while queries quote them: "Docket_" would migrate docket_'s tables.
+      const lower = `${t.store.tablePrefix}x_`;
+      for (const tablePrefix of [lower.toUpperCase(), `${t.store.tablePrefix}X_`, "1x_", "a-b_", "x".repeat(41)]) {
+        await assert.rejects(
+          async () => {
+            const adapter = await t.connect({ tablePrefix });
+            await adapter.migrate();
+          },
+          (e: { code?: string; message?: string }) => e.code === "INVALID_ARGUMENT" && (e.message ?? "").includes("[a-z_][a-z0-9_]"),
+          tablePrefix,
+        );
+      }
+      for (const table of [`${lower}jobs`, `${lower}migrations`, `${t.store.tablePrefix}jobs`, `${t.store.tablePrefix}migrations`]) {
+        await assert.rejects(t.execute(`SELECT 1 FROM ${table}`), Error, `${table} was created`);
+      }
+    },
+  },
+  {
     name: "schema › rejects an unknown state (CHECK constraint)",
     async run(t) {
       const job = await insert(t);
