@@ -34,7 +34,9 @@ export interface DocketAdapter {
    * Brings the schema to the newest version this code knows. Idempotent, and
    * safe when several processes run it at once (serialized by a database
    * lock). Throws SchemaTooNewError if the database is newer than this code.
-   * Returns the versions it applied (empty when already current).
+   * Returns the versions it applied (empty when already current). On a
+   * current schema it only reads: no DDL and no lock, so a role without DDL
+   * rights may call it.
    */
   migrate(): Promise<{ applied: number[]; version: number }>;
 

@@ -35,6 +35,13 @@ export interface ApplicationConnection {
   // deno-lint-ignore no-explicit-any
   readonly db: Kysely<any>;
   readonly adapter: DocketAdapter;
+  /**
+   * The application's driver-level handles that hold no open transaction
+   * (its pool, one of its connections, its database handle), each labelled,
+   * and `release` to give back what was borrowed. The transaction cases pass
+   * each as `transaction:` and expect a refusal; a target without it fails them.
+   */
+  outsideTransaction?(): Promise<{ handles: [label: string, handle: object][]; release(): Promise<void> }>;
   /** Closes the adapter, then the application's kysely instance. */
   close(): Promise<void>;
 }
@@ -42,6 +49,8 @@ export interface ApplicationConnection {
 /** Options every adapter factory accepts. */
 export interface ConnectOptions {
   instrument?: InstrumentOptions;
+  /** Another table prefix than the store's (cases that check how a prefix is validated). */
+  tablePrefix?: string;
 }
 
 /** A storage under test: makes fresh stores. A third-party adapter provides one of these. */

@@ -51,7 +51,9 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
           // deno-lint-ignore no-explicit-any
           const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) });
           const adapter = sqliteAdapter({ database: handle, tablePrefix });
-          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+          const handles: [string, object][] = [["a node:sqlite database", raw], ["its handle for kysely", handle]];
+          const outsideTransaction = async () => ({ handles, release: async () => undefined });
+          return { db, adapter, outsideTransaction, close: async () => (await adapter.close(), await db.destroy()) };
         },
         // runCase closes every adapter first; adapters do not own a database
         // they were given, so the store closes them.

@@ -50,4 +50,40 @@ describe.skipIf(!url)("postgres: enqueue in the caller's pg transaction", () => 
       await adapter.close();
     }
   });
+
+  it("refuses a client outside BEGIN or in a failed transaction; a client without getTransactionStatus (pg-native, older pg) is asked the server; a BEGIN still in flight counts", async () => {
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "t2_" });
+    const client = new pg.Client({ connectionString: url! });
+    await client.connect();
+    const docket = new Docket({ adapter });
+    await docket.migrate();
+    // What pg-native and pg before getTransactionStatus() offer: query alone.
+    const bare = { query: (text: string, values?: unknown[]) => client.query(text, values) };
+    const invalid = (message: RegExp) => ({ code: "INVALID_ARGUMENT", message: expect.stringMatching(message) });
+    try {
+      await expect(docket.enqueue("t", { n: 1 }, { transaction: bare })).rejects.toMatchObject(invalid(/no transaction open/));
+      await expect(docket.enqueue("t", { n: 1 }, { transaction: client })).rejects.toMatchObject(invalid(/no transaction open/));
+
+      await client.query("BEGIN");
+      const kept = await docket.enqueue("t", { n: 2 }, { transaction: bare });
+      await client.query("COMMIT");
+      expect((await docket.get(kept.id))?.state).toBe("ready");
+
+      await client.query("BEGIN");
+      await expect(client.query("select 1/0")).rejects.toThrow(/division by zero/);
+      await expect(docket.enqueue("t", { n: 3 }, { transaction: client })).rejects.toMatchObject(invalid(/failed and must be rolled back/));
+      await expect(docket.enqueue("t", { n: 3 }, { transaction: bare })).rejects.toMatchObject(invalid(/failed and must be rolled back/));
+      await client.query("ROLLBACK");
+
+      const begin = client.query("BEGIN");
+      const inFlight = await docket.enqueue("t", { n: 4 }, { transaction: client });
+      await begin;
+      await client.query("ROLLBACK");
+      expect(await docket.get(inFlight.id)).toBeNull();
+      expect((await docket.list()).map((j) => j.id)).toEqual([kept.id]);
+    } finally {
+      await client.end();
+      await adapter.close();
+    }
+  });
 });

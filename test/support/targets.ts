@@ -78,7 +78,8 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
           handle.pragma("busy_timeout = 5000");
           const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) });
           const adapter = sqliteAdapter({ database: handle, tablePrefix });
-          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+          const outsideTransaction = async () => ({ handles: [["a better-sqlite3 handle", handle]] as [string, object][], release: async () => undefined });
+          return { db, adapter, outsideTransaction, close: async () => (await adapter.close(), await db.destroy()) };
         },
       };
     },
@@ -108,9 +109,18 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
         close: async () => undefined,
         async application() {
           const { Kysely, PostgresDialect } = await import("kysely");
-          const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2 }) }) });
+          const pool = new pg.Pool({ connectionString: url, max: 3 });
+          const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
           const adapter = postgresAdapter({ connectionString: url, tablePrefix, max: 4 });
-          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+          const outsideTransaction = async () => {
+            const idle = await pool.connect();
+            const committed = await pool.connect();
+            await committed.query("BEGIN");
+            await committed.query("COMMIT");
+            const handles: [string, object][] = [["a pg.Pool", pool], ["a pg client before BEGIN", idle], ["a pg client after COMMIT", committed]];
+            return { handles, release: async () => (idle.release(), committed.release()) };
+          };
+          return { db, adapter, outsideTransaction, close: async () => (await adapter.close(), await db.destroy()) };
         },
       };
     },
@@ -143,9 +153,15 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
         async application() {
           const { Kysely, MysqlDialect } = await import("kysely");
           const { createPool } = (await import("mysql2")).default;
-          const db = new Kysely<any>({ dialect: new MysqlDialect({ pool: createPool({ uri: url, connectionLimit: 2 }) }) });
+          const pool = createPool({ uri: url, connectionLimit: 2 });
+          const db = new Kysely<any>({ dialect: new MysqlDialect({ pool }) });
           const adapter = mysqlAdapter({ uri: url, tablePrefix, connectionLimit: 4 });
-          return { db, adapter, close: async () => (await adapter.close(), await db.destroy()) };
+          const outsideTransaction = async () => {
+            const connection = await new Promise<import("mysql2").PoolConnection>((resolve, reject) => pool.getConnection((e, c) => (e ? reject(e) : resolve(c))));
+            const handles: [string, object][] = [["a mysql2 pool", pool], ["a mysql2 promise pool", pool.promise()], ["a mysql2 connection", connection]];
+            return { handles, release: async () => connection.release() };
+          };
+          return { db, adapter, outsideTransaction, close: async () => (await adapter.close(), await db.destroy()) };
         },
       };
     },

@@ -103,10 +103,13 @@ export interface Engine {
   };
   /**
    * A kysely instance that runs its statements on `client`, a driver-level
-   * connection the caller holds inside BEGIN (e.g. a `pg` client), or null
-   * when `client` is not one this engine can use. Optional.
+   * connection the caller holds inside BEGIN (e.g. a `pg` client); null
+   * when `client` is not one this engine can use; `{ refused }` (why) when
+   * it is this driver's but no open transaction: a pool, a client before
+   * BEGIN or after COMMIT, or one whose transaction failed. Sends nothing
+   * that writes. Optional.
    */
-  adoptClient?(client: object): AnyDb | null;
+  adoptClient?(client: object): Promise<AnyDb | { refused: string } | null>;
   /**
    * Told each statement text the store compiled once and will run again and
    * again with new parameters (claim, completion, single enqueue), so the

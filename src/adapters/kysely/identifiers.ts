@@ -1,15 +1,19 @@
 import { InvalidArgumentError } from "../../core/errors.ts";
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
+const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,39}$/;
 
 /**
- * Validates a table prefix (or schema name): letters, digits and underscores,
- * not starting with a digit, at most 40 characters. It is interpolated into
- * DDL, so nothing else is accepted.
+ * Validates a table prefix: "" or lower-case letters, digits and
+ * underscores, not starting with a digit, at most 40 characters. It is
+ * interpolated into DDL, so nothing else is accepted; lower case only,
+ * because PostgreSQL folds the unquoted names of DDL to lower case while
+ * queries quote them, so "Docket_" would name other tables than it created.
  */
-export function validateIdentifier(value: string, what: string): string {
-  if (typeof value !== "string" || !IDENTIFIER.test(value)) {
-    throw new InvalidArgumentError(`${what} must match ${IDENTIFIER.source}, got ${JSON.stringify(value)}`);
+export function validateTablePrefix(value: unknown): string {
+  if (value === "") return value;
+  if (typeof value !== "string" || !TABLE_PREFIX.test(value)) {
+    const shown = typeof value === "string" ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : String(value);
+    throw new InvalidArgumentError(`tablePrefix must match ${TABLE_PREFIX.source} (lower case, at most 40 characters) or be "", got ${shown}`);
   }
   return value;
 }
@@ -29,7 +33,7 @@ export interface TableNames {
 
 /** Table names for a prefix (the empty prefix is allowed). */
 export function tableNames(prefix: string): TableNames {
-  if (prefix !== "") validateIdentifier(prefix, "tablePrefix");
+  validateTablePrefix(prefix);
   return {
     jobs: `${prefix}jobs`,
     migrations: `${prefix}migrations`,

@@ -94,24 +94,31 @@ export class KyselyStore implements DocketAdapter {
   }
 
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]> {
-    return this.#run(() => {
+    return this.#run(async () => {
       const background = (work: Promise<void>) => this.#inBackground(work);
       if (params.transaction === undefined) return enqueue(this.#ctx, params, background);
       // The caller's transaction is the unit of work: every statement runs in it, and it commits or not.
-      const db = this.#adopt(params.transaction);
+      const db = await this.#adopt(params.transaction);
       const engine: Engine = { ...this.#ctx.engine, writeTransaction: (_db, fn) => fn(db), writeStatement: (_db, fn) => fn(db) };
       return enqueue({ ...this.#ctx, db, engine, statements: new Map() }, params, background);
     });
   }
 
-  /** A kysely instance on the caller's open transaction; InvalidArgumentError when `transaction` is not one this engine can use. */
-  #adopt(transaction: object): AnyDb {
+  /**
+   * A kysely instance on the caller's open transaction. InvalidArgumentError, before anything is written, when
+   * `transaction` is not one: a Kysely outside a transaction, or (engines that take driver clients) a pool or a
+   * client with no transaction open, on which the jobs would be committed one statement at a time.
+   */
+  async #adopt(transaction: object): Promise<AnyDb> {
     const t = transaction as Partial<AnyDb>;
     if (typeof t.selectFrom === "function" && typeof t.insertInto === "function") {
       if (t.isTransaction !== true) throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction, got a Kysely instance outside one`);
       return transaction as AnyDb;
     }
-    const adopted = this.#ctx.engine.adoptClient?.(transaction) ?? null;
+    const adopted = (await this.#ctx.engine.adoptClient?.(transaction)) ?? null;
+    if (adopted !== null && "refused" in adopted) {
+      throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction or a driver client inside BEGIN; ${adopted.refused}`);
+    }
     if (adopted) return adopted;
     throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction${this.#ctx.engine.adoptClient ? " or a driver client inside BEGIN" : ""}`);
   }

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from "../../core/errors.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
+import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { mysqlEngine } from "./mysql-engine.ts";
 import { discardingClosedConnections } from "./pool.ts";
 
@@ -33,7 +34,7 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   }
   const limit = options.connectionLimit ?? 10;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
-  const prefix = options.tablePrefix ?? "docket_";
+  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
   // A connection the server closed after an error is destroyed, never handed out again (see pool.ts).

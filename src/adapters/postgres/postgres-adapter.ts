@@ -3,6 +3,7 @@ import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
+import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { postgresEngine } from "./postgres-engine.ts";
 import { guardedPool } from "./pool.ts";
 import { PreparedTexts } from "./prepared.ts";
@@ -56,6 +57,7 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
   }
   const max = options.max ?? 10;
   if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
+  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   const usePrepared = options.preparedStatements ?? true;
   if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${JSON.stringify(usePrepared)}`);
   const logger = options.logger === undefined ? console : options.logger;
@@ -67,7 +69,6 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
     throw new InvalidArgumentError("listenConnectionString must be a non-empty string");
   }
   const prepared = usePrepared ? new PreparedTexts((message) => logger?.warn(message)) : null;
-  const prefix = options.tablePrefix ?? "docket_";
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
   const report = (error: unknown) => sink.report(error);

@@ -88,14 +88,20 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
 
 const adopted = new WeakMap<object, AnyDb>();
 
+/** A pg-style queryable: a Client, PoolClient or Pool (or a compatible object). */
+type Queryable = { query(text: string): Promise<unknown>; getTransactionStatus?(): string | null };
+
 /**
  * A kysely instance whose every statement goes to `client` (a `pg` Client or
- * PoolClient the caller holds, inside BEGIN), or null when `client` has no
- * `query` function. The caller keeps the client: it is never released or ended here.
+ * PoolClient the caller holds, inside BEGIN); null when `client` has no
+ * `query` function; `{ refused }` when no transaction is open on it. The
+ * caller keeps the client: it is never released or ended here.
  */
-function adoptPgClient(client: object): AnyDb | null {
-  const c = client as { query?: unknown };
+async function adoptPgClient(client: object): Promise<AnyDb | { refused: string } | null> {
+  const c = client as Partial<Queryable>;
   if (typeof c.query !== "function") return null;
+  const refused = await transactionRefusal(client as Queryable);
+  if (refused !== null) return { refused };
   let db = adopted.get(client);
   if (!db) {
     const lent = { query: (c.query as (...args: unknown[]) => unknown).bind(client), release: () => undefined };
@@ -104,4 +110,30 @@ function adoptPgClient(client: object): AnyDb | null {
     adopted.set(client, db);
   }
   return db;
+}
+
+/**
+ * Null when a transaction block is open on `client`, else why not. pg's
+ * `getTransactionStatus()` (the status byte of the server's last
+ * ReadyForQuery: T in a block, E in a failed one, I idle) answers at no cost
+ * when it says T or E. Otherwise (idle, or a BEGIN still in flight, or a
+ * pool or client without the method) one probe asks the server: SAVEPOINT
+ * is refused outside a block (25P01, also on whichever connection a pool
+ * picks) and fails in an aborted one (25P02); inside a block the savepoint is
+ * released at once, leaving the caller's transaction as it was.
+ */
+async function transactionRefusal(client: Queryable): Promise<string | null> {
+  const status = typeof client.getTransactionStatus === "function" ? client.getTransactionStatus() : null;
+  if (status === "T") return null;
+  const aborted = "its transaction failed and must be rolled back";
+  if (status === "E") return aborted;
+  try {
+    await client.query("savepoint docket_probe; release savepoint docket_probe");
+    return null;
+  } catch (error) {
+    const code = (error as { code?: unknown })?.code;
+    if (code === "25P01") return "got a pool, or a client with no transaction open (call BEGIN on one client first)";
+    if (code === "25P02") return aborted;
+    throw error;
+  }
 }

@@ -1,6 +1,7 @@
 import { CompiledQuery, SqliteDialect, type SqliteDatabase } from "kysely";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
+import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { sqliteEngine } from "./sqlite-engine.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
@@ -70,7 +71,7 @@ export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
   }
   const checkMs = options.commitCheckMs ?? COMMIT_CHECK_MS;
   if (!Number.isSafeInteger(checkMs) || checkMs < 0) throw new InvalidArgumentError(`commitCheckMs must be an integer >= 0, got ${checkMs}`);
-  const prefix = options.tablePrefix ?? "docket_";
+  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   const pragmas = [`PRAGMA busy_timeout = ${busy}`, ...(filename === ":memory:" ? [] : ["PRAGMA journal_mode = WAL"]), `PRAGMA synchronous = ${synchronous.toUpperCase()}`];
   // A handle the caller gave may carry the caller's own transactions, inside which the journal mode and the
   // safety level cannot change: set them now, when it is free, else on first use once its transaction ended.

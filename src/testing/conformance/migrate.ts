@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { SchemaTooNewError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { insert } from "./helpers.ts";
+import { tapDialect } from "../tapped-driver.ts";
 
 export const migrateCases: ConformanceCase[] = [
   {
@@ -35,6 +36,21 @@ export const migrateCases: ConformanceCase[] = [
     },
   },
   {
+    name: "migrate › on a current schema, migrate() sends only reads (no DDL, no lock, no transaction), so a role without DDL rights can call it",
+    async run(t) {
+      const sent: string[] = [];
+      const adapter = await t.connect({
+        instrument: { wrapDialect: (d) => tapDialect(d, { query: (sql) => void sent.push(sql), control: (kind) => void sent.push(kind) }) },
+      });
+      const again = await adapter.migrate();
+      assert.deepEqual(again.applied, []);
+      assert.ok(again.version >= 1);
+      assert.ok(sent.length > 0, "the version was read");
+      assert.deepEqual(sent.filter((s) => !/^\s*select\b/i.test(s)), [], "statements other than reads");
+      assert.deepEqual(sent.filter((s) => /lock|for update|for share/i.test(s)), [], "locks");
+    },
+  },
+  {
     name: "migrate › four concurrent first runs on separate connections apply each version exactly once",
     unmigrated: true,
     async run(t) {
@@ -51,6 +67,27 @@ export const migrateCases: ConformanceCase[] = [
     async run(t) {
       await t.execute(`INSERT INTO ${t.store.tablePrefix}migrations (version) VALUES (9999)`);
       await assert.rejects(() => t.adapter.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === "SCHEMA_TOO_NEW");
+    },
+  },
+  {
+    name: "migrate › a tablePrefix with upper case (or not [a-z_][a-z0-9_]*, or over 40 characters) is INVALID_ARGUMENT when the adapter is made, and nothing is created",
+    unmigrated: true,
+    async run(t) {
+      // PostgreSQL folds unquoted DDL names to lower case while queries quote them: "Docket_" would migrate docket_'s tables.
+      const lower = `${t.store.tablePrefix}x_`;
+      for (const tablePrefix of [lower.toUpperCase(), `${t.store.tablePrefix}X_`, "1x_", "a-b_", "x".repeat(41)]) {
+        await assert.rejects(
+          async () => {
+            const adapter = await t.connect({ tablePrefix });
+            await adapter.migrate();
+          },
+          (e: { code?: string; message?: string }) => e.code === "INVALID_ARGUMENT" && (e.message ?? "").includes("[a-z_][a-z0-9_]"),
+          tablePrefix,
+        );
+      }
+      for (const table of [`${lower}jobs`, `${lower}migrations`, `${t.store.tablePrefix}jobs`, `${t.store.tablePrefix}migrations`]) {
+        await assert.rejects(t.execute(`SELECT 1 FROM ${table}`), Error, `${table} was created`);
+      }
     },
   },
   {

@@ -132,4 +132,31 @@ export const transactionCases: ConformanceCase[] = [
       });
     },
   },
+  {
+    name: "transaction › a pool, or a connection with no transaction open, is INVALID_ARGUMENT before anything is written (nine keyed enqueues under limit 1 store nothing)",
+    async run(t) {
+      await withApplication(t, async (app, d) => {
+        if (!app.outsideTransaction) throw new Error(`the ${t.adapter.name} target offers no handles outside a transaction (ApplicationConnection.outsideTransaction)`);
+        // Nine concurrent enqueues under one key of limit 1: taken outside a transaction, the key's lock would
+        // last one statement, and several jobs would be admitted as ready.
+        const attempt = async (label: string, transaction: object) => {
+          const concurrency = { key: "acct", limit: 1 };
+          const outcomes = await Promise.allSettled(Array.from({ length: 9 }, (_, i) => d.enqueue("t", { i }, { transaction, concurrency })));
+          const isRefusal = (o: PromiseSettledResult<unknown>) => o.status === "rejected" && (o.reason as { code?: string }).code === "INVALID_ARGUMENT";
+          const refused = outcomes.filter(isRefusal).length;
+          const other = outcomes.find((o) => !isRefusal(o));
+          const stored = (await t.adapter.list({ limit: 100 })).map((j) => j.state);
+          const detail = other === undefined ? "" : other.status === "fulfilled" ? " (one was accepted)" : ` (${String(other.reason)})`;
+          assert.deepEqual({ refused, stored }, { refused: 9, stored: [] }, `${label}${detail}`);
+        };
+        const borrowed = await app.outsideTransaction();
+        try {
+          for (const [label, handle] of borrowed.handles) await attempt(label, handle);
+        } finally {
+          await borrowed.release();
+        }
+        await app.db.connection().execute((connection) => attempt("a kysely connection outside a transaction", connection));
+      });
+    },
+  },
 ];
