@@ -83,7 +83,7 @@ export class KyselyStore implements DocketAdapter {
     if (engine.maxStatementBytes) {
       this.payloadLimit = (params) =>
         this.#run(async () => {
-          const db = params.transaction === undefined ? this.#ctx.db : this.#adopt(params.transaction);
+          const db = params.transaction === undefined ? this.#ctx.db : await this.#adopt(params.transaction);
           return payloadLimitWithin(await engine.maxStatementBytes!(db));
         });
     }
