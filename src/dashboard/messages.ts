@@ -3,7 +3,7 @@
  * message the server signed is shown, so a link cannot put its own text
  * into the page's status or alert banner.
  */
-import type { Signer } from "./security.ts";
+import { sameText, type Signer } from "./security.ts";
 
 export type MessageKind = "notice" | "error";
 
@@ -18,7 +18,7 @@ export async function readMessages(signer: Signer, url: URL): Promise<{ notice: 
   const sig = url.searchParams.get("sig") ?? "";
   const verified = async (kind: MessageKind) => {
     const text = url.searchParams.get(kind);
-    return text !== null && sig !== "" && sig === (await signer.mac(kind, text)) ? text : null;
+    return text !== null && sameText(sig, await signer.mac(kind, text)) ? text : null;
   };
   return { notice: await verified("notice"), error: await verified("error") };
 }

@@ -1,9 +1,12 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openUrl } from "../../src/cli/open.ts";
+import { Docket } from "../../src/core/docket.ts";
 
 /**
  * `docket dashboard` run as a user runs it (a child process): only Hosts
@@ -15,6 +18,14 @@ const TSX = resolve("node_modules/.bin/tsx");
 const BIN = resolve("src/cli/bin.ts");
 const dir = mkdtempSync(join(tmpdir(), "docket-cli-dash-"));
 const dbUrl = `sqlite:${join(dir, "dash.db")}`;
+const CHROMIUM = (() => {
+  try {
+    return execFileSync("sh", ["-c", "command -v chromium || command -v chromium-browser"], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
+})();
+if (CHROMIUM === null) console.warn("!! SKIPPING the Chromium case of test/cli/dashboard.test.ts: no chromium binary on PATH");
 
 interface Served {
   child: ChildProcess;
@@ -175,4 +186,31 @@ describe("docket dashboard (CLI child process)", () => {
     expect(declared).toBe(413);
     expect((await get({ host: `127.0.0.1:${served.port}`, ...basic(served.password) })).status).toBe(200);
   }, 300_000);
+
+  it.skipIf(CHROMIUM === null)("in Chromium: a rebound name (evil.example resolved to 127.0.0.1) gets 421; without credentials 401; with them the page renders and a pause works", async () => {
+    const d = new Docket({ adapter: await openUrl(dbUrl, undefined) });
+    await d.enqueue("t", {}, { queue: "mail" });
+    await d.close();
+    const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox", "--host-resolver-rules=MAP evil.example 127.0.0.1"] });
+    try {
+      const anonymous = await browser.newPage();
+      // Headless Chromium answers the Basic challenge by failing the navigation (there is no prompt to show).
+      const denied = await anonymous.goto(`http://127.0.0.1:${served.port}/`).then((r) => String(r?.status()), (e: Error) => e.message.split("\n")[0]!);
+      console.log(`Chromium, no credentials: ${denied}`);
+      expect(denied).toMatch(/^401$|ERR_INVALID_AUTH_CREDENTIALS/);
+      expect(await anonymous.content()).not.toContain("<h2>Queues</h2>");
+      const context = await browser.newContext({ httpCredentials: { username: "docket", password: served.password ?? "" } });
+      const page = await context.newPage();
+      const rebound = await page.goto(`http://evil.example:${served.port}/`);
+      console.log(`Chromium, http://evil.example:${served.port}/ (resolved to 127.0.0.1): ${rebound?.status()} ${await page.textContent("body")}`);
+      expect(rebound?.status()).toBe(421);
+      const ok = await page.goto(`http://127.0.0.1:${served.port}/`);
+      console.log(`Chromium, http://127.0.0.1:${served.port}/ with credentials: ${ok?.status()}`);
+      expect(ok?.status()).toBe(200);
+      await page.click("#queues tr[data-queue=mail] button[data-action=pause]");
+      expect(await page.textContent("[role=status]")).toBe("queue mail paused");
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
 });

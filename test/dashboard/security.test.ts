@@ -142,6 +142,17 @@ describe("dashboard request checks", () => {
     expect(missPage).toContain('value="no-such-key"');
   });
 
+  it("allowedHosts: a Host not listed is refused with 421 before anything else; listed names pass on any port, name:port entries on that port only", async () => {
+    const handler = docket.dashboard({ allowedHosts: ["ops.example.com", "127.0.0.1:8080"] });
+    const status = async (host: string) => (await handler(new Request("http://x/", { headers: { host } }))).status;
+    expect(await status("evil.example")).toBe(421);
+    expect(await status("evil.example:8080")).toBe(421);
+    expect(await status("127.0.0.1:9090")).toBe(421);
+    expect(await status("OPS.example.com.")).toBe(200);
+    expect(await status("ops.example.com:8443")).toBe(200);
+    expect(await status("127.0.0.1:8080")).toBe(200);
+  });
+
   it("a POST body over maxBodyBytes is refused with 413 before its form is parsed", async () => {
     const handler = docket.dashboard({ authorize: () => true, maxBodyBytes: 1024 });
     const csrf = await tokenOf(handler);
