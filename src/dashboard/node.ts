@@ -36,13 +36,15 @@ export interface ServeOptions extends NodeListenerOptions {
 export async function serveOnNode(handler: DashboardHandler, port: number, hostOrOptions: string | ServeOptions = {}): Promise<{ server: Server; url: string }> {
   const options = typeof hostOrOptions === "string" ? { host: hostOrOptions } : hostOrOptions;
   const host = options.host ?? "127.0.0.1";
-  const allowed: string[] = [...(options.allowedHosts ?? [])];
-  const server = createServer(nodeListener(handler, { ...options, allowedHosts: allowed }));
+  checkOptions(options);
+  const server = createServer();
   await new Promise<void>((resolve) => server.listen(port, host, resolve));
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;
   const named = host.includes(":") ? `[${host}]` : host;
-  allowed.push(`127.0.0.1:${actual}`, `localhost:${actual}`, `[::1]:${actual}`, `${named}:${actual}`);
+  // Attached before any connection is read: no I/O runs between the listen callback and here.
+  const bound = [`127.0.0.1:${actual}`, `localhost:${actual}`, `[::1]:${actual}`, `${named}:${actual}`];
+  server.on("request", nodeListener(handler, { ...options, allowedHosts: [...bound, ...(options.allowedHosts ?? [])] }));
   return { server, url: `http://${named}:${actual}/` };
 }
 
@@ -57,19 +59,25 @@ export async function serveOnNode(handler: DashboardHandler, port: number, hostO
 export function nodeListener(handler: DashboardHandler, hostOrOptions: string | NodeListenerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const options = typeof hostOrOptions === "string" ? {} : hostOrOptions;
   const fallbackHost = typeof hostOrOptions === "string" ? hostOrOptions : "localhost";
-  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (!Number.isSafeInteger(maxBody) || maxBody < 1) throw new InvalidArgumentError(`maxBodyBytes must be a positive integer, got ${JSON.stringify(options.maxBodyBytes)}`);
-  // The list is read per request: serveOnNode appends the bound address once it listens.
-  const hostEntries = options.allowedHosts;
+  const maxBody = checkOptions(options);
+  const hosts = options.allowedHosts === undefined ? null : new HostList(options.allowedHosts);
   const password = options.password === undefined ? null : digest(options.password);
-  if (options.password !== undefined && options.password.length < 8) throw new InvalidArgumentError("password must be at least 8 characters long");
   return (req, res) => {
-    if (hostEntries !== undefined && !new HostList(hostEntries).allows(req.headers.host ?? null)) return refuse(req, res, 421, "unknown host");
+    if (hosts !== null && !hosts.allows(req.headers.host ?? null)) return refuse(req, res, 421, "unknown host");
     if (password !== null && !authenticated(req.headers.authorization, password)) {
       return refuse(req, res, 401, "authentication required", { "www-authenticate": 'Basic realm="docket dashboard", charset="UTF-8"' });
     }
     void bridge(handler, req, res, fallbackHost, maxBody);
   };
+}
+
+/** Throws InvalidArgumentError for a bad option; returns the body cap. */
+function checkOptions(options: NodeListenerOptions): number {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBody) || maxBody < 1) throw new InvalidArgumentError(`maxBodyBytes must be a positive integer, got ${JSON.stringify(options.maxBodyBytes)}`);
+  if (options.password !== undefined && (typeof options.password !== "string" || options.password.length < 8)) throw new InvalidArgumentError("password must be a string of at least 8 characters");
+  if (options.allowedHosts !== undefined) new HostList(options.allowedHosts);
+  return maxBody;
 }
 
 function digest(text: string): Buffer {

@@ -198,7 +198,6 @@ describe("docket dashboard (CLI child process)", () => {
       const denied = await anonymous.goto(`http://127.0.0.1:${served.port}/`).then((r) => String(r?.status()), (e: Error) => e.message.split("\n")[0]!);
       console.log(`Chromium, no credentials: ${denied}`);
       expect(denied).toMatch(/^401$|ERR_INVALID_AUTH_CREDENTIALS/);
-      expect(await anonymous.content()).not.toContain("<h2>Queues</h2>");
       const context = await browser.newContext({ httpCredentials: { username: "docket", password: served.password ?? "" } });
       const page = await context.newPage();
       const rebound = await page.goto(`http://evil.example:${served.port}/`);
