@@ -33,6 +33,10 @@ export async function main(argv: string[]): Promise<number> {
         "dry-run": { type: "boolean", default: false },
         port: { type: "string" },
         "read-only": { type: "boolean", default: false },
+        "allow-host": { type: "string", multiple: true },
+        "no-auth": { type: "boolean", default: false },
+        "public-origin": { type: "string" },
+        "trust-proxy": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -49,7 +53,16 @@ export async function main(argv: string[]): Promise<number> {
   let docket: Docket | null = null;
   try {
     docket = new Docket({ adapter: await openUrl(url, v.prefix, { create: positionals[0] === "migrate" }) });
-    if (positionals[0] === "dashboard") return await serveDashboard(docket, v.port, v["read-only"] ?? false);
+    if (positionals[0] === "dashboard") {
+      return await serveDashboard(docket, {
+        portText: v.port,
+        readOnly: v["read-only"] ?? false,
+        allowHosts: v["allow-host"] ?? [],
+        noAuth: v["no-auth"] ?? false,
+        publicOrigin: v["public-origin"],
+        trustProxy: v["trust-proxy"] ?? false,
+      });
+    }
     const out = await runCommand(docket, positionals, {
       json: v.json ?? false,
       ...(v.state === undefined ? {} : { state: v.state }),
@@ -75,13 +88,43 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** `docket dashboard`: serves the dashboard on 127.0.0.1 until SIGINT or SIGTERM. Mutations are allowed unless --read-only (it listens on loopback only). */
-async function serveDashboard(docket: Docket, portText: string | undefined, readOnly: boolean): Promise<number> {
-  const port = portText === undefined ? 8080 : Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(portText)}`);
+interface DashboardFlags {
+  portText: string | undefined;
+  readOnly: boolean;
+  allowHosts: string[];
+  noAuth: boolean;
+  publicOrigin: string | undefined;
+  trustProxy: boolean;
+}
+
+/**
+ * `docket dashboard`: serves the dashboard on 127.0.0.1 until SIGINT or
+ * SIGTERM. Mutations are allowed unless --read-only. Every request needs the
+ * password (HTTP basic auth, any user, or a Bearer token): DOCKET_DASHBOARD_TOKEN,
+ * or one generated and printed once; --no-auth turns this off. Only a Host
+ * naming the bound address or an --allow-host name is served.
+ * DOCKET_DASHBOARD_SECRET signs the forms (default: random per start).
+ */
+async function serveDashboard(docket: Docket, flags: DashboardFlags): Promise<number> {
+  const port = flags.portText === undefined ? 8080 : Number(flags.portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(flags.portText)}`);
   const { serveOnNode } = await import("../dashboard/node.ts");
-  const { server, url } = await serveOnNode(docket.dashboard({ readOnly, authorize: () => true }), port);
-  console.log(`docket dashboard on ${url}${readOnly ? " (read-only)" : ""}; Ctrl-C stops it`);
+  const { randomBytes } = await import("node:crypto");
+  const fromEnv = process.env.DOCKET_DASHBOARD_TOKEN || undefined;
+  const password = flags.noAuth ? undefined : (fromEnv ?? randomBytes(18).toString("base64url"));
+  if (password !== undefined && password.length < 8) throw new UsageError("DOCKET_DASHBOARD_TOKEN must be at least 8 characters long");
+  const handler = docket.dashboard({
+    readOnly: flags.readOnly,
+    authorize: () => true,
+    trustProxy: flags.trustProxy,
+    ...(flags.publicOrigin === undefined ? {} : { publicOrigin: flags.publicOrigin }),
+    ...(process.env.DOCKET_DASHBOARD_SECRET ? { secret: process.env.DOCKET_DASHBOARD_SECRET } : {}),
+  });
+  const { server, url } = await serveOnNode(handler, port, { allowedHosts: flags.allowHosts, ...(password === undefined ? {} : { password }) });
+  console.log(`docket dashboard on ${url}${flags.readOnly ? " (read-only)" : ""} (pid ${process.pid}); Ctrl-C stops it`);
+  if (password === undefined) console.log("authentication is off (--no-auth): anyone who can reach this address controls the queue");
+  else if (fromEnv === undefined) console.log(`log in with any user name and the password ${password} (generated for this run; set DOCKET_DASHBOARD_TOKEN to choose it)`);
+  else console.log("log in with any user name and the password in DOCKET_DASHBOARD_TOKEN");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);

@@ -1,13 +1,16 @@
 import type { Docket, TaskMap } from "../core/docket.ts";
-import { DocketError, NotFoundError } from "../core/errors.ts";
+import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
+import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { html, page, type Html } from "./html.ts";
+import { readMessages, withMessage } from "./messages.ts";
 import { deadLetters, jobDetail, overview, type View } from "./pages.ts";
+import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
 /** What a request may do: view pages, or one of the mutations. */
 export type DashboardAction = "view" | "pause" | "resume" | "replay" | "replay-all" | "cancel";
 
 export interface DashboardOptions {
-  /** The path the dashboard is mounted at, ending in "/". Default "/". */
+  /** The path the dashboard is mounted at, "/ops" or "/ops/" (both serve /ops and /ops/). Default "/". */
   basePath?: string;
   /**
    * Decides each request. Default: viewing is allowed, every mutation is
@@ -16,6 +19,28 @@ export interface DashboardOptions {
   authorize?: (request: Request, action: DashboardAction) => boolean | Promise<boolean>;
   /** No mutation buttons, and every POST refused. Default false. */
   readOnly?: boolean;
+  /**
+   * The origin browsers see when a proxy terminates TLS or renames the host,
+   * e.g. "https://ops.example.com": a POST whose Origin is this one is
+   * same-site. (The request URL's own origin is always accepted.)
+   */
+  publicOrigin?: string;
+  /** Also accept the origin named by X-Forwarded-Proto and X-Forwarded-Host. Only behind a proxy that sets them. Default false. */
+  trustProxy?: boolean;
+  /**
+   * When set, a request whose Host header is not listed is refused with 421
+   * before anything else (defends against DNS rebinding). Entries are
+   * "name" (any port) or "name:port". Default: any Host.
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * The key (at least 16 bytes) that signs CSRF tokens and banner messages.
+   * Instances configured with the same secret accept each other's forms
+   * (behind a load balancer, after a restart). Default: random per handler.
+   */
+  secret?: string | Uint8Array;
+  /** A POST body larger than this is refused with 413, unread. Default 65536. */
+  maxBodyBytes?: number;
 }
 
 export type DashboardHandler = (request: Request) => Promise<Response>;
@@ -24,17 +49,21 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
  * The dashboard as a web-standard handler, `(Request) => Promise<Response>`,
  * for `node:http` (through a small adapter), `Deno.serve`, Hono or Express.
  * Pages are rendered on the server (no script, no build step); mutations
- * are POST forms carrying a per-handler CSRF token, refused when the
- * token is missing or wrong, when the request's Origin is another site,
- * when read-only, or unless `authorize` allows them. Every value shown is
- * HTML-escaped.
+ * are POST forms carrying an HMAC-signed CSRF token (valid for 24 hours on
+ * every handler with the same `secret`), refused when the token is missing,
+ * forged or expired, when the request's Origin is another site, when
+ * read-only, or unless `authorize` allows them. Every value shown is
+ * HTML-escaped; the banners show only messages the server signed.
  */
 export function dashboard<T extends TaskMap>(docket: Docket<T>, options: DashboardOptions = {}): DashboardHandler {
-  const base = options.basePath ?? "/";
-  if (!base.startsWith("/") || !base.endsWith("/")) throw new TypeError(`basePath must start and end with "/", got ${JSON.stringify(base)}`);
+  const base = normalizeBasePath(options.basePath);
   const authorize = options.authorize ?? ((_r: Request, a: DashboardAction) => a === "view");
   const readOnly = options.readOnly ?? false;
-  const csrf = randomToken();
+  const signer = new Signer(options.secret);
+  const origins = originChecker(options);
+  const hosts = options.allowedHosts === undefined ? null : new HostList(options.allowedHosts);
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBody) || maxBody < 1) throw new InvalidArgumentError(`maxBodyBytes must be a positive integer, got ${JSON.stringify(options.maxBodyBytes)}`);
 
   const respond = (status: number, body: string, headers: Record<string, string> = {}) =>
     new Response(body, {
@@ -48,21 +77,22 @@ export function dashboard<T extends TaskMap>(docket: Docket<T>, options: Dashboa
         ...headers,
       },
     });
-  const render = (title: string, body: Html, url: URL, status = 200) =>
-    respond(status, page({ title, base, body, notice: url.searchParams.get("notice"), error: url.searchParams.get("error") }));
-  const back = (to: string, message: { notice?: string; error?: string }) => {
-    const q = new URLSearchParams(message as Record<string, string>).toString();
-    return new Response(null, { status: 303, headers: { location: q === "" ? to : `${to}${to.includes("?") ? "&" : "?"}${q}` } });
+  const render = async (title: string, body: Html, url: URL, status = 200) => respond(status, page({ title, base, body, ...(await readMessages(signer, url)) }));
+  const back = async (to: string, message: { notice?: string; error?: string } = {}) => {
+    const kind = message.error !== undefined ? "error" : message.notice !== undefined ? "notice" : null;
+    const location = kind === null ? to : await withMessage(signer, to, kind, message[kind]!);
+    return new Response(null, { status: 303, headers: { location } });
   };
 
   return async (request: Request): Promise<Response> => {
+    if (hosts && !hosts.allows(request.headers.get("host"))) return respond(421, "unknown host");
     const url = new URL(request.url);
     if (!url.pathname.startsWith(base) && url.pathname !== base.slice(0, -1)) return respond(404, "not found");
     const path = url.pathname === base.slice(0, -1) ? "" : url.pathname.slice(base.length);
     try {
       if (request.method === "GET" || request.method === "HEAD") {
         if (!(await authorize(request, "view"))) return respond(403, "forbidden");
-        const view: View = { base, csrf, canAct: !readOnly };
+        const view: View = { base, csrf: readOnly ? "" : await signer.csrfToken(), canAct: !readOnly };
         if (path === "") {
           const [stats, schedules] = await Promise.all([docket.stats(), docket.schedules.list()]);
           return render("Queues", overview(stats, schedules, view), url);
@@ -77,15 +107,17 @@ export function dashboard<T extends TaskMap>(docket: Docket<T>, options: Dashboa
           const q = (url.searchParams.get("q") ?? "").trim();
           const byId = /^\d+$/.test(q) ? await docket.get(Number(q)) : null;
           const found = byId ?? (q === "" ? null : await docket.getByIdempotencyKey(q).catch(() => null));
-          return found ? back(`${base}jobs/${found.id}`, {}) : back(base, { error: `no job with id or idempotency key ${JSON.stringify(q)}` });
+          if (found) return back(`${base}jobs/${found.id}`);
+          return respond(404, page({ title: "Not found", base, query: q, error: "no job with that id or idempotency key", body: emptyBody("Nothing matched the lookup.") }));
         }
         return respond(404, page({ title: "Not found", base, body: emptyBody("No such page.") }));
       }
       if (request.method !== "POST") return respond(405, "method not allowed", { allow: "GET, HEAD, POST" });
       const origin = request.headers.get("origin");
-      if (origin !== null && origin !== url.origin) return respond(403, "cross-site request refused");
-      const form = await request.formData().catch(() => null);
-      if (form?.get("csrf") !== csrf) return respond(403, "missing or wrong CSRF token");
+      if (origin !== null && !origins(request, url).has(origin)) return respond(403, "cross-site request refused");
+      const form = await readForm(request, maxBody);
+      if (form === "too large") return respond(413, "request body too large", { connection: "close" });
+      if (!(await signer.csrfValid(form.get("csrf")))) return respond(403, "missing, expired or wrong CSRF token (reload the page)");
       if (readOnly) return respond(403, "the dashboard is read-only");
       const queue = /^queues\/([^/]+)\/(pause|resume)$/.exec(path);
       if (queue) {
@@ -135,8 +167,3 @@ function emptyBody(text: string): Html {
   return html`<p>${text}</p>`;
 }
 
-function randomToken(): string {
-  const bytes = new Uint8Array(24);
-  globalThis.crypto.getRandomValues(bytes);
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
-}

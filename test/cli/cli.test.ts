@@ -115,7 +115,7 @@ describe("cli", () => {
   it("docket dashboard serves the dashboard until SIGINT, then exits 0", async () => {
     const url = `sqlite:${join(dir, "dashboard.db")}`;
     expect((await docket(url, "migrate")).code).toBe(0);
-    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--url", url], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--url", url], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, DOCKET_DASHBOARD_TOKEN: "cli-test-token" } });
     const served = await new Promise<string>((resolve, reject) => {
       let out = "";
       child.stdout.on("data", (d) => {
@@ -125,7 +125,7 @@ describe("cli", () => {
       });
       child.on("exit", (code) => reject(new Error(`exited ${code} before serving`)));
     });
-    const page = await fetch(served);
+    const page = await fetch(served, { headers: { authorization: "Bearer cli-test-token" } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("<title>Queues · docket</title>");
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));

@@ -86,7 +86,7 @@ describe("dashboard in web frameworks", () => {
       expect((await docket.get(id))?.state).toBe("dead");
       const replayed = await replayThrough(fetcher, url, id);
       expect(replayed.status).toBe(303);
-      expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=job\+\d+\+replayed$/);
+      expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=job\+\d+\+replayed&sig=[0-9a-f]{32}$/);
       expect((await docket.get(id))?.attempt).toBe(0);
       const detail = await (await fetcher(`/ops/jobs/${id}`)).text();
       expect(detail).toContain('id="errors"');
@@ -111,5 +111,35 @@ describe("dashboard in web frameworks", () => {
     expect(replayed.status).toBe(303);
     expect((await docket.get(id))?.attempt).toBe(0);
     await docket.cancel(id);
+  });
+
+  it('basePath "/ops" (no trailing slash, as Express, Hono and Bull Board mount): /ops and /ops/ render with links under /ops/, in Express and Hono', async () => {
+    const noSlash = docket.dashboard({ basePath: "/ops", authorize: () => true });
+    const app = express();
+    app.use("/ops", nodeListener(noSlash));
+    const url = await listen(app);
+    const hono = new Hono();
+    hono.all("/ops", (c) => noSlash(c.req.raw));
+    hono.all("/ops/*", (c) => noSlash(c.req.raw));
+    const fetchers: [string, string, (path: string, init?: RequestInit) => Promise<Response>][] = [
+      ["Express", url, (path, init) => fetch(`${url}${path}`, init)],
+      ["Hono", "http://hono.test", async (path, init) => hono.request(`http://hono.test${path}`, init)],
+    ];
+    for (const [name, origin, fetcher] of fetchers) {
+      for (const path of ["/ops", "/ops/"]) {
+        const r = await fetcher(path);
+        expect(r.status, `${name} GET ${path}`).toBe(200);
+        const page = await r.text();
+        expect(page).toContain('<a href="/ops/dead">');
+        expect(page).toContain('action="/ops/lookup"');
+      }
+      const id = await deadJob();
+      const replayed = await replayThrough(fetcher, origin, id);
+      expect(replayed.status, `${name} replay`).toBe(303);
+      expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=/);
+      await docket.cancel(id);
+    }
+    expect(docket.dashboard({ basePath: "/ops/" })).toBeTypeOf("function");
+    expect(() => docket.dashboard({ basePath: "ops" })).toThrow(/basePath must be a path starting with "\/"/);
   });
 });

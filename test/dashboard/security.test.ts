@@ -1,0 +1,165 @@
+import { createHmac } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import type { Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Docket } from "../../src/core/docket.ts";
+import type { DashboardHandler, DashboardOptions } from "../../src/dashboard/index.ts";
+import { serveOnNode } from "../../src/dashboard/node.ts";
+import { openTarget, type DisposableTarget } from "../support/targets.ts";
+
+/**
+ * The dashboard handler's request checks: the origin behind a proxy, paths
+ * starting with "//", CSRF tokens shared by instances with one secret,
+ * banners only from signed messages, and the body cap. The checks do not
+ * depend on the database, so SQLite stands for every adapter.
+ */
+let target: DisposableTarget;
+let docket: Docket;
+const closers: (() => Promise<void>)[] = [];
+const SECRET = "a shared dashboard secret, 32+ bytes";
+
+beforeAll(async () => {
+  target = (await openTarget("sqlite"))!;
+  const store = await target.open();
+  const adapter = await store.connect();
+  await adapter.migrate();
+  docket = new Docket({ adapter });
+  closers.push(() => adapter.close());
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+  await target?.dispose();
+});
+
+const FORM = { "content-type": "application/x-www-form-urlencoded" };
+async function tokenOf(handler: DashboardHandler, url = "http://127.0.0.1/", headers: Record<string, string> = {}): Promise<string> {
+  const page = await (await handler(new Request(url, { headers }))).text();
+  const token = /name="csrf" value="([0-9a-f]+)"/.exec(page)?.[1];
+  expect(token, "a CSRF token in the page").toBeTruthy();
+  return token!;
+}
+async function paused(queue: string): Promise<boolean> {
+  return (await docket.listControls()).queues.find((q) => q.queue === queue)?.paused ?? false;
+}
+
+describe("dashboard request checks", () => {
+  it("behind a TLS-terminating proxy: a POST with Origin https://ops.example.com succeeds with publicOrigin or trustProxy, and is refused without either", async () => {
+    await docket.enqueue("t", {}, { queue: "proxied" });
+    // What the proxy forwards: plain http to the app, the browser's Host and Origin.
+    const proxied = { host: "ops.example.com", "x-forwarded-proto": "https", "x-forwarded-host": "ops.example.com" };
+    const post = async (options: DashboardOptions) => {
+      const handler = docket.dashboard({ authorize: () => true, ...options });
+      const csrf = await tokenOf(handler, "http://ops.example.com/", proxied);
+      const r = await handler(new Request("http://ops.example.com/queues/proxied/pause", { method: "POST", headers: { ...FORM, ...proxied, origin: "https://ops.example.com" }, body: `csrf=${csrf}` }));
+      return { status: r.status, text: await r.text() };
+    };
+    expect(await post({})).toEqual({ status: 403, text: "cross-site request refused" });
+    expect(await paused("proxied")).toBe(false);
+    expect((await post({ publicOrigin: "https://ops.example.com" })).status).toBe(303);
+    expect(await paused("proxied")).toBe(true);
+    await docket.resumeQueue("proxied");
+    expect((await post({ trustProxy: true })).status).toBe(303);
+    expect(await paused("proxied")).toBe(true);
+    // Another site stays refused under either setting.
+    const handler = docket.dashboard({ authorize: () => true, publicOrigin: "https://ops.example.com", trustProxy: true });
+    const csrf = await tokenOf(handler);
+    const evil = await handler(new Request("http://ops.example.com/queues/proxied/resume", { method: "POST", headers: { ...FORM, ...proxied, origin: "https://evil.example" }, body: `csrf=${csrf}` }));
+    expect(evil.status).toBe(403);
+  });
+
+  it("a path starting with // stays a path: POST //evil.example/… with Origin http://evil.example is refused by the origin check (node bridge)", async () => {
+    await docket.enqueue("t", {}, { queue: "slashes" });
+    const handler = docket.dashboard({ authorize: () => true });
+    const { server, url } = await serveOnNode(handler, 0);
+    closers.push(() => new Promise((r) => (server as Server).close(() => r())));
+    const page = await (await fetch(url)).text();
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(page)![1]!;
+    const { port } = new URL(url);
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "//evil.example/queues/slashes/pause", headers: { ...FORM, origin: "http://evil.example" } }, (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on("error", reject);
+      req.end(`csrf=${csrf}`);
+    });
+    console.log(`POST //evil.example/queues/slashes/pause with Origin http://evil.example: ${answer.status} ${answer.text}`);
+    expect(answer).toEqual({ status: 403, text: "cross-site request refused" });
+    expect(await paused("slashes")).toBe(false);
+  });
+
+  it("CSRF tokens are stateless: a token from one instance is accepted by another with the same secret; forged, absent, expired or other-secret tokens are refused", async () => {
+    await docket.enqueue("t", {}, { queue: "balanced" });
+    const a = docket.dashboard({ authorize: () => true, secret: SECRET });
+    const b = docket.dashboard({ authorize: () => true, secret: SECRET }); // another process behind the balancer, or after a restart
+    const other = docket.dashboard({ authorize: () => true, secret: "another secret of enough length" });
+    const token = await tokenOf(a);
+    const post = (h: DashboardHandler, csrf: string, path = "queues/balanced/pause") =>
+      h(new Request(`http://127.0.0.1/${path}`, { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}` })).then((r) => r.status);
+    const forged = token.slice(0, 47) + (token[47] === "0" ? "1" : "0");
+    expect(await post(b, forged)).toBe(403);
+    expect(await post(b, "")).toBe(403);
+    expect(await post(other, token)).toBe(403);
+    // A token 25 hours old, correctly signed: expired.
+    const head = Math.floor((Date.now() - 25 * 3_600_000) / 1_000).toString(16).padStart(8, "0") + "0badcafe";
+    const old = head + createHmac("sha256", SECRET).update(`csrf\0${head}`).digest("hex").slice(0, 32);
+    expect(await post(b, old)).toBe(403);
+    expect(await paused("balanced")).toBe(false);
+    expect(await post(b, token)).toBe(303);
+    expect(await paused("balanced")).toBe(true);
+  });
+
+  it("banners show only messages the server produced: ?error= and ?notice= from a link are ignored; pause, replay, cancel error and lookup miss still show theirs", async () => {
+    const handler = docket.dashboard({ authorize: () => true });
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const planted = "Your session expired, call 555";
+    for (const path of [`/?error=${encodeURIComponent(planted)}`, `/?notice=${encodeURIComponent(planted)}`, `/dead?error=${encodeURIComponent(planted)}&sig=00000000000000000000000000000000`]) {
+      const page = await get(path);
+      expect(page, path).not.toContain("Your session expired");
+      expect(page).not.toMatch(/role="(alert|status)"/);
+    }
+    const banner = (page: string) => /<div class="notice[^"]*" role="(?:status|alert)">([^<]*)<\/div>/.exec(page)?.[1];
+    const follow = async (path: string) => {
+      const csrf = await tokenOf(handler);
+      const r = await handler(new Request(`http://127.0.0.1/${path}`, { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}` }));
+      expect(r.status).toBe(303);
+      return banner(await get(r.headers.get("location")!));
+    };
+    await docket.enqueue("t", {}, { queue: "banners" });
+    expect(await follow("queues/banners/pause")).toBe("queue banners paused");
+    const dead = await docket.enqueue("charge", {}, { queue: "banner-dead", maxAttempts: 1 });
+    const w = docket.worker({ queues: ["banner-dead"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("declined")) } });
+    await w.start();
+    await docket.waitFor(dead.id, { timeoutMs: 10_000, pollMs: 10 });
+    await w.stop();
+    expect(await follow(`dead/${dead.id}/replay`)).toBe(`job ${dead.id} replayed`);
+    const done = await docket.enqueue("t", {}, { queue: "banner-cancel" });
+    await docket.cancel(done.id);
+    expect(await follow(`jobs/${done.id}/cancel`)).toMatch(/cancelled/);
+    const miss = await handler(new Request("http://127.0.0.1/lookup?q=no-such-key"));
+    const missPage = await miss.text();
+    expect(banner(missPage)).toBe("no job with that id or idempotency key");
+    expect(missPage).toContain('value="no-such-key"');
+  });
+
+  it("allowedHosts: a Host not listed is refused with 421 before anything else; listed names pass on any port, name:port entries on that port only", async () => {
+    const handler = docket.dashboard({ allowedHosts: ["ops.example.com", "127.0.0.1:8080"] });
+    const status = async (host: string) => (await handler(new Request("http://x/", { headers: { host } }))).status;
+    expect(await status("evil.example")).toBe(421);
+    expect(await status("evil.example:8080")).toBe(421);
+    expect(await status("127.0.0.1:9090")).toBe(421);
+    expect(await status("OPS.example.com.")).toBe(200);
+    expect(await status("ops.example.com:8443")).toBe(200);
+    expect(await status("127.0.0.1:8080")).toBe(200);
+  });
+
+  it("a POST body over maxBodyBytes is refused with 413 before its form is parsed", async () => {
+    const handler = docket.dashboard({ authorize: () => true, maxBodyBytes: 1024 });
+    const csrf = await tokenOf(handler);
+    const big = await handler(new Request("http://127.0.0.1/queues/q/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}&pad=${"x".repeat(2048)}` }));
+    expect(big.status).toBe(413);
+    const byDefault = docket.dashboard({ authorize: () => true });
+    const huge = await byDefault(new Request("http://127.0.0.1/queues/q/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${await tokenOf(byDefault)}&pad=${"x".repeat(100_000)}` }));
+    expect(huge.status).toBe(413);
+  });
+});
