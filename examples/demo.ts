@@ -51,7 +51,7 @@ const onEvent = (e: { type: string }) => void (e.type === "retry" && retries++);
 const started = Date.now();
 const workers = [
   docket.worker({ handlers, queues: ["mail", "default"], concurrency: 8, pollMs: 20, onEvent }),
-  docket.worker({ handlers, queues: ["default"], concurrency: 4, pollMs: 20, onEvent }),
+  docket.worker({ handlers: { "report.build": handlers["report.build"] }, queues: ["default"], concurrency: 4, pollMs: 20, onEvent }),
 ];
 await Promise.all(workers.map((w) => w.start()));
 

@@ -646,6 +646,11 @@ export class Docket<T extends TaskMap = TaskMap> {
     return dashboard(this, options);
   }
 
+  /** Each registered task's queue (`defaultQueue` for one registered without a queue); empty without a `tasks` registry. */
+  taskQueues(): Map<string, string> {
+    return new Map([...(this.#tasks ?? [])].map(([task, options]) => [task, options.queue ?? this.defaultQueue]));
+  }
+
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     return new Worker(this, options);

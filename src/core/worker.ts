@@ -9,8 +9,10 @@ import { nextTurn } from "./turn.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { describeThrown, messageOf } from "./thrown.ts";
 import { checkKeys, serializePayload, validateInteger, validateName } from "./validate.ts";
+import { attemptLabel, oneLine, validateLogger, WorkerLog, type WorkerLogger } from "./worker-log.ts";
 
 export { describeThrown } from "./thrown.ts";
+export type { WorkerLogger } from "./worker-log.ts";
 
 /** What a handler gets besides its payload. */
 export interface JobContext<P = unknown> {
@@ -48,11 +50,6 @@ export type WorkerEvent =
   /** `retryInMs`: when the failed step is tried again (claims and outcome writes back off). */
   | { type: "error"; error: DocketError | Error; operation: WorkerOperation; retryInMs?: number };
 
-/** Where the worker reports what it survived. `console` fits; `null` silences it. */
-export interface WorkerLogger {
-  warn(message: string, ...details: unknown[]): void;
-}
-
 export interface WorkerOptions<T extends TaskMap> {
   /**
    * One handler per task. The worker claims only jobs of these tasks, so a
@@ -65,7 +62,13 @@ export interface WorkerOptions<T extends TaskMap> {
    * this for the tasks that have no entry in `handlers`.
    */
   fallback?: Handler<unknown>;
-  /** Queues to take jobs from. Default: the docket's default queue. */
+  /**
+   * Queues to take jobs from. Default: the queues the handled tasks' jobs go
+   * to: a registered task's queue (DocketOptions.tasks), the docket's default
+   * queue for a task not registered; with `fallback`, the default queue and
+   * every registered task's queue. When given without the registered queue
+   * of a handled task, `start()` warns once.
+   */
   queues?: string[];
   /**
    * This worker's name, stored with every job it claims (`JobRecord.worker`,
@@ -105,9 +108,11 @@ export interface WorkerOptions<T extends TaskMap> {
   /** Observer of transitions this worker won, and of errors it survived. Must not throw. */
   onEvent?: (event: WorkerEvent) => void;
   /**
-   * Where errors the worker survived (claim, heartbeat, outcome writes,
-   * connection loss) and lost leases are reported, besides `onEvent`.
-   * Default `console`; `null` silences it.
+   * Where the worker reports, one line each, besides `onEvent`: failed
+   * attempts that will retry, attempts reclaimed or lost, and errors it
+   * survived (claim, heartbeat, outcome writes, connection loss) at `warn`;
+   * dead letters at `error` (else `warn`); attempts ended by a cancel at
+   * `info` (dropped without it). Default `console`; `null` silences it.
    */
   logger?: WorkerLogger | null;
 }
@@ -144,6 +149,13 @@ const MAX_FLUSHES = 3;
 /** The longest a running handler's signal waits to abort after its job was cancelled in another process (see #checkLeases). */
 const LEASE_CHECK_MAX_MS = 1000;
 
+/** Why an attempt was lost (a `lost` event's reason): the job was cancelled; its lease expired and a sweep took it; neither is known. */
+const LOST_CANCELLED = "cancelled";
+const LOST_RECLAIMED = "reclaimed (lease expired)";
+const LOST_UNKNOWN = "lease lost (cancelled or reclaimed)";
+/** Lost attempts reported at once whose job is read to tell a cancel from a reclaim; the rest are LOST_UNKNOWN. */
+const LOST_READS_MAX = 20;
+
 /** How often a worker runs the retention pass (`docket.purgeFinished()`). */
 const PURGE_EVERY_MS = 60_000;
 
@@ -174,7 +186,8 @@ interface Attempt {
 type Outcome =
   /** `result`: the handler's return value as JSON text, or null. */
   | { kind: "succeeded"; result: string | null }
-  | { kind: "failed"; error: string }
+  /** `timedOut`: the attempt passed its time limit. */
+  | { kind: "failed"; error: string; timedOut: boolean }
   /** Interrupted by shutdown: hand back without spending an attempt. */
   | { kind: "released" };
 
@@ -214,7 +227,9 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #shutdownTimeoutMs: number;
   readonly #timeoutMs: number | null;
   readonly #onEvent: (event: WorkerEvent) => void;
-  readonly #logger: WorkerLogger | null;
+  readonly #log: WorkerLog;
+  /** Handled tasks whose registered queue this worker does not take from; warned about at the first start. */
+  #unreachable: [task: string, queue: string][] = [];
   /**
    * In-flight attempts by `attemptKey` (job id and lease token; one claim's
    * jobs share a token): an attempt's bookkeeping never touches another
@@ -267,8 +282,19 @@ export class Worker<T extends TaskMap = TaskMap> {
     if (this.#handlers.size === 0 && !this.#fallback) {
       throw new InvalidArgumentError("worker({ handlers }) needs at least one handler (or a fallback)");
     }
-    this.#queues = (options.queues ?? [docket.defaultQueue]).map((q) => validateName(q, "queue"));
-    if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
+    const registered = docket.taskQueues();
+    if (options.queues === undefined) {
+      const queues = this.#fallback ? [docket.defaultQueue, ...registered.values()] : [...this.#handlers.keys()].map((task) => registered.get(task) ?? docket.defaultQueue);
+      this.#queues = [...new Set(queues)];
+    } else {
+      if (!Array.isArray(options.queues)) throw new InvalidArgumentError("queues must be an array of queue names");
+      this.#queues = options.queues.map((q) => validateName(q, "queue"));
+      if (this.#queues.length === 0) throw new InvalidArgumentError("queues must name at least one queue");
+      for (const task of this.#handlers.keys()) {
+        const queue = registered.get(task);
+        if (queue !== undefined && !this.#queues.includes(queue)) this.#unreachable.push([task, queue]);
+      }
+    }
     this.name = options.name === undefined ? defaultWorkerName() : validateName(options.name, "name");
     this.#concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
     this.#overlap = docket.adapter.blocking !== true;
@@ -281,11 +307,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 1, 24 * 3600_000);
     if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new InvalidArgumentError("onEvent must be a function");
     this.#onEvent = options.onEvent ?? (() => undefined);
-    const logger = options.logger === undefined ? console : options.logger;
-    if (logger !== null && (typeof logger !== "object" || typeof logger.warn !== "function")) {
-      throw new InvalidArgumentError("logger must have a warn(message) method, or be null");
-    }
-    this.#logger = logger;
+    this.#log = new WorkerLog(validateLogger(options.logger));
   }
 
   /** This worker's name (WorkerOptions.name), stored with the jobs it claims. */
@@ -300,6 +322,12 @@ export class Worker<T extends TaskMap = TaskMap> {
   start(): Promise<void> {
     if (this.#running) return Promise.resolve();
     this.#running = true;
+    if (this.#unreachable.length > 0) {
+      const tasks = this.#unreachable.map(([task, queue]) => `task ${JSON.stringify(task)} is registered to queue ${JSON.stringify(queue)}`).join("; ");
+      const queues = this.#queues.map((q) => JSON.stringify(q)).join(", ");
+      this.#log.warn(oneLine(`${tasks}, which this worker does not take from (queues ${queues}): such jobs run here only if enqueued with one of its queues`, 1000));
+      this.#unreachable = [];
+    }
     this.#stopping = false;
     this.#abandon = false;
     this.#timers = [
@@ -313,7 +341,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (due) this.#stageRequested = true;
       this.#signalWake();
     });
-    const unsubscribeCancels = this.#docket.onCancelled((id) => this.#abortLost((a) => a.record.id === id, "cancelled"));
+    const unsubscribeCancels = this.#docket.onCancelled((id) => void this.#abortLost((a) => a.record.id === id, LOST_CANCELLED));
     const unsubscribeReady = this.#docket.adapter.onReady?.((notice) => {
       if (notice.queue !== null && !this.#queues.includes(notice.queue)) return;
       if (notice.due) this.#stageRequested = true;
@@ -383,7 +411,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${String(signals)}`);
     }
     return onceOnSignals(signals, (signal) => {
-      this.#logger?.warn(`docket worker: ${signal} received, stopping (in-flight jobs finish or are released)`);
+      this.#log.warn(`${signal} received, stopping (in-flight jobs finish or are released)`);
       void this.stop()
         .then(() => (options.onStopped ? options.onStopped(signal) : reraise(signal)))
         .catch((error) => this.#emit({ type: "error", error: error as Error, operation: "release" }));
@@ -597,7 +625,7 @@ export class Worker<T extends TaskMap = TaskMap> {
         ? { kind: "succeeded", result: ran.result }
         : this.#stopping && controller.aborted && !(controller.reason instanceof JobTimeoutError)
           ? { kind: "released" }
-          : { kind: "failed", error: ran.failure };
+          : { kind: "failed", error: ran.failure, timedOut: ran.timedOut === true };
     await this.#record(attempt, outcome);
   }
 
@@ -652,8 +680,10 @@ export class Worker<T extends TaskMap = TaskMap> {
     batch.forEach((p, i) => {
       this.#inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;
-      this.#emitOutcome(settled && { ...p.attempt.record, ...settled }, p.attempt.record, p.outcome);
-      p.written();
+      if (settled) {
+        this.#emitOutcome({ ...p.attempt.record, ...settled }, p.outcome);
+        p.written();
+      } else void this.#reportLost([p.attempt.record], null).then(p.written);
     });
   }
 
@@ -672,7 +702,7 @@ export class Worker<T extends TaskMap = TaskMap> {
    * (null for undefined), or the failure reason (a throw, a timeout, a value
    * that cannot be stored). Never throws.
    */
-  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord): Promise<{ result: string | null } | { failure: string }> {
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
     const handler = this.#handlers.get(job.task) ?? this.#fallback;
     if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const timeoutMs = job.timeoutMs ?? this.#timeoutMs;
@@ -713,7 +743,8 @@ export class Worker<T extends TaskMap = TaskMap> {
       }
     } catch (thrown) {
       // Compared by identity: `instanceof` on a thrown Proxy runs its traps.
-      return { failure: timeout !== null && thrown === timeout ? (timeout as JobTimeoutError).message : describeThrown(thrown) };
+      if (timeout !== null && thrown === timeout) return { failure: (timeout as JobTimeoutError).message, timedOut: true };
+      return { failure: describeThrown(thrown) };
     } finally {
       clearTimeout(timer);
     }
@@ -739,7 +770,8 @@ export class Worker<T extends TaskMap = TaskMap> {
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
         this.#inFlight.delete(attempt.key);
-        this.#emitOutcome(result, record, outcome);
+        if (result) this.#emitOutcome(result, outcome);
+        else await this.#reportLost([record], null);
         return;
       } catch (error) {
         failures++;
@@ -778,16 +810,42 @@ export class Worker<T extends TaskMap = TaskMap> {
     return (now.state === "dead" || now.state === "scheduled") && now.attempt === record.attempt && now.lastError === outcome.error ? now : null;
   }
 
-  #emitOutcome(result: JobRecord | null, claimed: JobRecord, outcome: Outcome): void {
-    if (!result) {
-      this.#emit({ type: "lost", job: toJob(claimed), reason: "lease no longer held (cancelled or reclaimed)" });
-      return;
-    }
+  /** Reports the outcome the attempt's write recorded (`result`: the job as it left it), and logs a failure. */
+  #emitOutcome(result: JobRecord, outcome: Outcome): void {
     const job = toJob(result);
     if (result.state === "scheduled") this.#requestStage(result.runAt);
     if (outcome.kind === "succeeded") this.#emit({ type: "succeeded", job });
     else if (outcome.kind === "released") this.#emit({ type: "released", job });
-    else this.#emit({ type: result.state === "dead" ? "dead" : "retry", job, error: outcome.error });
+    else {
+      const dead = result.state === "dead";
+      const how = `${attemptLabel(job)} failed${outcome.timedOut ? " (timeout)" : ""}`;
+      if (dead) this.#log.error(`${how}, dead: ${oneLine(outcome.error)}`);
+      else this.#log.warn(`${how}, retry in ${Math.max(0, result.runAt - this.#docket.clock.now())} ms: ${oneLine(outcome.error)}`);
+      this.#emit({ type: dead ? "dead" : "retry", job, error: outcome.error });
+    }
+  }
+
+  /**
+   * Reports the attempts claimed as `records` lost. Without a `reason`, reads
+   * each job (the first LOST_READS_MAX) to tell a cancel from a reclaim.
+   * Never throws.
+   */
+  async #reportLost(records: readonly JobRecord[], reason: string | null): Promise<void> {
+    const reasons = reason !== null ? records.map(() => reason) : await Promise.all(records.map((r, i) => (i < LOST_READS_MAX ? this.#lossReason(r) : LOST_UNKNOWN)));
+    records.forEach((record, i) => this.#emit({ type: "lost", job: toJob(record), reason: reasons[i]! }));
+  }
+
+  /** Why the attempt claimed as `record` no longer holds its lease, as the job now shows it. Never throws. */
+  async #lossReason(record: JobRecord): Promise<string> {
+    try {
+      const now = await this.#docket.adapter.get({ id: record.id });
+      if (now === null) return "lease lost (the job was deleted)";
+      if (now.state === "cancelled") return LOST_CANCELLED;
+      // Not cancelled, and no longer under this attempt's lease: a sweep found it expired.
+      return now.leaseToken === record.leaseToken ? LOST_UNKNOWN : LOST_RECLAIMED;
+    } catch {
+      return LOST_UNKNOWN;
+    }
   }
 
   /** Extends the lease of every attempt whose handler has not settled, and of every outcome write being retried. */
@@ -811,7 +869,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     // Lost only while the handler still runs (or waits in the buffer): a completion that committed
     // while this heartbeat was in flight also makes it miss, and a retried write finds out itself.
-    this.#abortLost((a) => missed.has(a), "lease lost at heartbeat");
+    await this.#abortLost((a) => missed.has(a), null);
   }
 
   /**
@@ -832,18 +890,23 @@ export class Worker<T extends TaskMap = TaskMap> {
       return;
     }
     const lost = new Set(running.filter((a) => !held.has(a.key)));
-    this.#abortLost((a) => lost.has(a), "lease lost (cancelled or reclaimed)");
+    await this.#abortLost((a) => lost.has(a), null);
   }
 
-  /** Aborts the handlers of the running attempts `which` selects (a buffered one never starts), and reports them lost: their leases are gone. */
-  #abortLost(which: (attempt: Attempt) => boolean, reason: string): void {
+  /**
+   * Aborts the handlers of the running attempts `which` selects (a buffered
+   * one never starts), at once, and reports them lost: their leases are gone.
+   * `reason` null: not known here; read from the jobs before reporting.
+   */
+  async #abortLost(which: (attempt: Attempt) => boolean, reason: string | null): Promise<void> {
+    const lost: JobRecord[] = [];
     for (const attempt of [...this.#inFlight.values()]) {
       if ((attempt.phase !== "running" && attempt.phase !== "buffered") || !which(attempt)) continue;
-      const key = attempt.key;
-      attempt.controller.abort(new Error(`lease lost: the job was ${reason === "cancelled" ? "cancelled" : "cancelled or reclaimed"}`));
-      this.#inFlight.delete(key);
-      this.#emit({ type: "lost", job: toJob(attempt.record), reason });
+      attempt.controller.abort(new Error(`lease lost: the job was ${reason === LOST_CANCELLED ? "cancelled" : "cancelled or reclaimed"}`));
+      this.#inFlight.delete(attempt.key);
+      lost.push(attempt.record);
     }
+    if (lost.length > 0) await this.#reportLost(lost, reason);
   }
 
   /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
@@ -877,17 +940,14 @@ export class Worker<T extends TaskMap = TaskMap> {
   }
 
   #emit(event: WorkerEvent): void {
-    if (this.#logger && (event.type === "error" || event.type === "lost" || event.type === "keyRepaired")) {
-      try {
-        if (event.type === "error") {
-          const retry = event.retryInMs === undefined ? "" : ` (retrying in ${event.retryInMs} ms)`;
-          this.#logger.warn(`docket worker: ${event.operation} failed${retry}: ${messageOf(event.error)}`);
-        } else if (event.type === "keyRepaired") {
-          this.#logger.warn(`docket worker: concurrency key ${JSON.stringify(event.key)} had blocked jobs and free slots; promoted them`);
-        } else this.#logger.warn(`docket worker: job ${event.job.id} (${event.job.task}) lost: ${event.reason}`);
-      } catch {
-        // A logger's failure must not affect the job.
-      }
+    if (event.type === "error") {
+      const retry = event.retryInMs === undefined ? "" : ` (retrying in ${event.retryInMs} ms)`;
+      this.#log.warn(`${event.operation} failed${retry}: ${oneLine(messageOf(event.error))}`);
+    } else if (event.type === "keyRepaired") {
+      this.#log.warn(`concurrency key ${oneLine(JSON.stringify(event.key))} had blocked jobs and free slots; promoted them`);
+    } else if (event.type === "lost") {
+      if (event.reason === LOST_CANCELLED) this.#log.info(`${attemptLabel(event.job)} cancelled`);
+      else this.#log.warn(`${attemptLabel(event.job)} lost: ${event.reason}`);
     }
     try {
       this.#onEvent(event);

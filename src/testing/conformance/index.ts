@@ -27,6 +27,7 @@ import { workerCases } from "./worker.ts";
 import { workerFaultCases } from "./worker-faults.ts";
 import { workerLeaseCases } from "./worker-lease.ts";
 import { workerLoopCases } from "./worker-loop.ts";
+import { workerLoggingCases } from "./worker-logging.ts";
 import { statsCases } from "./stats.ts";
 import { eventCases } from "./events.ts";
 import { historyCases } from "./history.ts";
@@ -68,5 +69,6 @@ export function conformanceCases(): ConformanceCase[] {
     ...workerLeaseCases,
     ...workerLoopCases,
     ...workerFaultCases,
+    ...workerLoggingCases,
   ];
 }
