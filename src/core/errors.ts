@@ -1,3 +1,5 @@
+import { shown } from "./shown.ts";
+
 /**
  * Every error docket throws is a DocketError with a stable `code`. Native
  * driver errors never cross the adapter interface; they ride along as
@@ -55,7 +57,7 @@ export class PayloadTooLargeError extends DocketError {
 export class UnknownTaskError extends DocketError {
   readonly task: string;
   constructor(task: string, message?: string) {
-    super("UNKNOWN_TASK", message ?? `unknown task ${JSON.stringify(task)}`);
+    super("UNKNOWN_TASK", message ?? `unknown task ${shown(task)}`);
     this.task = task;
   }
 }
@@ -127,3 +129,4 @@ export class WaitTimeoutError extends DocketError {
     this.id = id;
   }
 }
+

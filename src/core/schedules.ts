@@ -2,6 +2,7 @@ import { Cron } from "croner";
 import type { DocketAdapter, NewJob, StoredSchedule } from "./adapter.ts";
 import { InvalidArgumentError, NotFoundError } from "./errors.ts";
 import { toJob, type Job } from "./job.ts";
+import { clipped, shown } from "./shown.ts";
 import { checkKeys, validateInteger, validateName } from "./validate.ts";
 
 /** The enqueue options a schedule's jobs may carry (a schedule has no runAt, delay or idempotency key of its own). */
@@ -54,17 +55,18 @@ const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
 
 /** The parsed expression; InvalidArgumentError for a bad expression or time zone. */
 export function parseCron(cron: unknown, timezone: unknown): Cron {
-  if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${JSON.stringify(cron)}`);
-  if (typeof timezone !== "string" || timezone === "") throw new InvalidArgumentError(`timezone must be an IANA time zone name, got ${JSON.stringify(timezone)}`);
+  if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${shown(cron)}`);
+  if (typeof timezone !== "string" || timezone === "") throw new InvalidArgumentError(`timezone must be an IANA time zone name, got ${shown(timezone)}`);
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
   } catch {
-    throw new InvalidArgumentError(`timezone ${JSON.stringify(timezone)} is not an IANA time zone name (e.g. "Europe/Berlin")`);
+    throw new InvalidArgumentError(`timezone ${shown(timezone)} is not an IANA time zone name (e.g. "Europe/Berlin")`);
   }
   try {
     return new Cron(cron, { timezone, paused: true });
   } catch (error) {
-    throw new InvalidArgumentError(`cron ${JSON.stringify(cron)} is not a valid expression: ${(error as Error).message}`);
+    // croner's message quotes the expression: cut like any value in a message.
+    throw new InvalidArgumentError(`cron ${shown(cron)} is not a valid expression: ${clipped(String((error as Error)?.message ?? error))}`);
   }
 }
 
@@ -105,8 +107,8 @@ export class Schedules {
     checkKeys(definition, ["cron", "timezone", "task", "payload", "options"], "schedule definition");
     const timezone = definition.timezone ?? "UTC";
     const cron = parseCron(definition.cron, timezone);
+    checkKeys(definition.options, OPTION_KEYS, "schedule options");
     const options = definition.options ?? {};
-    checkKeys(options, OPTION_KEYS, "schedule options");
     const now = this.host.clock.now();
     // The job a tick would enqueue, validated now (task, payload, options): a bad definition is refused and stores nothing.
     const probe = this.host.prepareJob({ task: definition.task, payload: definition.payload ?? null, options }, now);
@@ -127,7 +129,7 @@ export class Schedules {
   /** Deletes the schedule; NotFoundError when there is none. Jobs it already enqueued stay. */
   async remove(name: string): Promise<void> {
     validateName(name, "schedule name");
-    if (!(await this.host.adapter.deleteSchedule({ name }))) throw new NotFoundError(0, `no schedule ${JSON.stringify(name)}`);
+    if (!(await this.host.adapter.deleteSchedule({ name }))) throw new NotFoundError(0, `no schedule ${shown(name)}`);
   }
 
   async list(): Promise<Schedule[]> {
