@@ -160,7 +160,11 @@ export interface EnqueueOptions {
    * processes (exactly one creates it; none sees an error for the key). A
    * key holds while its job is live, and after it finished for
    * `idempotency.keyHoldAfterFinishMs` (default: until the job is purged).
-   * Non-empty, at most 191 characters. See `getByIdempotencyKey`.
+   * A key names one job across all tasks: when a job of another task holds
+   * it (or an earlier item of another task in the same `enqueueMany` names
+   * it), the call is refused with IdempotencyConflictError and stores
+   * nothing, no item of an `enqueueMany` included. Non-empty, at most 191
+   * characters. See `getByIdempotencyKey`.
    */
   idempotencyKey?: string;
 }
@@ -281,7 +285,9 @@ export class Docket<T extends TaskMap = TaskMap> {
    * Validates every item, then stores all of them in ONE transaction: either
    * every job is stored or none is (and nothing is when any item is invalid).
    * An item whose idempotency key is held (also by an earlier item of the
-   * same call) gets the holder, with `created: false`.
+   * same call) gets the holder, with `created: false`. An item whose key a
+   * job of another task holds (or an earlier item of another task) refuses
+   * the whole call with IdempotencyConflictError: nothing is stored.
    */
   async enqueueMany(items: readonly EnqueueItem<T>[], options: InTransaction = {}): Promise<EnqueuedJob<T[keyof T]>[]> {
     if (!Array.isArray(items)) throw new InvalidArgumentError(`enqueueMany takes an array of items, got ${shown(items)}`);

@@ -17,7 +17,8 @@ export type DocketErrorCode =
   | "ADAPTER_ERROR"
   | "CLOSED"
   | "LEASE_LOST"
-  | "WAIT_TIMEOUT";
+  | "WAIT_TIMEOUT"
+  | "IDEMPOTENCY_CONFLICT";
 
 export class DocketError extends Error {
   readonly code: DocketErrorCode;
@@ -130,3 +131,26 @@ export class WaitTimeoutError extends DocketError {
   }
 }
 
+/**
+ * An enqueue named an idempotency key that a job of another task holds (a
+ * key names one job across all tasks), or two items of one `enqueueMany`
+ * named one key with different tasks. The whole call was refused: nothing
+ * was written.
+ */
+export class IdempotencyConflictError extends DocketError {
+  readonly key: string;
+  /** The task the refused job was for. */
+  readonly task: string;
+  /** The holder: its task, and its id (null: an earlier item of the same call). */
+  readonly holder: { id: number | null; task: string };
+  constructor(key: string, task: string, holder: { id: number | null; task: string }) {
+    const by = holder.id === null ? "an earlier item of this call" : `job ${holder.id}`;
+    super(
+      "IDEMPOTENCY_CONFLICT",
+      `idempotency key ${shown(key)} is held by ${by} of task ${shown(holder.task)}, not of task ${shown(task)}: a key names one job across all tasks; nothing was stored`,
+    );
+    this.key = key;
+    this.task = task;
+    this.holder = holder;
+  }
+}
