@@ -70,10 +70,67 @@ export function parseCron(cron: unknown, timezone: unknown): Cron {
   }
 }
 
+/**
+ * The next tick after `now`; InvalidArgumentError when there is none: the
+ * expression matches no date (`0 0 31 2 *`), or none after `now` (a year
+ * field in the past). A schedule must fire, so `put` refuses it.
+ */
+function firstTick(cron: Cron, expression: string, now: number): number {
+  let next: number | null;
+  try {
+    next = nextTick(cron, now);
+  } catch (error) {
+    throw new InvalidArgumentError(`cron ${shown(expression)} cannot be evaluated: ${clipped(String((error as Error)?.message ?? error))}`);
+  }
+  if (next !== null) return next;
+  const last = latestTick(cron, now);
+  throw new InvalidArgumentError(
+    last === null
+      ? `cron ${shown(expression)} never fires: no date matches it`
+      : `cron ${shown(expression)} never fires again: its last tick was ${new Date(last).toISOString()}`,
+  );
+}
+
+/** How far back `latestTick` looks when croner cannot walk back: one Gregorian cycle, after which the calendar repeats. */
+const LOOKBACK_MS = 400 * 365.2425 * 24 * 3600_000;
+
 /** The latest tick at or before `now` (ticks fall on whole seconds), or null. */
 export function latestTick(cron: Cron, now: number): number | null {
-  const run = cron.previousRuns(1, new Date(now - (now % 1_000) + 1_000))[0];
-  return run === undefined ? null : run.getTime();
+  const until = now - (now % 1_000) + 1_000;
+  try {
+    const run = cron.previousRuns(1, new Date(until))[0];
+    return run === undefined ? null : run.getTime();
+  } catch {
+    // croner 10 throws a TypeError walking back to some ticks of an earlier year (`0 0 29 2 *` after 2024):
+    // found with forward steps instead, and remembered until the next tick (a scheduler asks every second).
+    const known = bisected.get(cron);
+    if (known !== undefined && (known.tick ?? -Infinity) < until && until <= known.next) return known.tick;
+    const tick = latestTickBefore(cron, until);
+    bisected.set(cron, { tick, next: cron.nextRun(new Date(until - 1_000))?.getTime() ?? Number.POSITIVE_INFINITY });
+    return tick;
+  }
+}
+
+/** Per expression, the last `latestTickBefore` answer and the first tick after it: the answer until then. */
+const bisected = new WeakMap<Cron, { tick: number | null; next: number }>();
+
+/**
+ * The latest tick before `until` (whole seconds), by bisection over start
+ * points: `nextRun(s)` (the first tick after s) grows with s, so the last s
+ * whose next tick is before `until` gives the latest tick. About 40 steps.
+ */
+function latestTickBefore(cron: Cron, until: number): number | null {
+  const nextAfter = (s: number) => cron.nextRun(new Date(s * 1_000))?.getTime() ?? Number.POSITIVE_INFINITY;
+  let lo = Math.floor((until - LOOKBACK_MS) / 1_000);
+  let hi = until / 1_000 - 1;
+  if (nextAfter(lo) >= until) return null;
+  // Invariant: nextAfter(lo) < until; the answer's start point is in [lo, hi].
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (nextAfter(mid) < until) lo = mid;
+    else hi = mid - 1;
+  }
+  return nextAfter(lo);
 }
 
 export function nextTick(cron: Cron, now: number): number | null {
@@ -110,6 +167,7 @@ export class Schedules {
     checkKeys(definition.options, OPTION_KEYS, "schedule options");
     const options = definition.options ?? {};
     const now = this.host.clock.now();
+    firstTick(cron, definition.cron, now);
     // The job a tick would enqueue, validated now (task, payload, options): a bad definition is refused and stores nothing.
     const probe = this.host.prepareJob({ task: definition.task, payload: definition.payload ?? null, options }, now);
     const stored = await this.host.adapter.putSchedule({
