@@ -46,7 +46,10 @@ export interface DocketAdapter {
    * (by a job stored earlier, by a concurrent call that committed, or by an
    * earlier job of this batch) is not inserted: its record is the holder's,
    * with `created: false`. Concurrent calls with one key never fail on the
-   * key's uniqueness: one creates the job, the others get it.
+   * key's uniqueness: one creates the job, the others get it. When the
+   * holder's task is not the job's, the whole call is refused with
+   * IdempotencyConflictError and leaves no job of it, also in the caller's
+   * transaction (`transaction`) should that commit anyway.
    */
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]>;
 

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "./errors.ts";
-import { checkKeys, validateInteger, validateName } from "./validate.ts";
+import { shown } from "./shown.ts";
+import { checkKeys, checkObject, validateInteger, validateName } from "./validate.ts";
 
 /** What happens to a job whose concurrency key is full when it is admitted. */
 export const ON_CONFLICT = ["block", "discard"] as const;
@@ -21,14 +22,15 @@ export const MAX_KEY_LIMIT = 1_000_000;
 export const MAX_CAP = 1_000_000;
 
 export function validateConcurrency(value: unknown, at: string): ConcurrencySpec {
-  if (typeof value !== "object" || value === null) throw new InvalidArgumentError(`${at}concurrency must be an object { key, limit, onConflict }`);
+  if (value === undefined) throw new InvalidArgumentError(`${at}concurrency must be an object { key, limit, onConflict }, got undefined`);
+  checkObject(value, `${at}concurrency`, " { key, limit, onConflict }");
   checkKeys(value, ["key", "limit", "onConflict"], `${at}concurrency`);
   const v = value as Partial<ConcurrencySpec>;
   const key = validateName(v.key, `${at}concurrency.key`);
   const limit = validateInteger(v.limit, `${at}concurrency.limit`, 1, MAX_KEY_LIMIT);
   const onConflict = v.onConflict ?? "block";
   if (!(ON_CONFLICT as readonly string[]).includes(onConflict)) {
-    throw new InvalidArgumentError(`${at}concurrency.onConflict must be one of ${ON_CONFLICT.join(", ")}, got ${JSON.stringify(onConflict)}`);
+    throw new InvalidArgumentError(`${at}concurrency.onConflict must be one of ${ON_CONFLICT.join(", ")}, got ${shown(onConflict)}`);
   }
   return { key, limit, onConflict };
 }

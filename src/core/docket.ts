@@ -6,6 +6,7 @@ import { dashboard, type DashboardHandler, type DashboardOptions } from "../dash
 import { shapeStats, type DocketStats, type StatsOptions } from "./stats.ts";
 import { EventHub, type DocketEvent, type DocketEventType, type EventOf } from "./events.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError, UnknownTaskError, WaitTimeoutError } from "./errors.ts";
+import { clipped, shown } from "./shown.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { DEFAULT_RETRY_POLICY, RETRY_POLICY_KEYS, planFailure, resolveRetryPolicy, validateRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "./states.ts";
@@ -16,6 +17,7 @@ import {
   MAX_TIMEOUT_MS,
   MIN_PRIORITY,
   checkKeys,
+  checkObject,
   serializePayload,
   validateDuration,
   validateInteger,
@@ -159,7 +161,11 @@ export interface EnqueueOptions {
    * processes (exactly one creates it; none sees an error for the key). A
    * key holds while its job is live, and after it finished for
    * `idempotency.keyHoldAfterFinishMs` (default: until the job is purged).
-   * Non-empty, at most 191 characters. See `getByIdempotencyKey`.
+   * A key names one job across all tasks: when a job of another task holds
+   * it (or an earlier item of another task in the same `enqueueMany` names
+   * it), the call is refused with IdempotencyConflictError and stores
+   * nothing, no item of an `enqueueMany` included. Non-empty, at most 191
+   * characters. See `getByIdempotencyKey`.
    */
   idempotencyKey?: string;
 }
@@ -210,7 +216,9 @@ export class Docket<T extends TaskMap = TaskMap> {
   readonly #payloadLimit: PayloadLimit;
 
   constructor(options: DocketOptions<T>) {
-    if (!options || typeof options.adapter !== "object" || options.adapter === null) {
+    if (options === undefined) throw new InvalidArgumentError("new Docket({ adapter }) needs an adapter");
+    checkObject(options, "new Docket(options)", " { adapter, … }");
+    if (typeof options.adapter !== "object" || options.adapter === null) {
       throw new InvalidArgumentError("new Docket({ adapter }) needs an adapter");
     }
     checkKeys(options, DOCKET_OPTION_KEYS, "new Docket(options)");
@@ -235,12 +243,15 @@ export class Docket<T extends TaskMap = TaskMap> {
     checkKeys(options.idempotency, ["keyHoldAfterFinishMs"], "idempotency");
     const hold = options.idempotency?.keyHoldAfterFinishMs;
     this.keyHoldAfterFinishMs = hold === undefined || hold === null ? null : validateInteger(hold, "idempotency.keyHoldAfterFinishMs", 0, MAX_DELAY_MS);
-    if (options.tasks) {
+    checkObject(options.tasks, "tasks");
+    if (options.tasks !== undefined) {
       this.#tasks = new Map();
-      for (const [name, task] of Object.entries(options.tasks) as [string, TaskOptions][]) {
+      for (const [name, task] of Object.entries(options.tasks) as [string, TaskOptions | undefined][]) {
         validateName(name, "task name");
-        this.#validateTaskOptions(name, task ?? {});
-        this.#tasks.set(name, task ?? {});
+        // undefined: registered without options; null and other non-objects are refused.
+        const own = task === undefined ? {} : task;
+        this.#validateTaskOptions(name, own);
+        this.#tasks.set(name, own);
       }
     } else {
       this.#tasks = null;
@@ -268,8 +279,9 @@ export class Docket<T extends TaskMap = TaskMap> {
    * returned with `created: false` (see EnqueueOptions.idempotencyKey).
    */
   async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions & InTransaction): Promise<EnqueuedJob<T[K]>> {
+    checkObject(options, "options");
     const { transaction, ...jobOptions } = options ?? {};
-    const [job] = await this.enqueueMany([{ task, payload, options: jobOptions }], transaction === undefined ? {} : { transaction });
+    const [job] = await this.#enqueue([{ task, payload, options: jobOptions }], transaction, "");
     return job as EnqueuedJob<T[K]>;
   }
 
@@ -277,17 +289,23 @@ export class Docket<T extends TaskMap = TaskMap> {
    * Validates every item, then stores all of them in ONE transaction: either
    * every job is stored or none is (and nothing is when any item is invalid).
    * An item whose idempotency key is held (also by an earlier item of the
-   * same call) gets the holder, with `created: false`.
+   * same call) gets the holder, with `created: false`. An item whose key a
+   * job of another task holds (or an earlier item of another task) refuses
+   * the whole call with IdempotencyConflictError: nothing is stored.
    */
   async enqueueMany(items: readonly EnqueueItem<T>[], options: InTransaction = {}): Promise<EnqueuedJob<T[keyof T]>[]> {
-    if (!Array.isArray(items)) throw new InvalidArgumentError("enqueueMany takes an array");
+    if (!Array.isArray(items)) throw new InvalidArgumentError(`enqueueMany takes an array of items, got ${shown(items)}`);
     checkKeys(options, ["transaction"], "enqueueMany(items, options)");
-    const { transaction } = options;
+    return this.#enqueue(items, options.transaction, "items");
+  }
+
+  /** Validates `items` (named `${label}[i]` in messages; "": the one job of `enqueue`), then stores them (see enqueueMany). */
+  async #enqueue(items: readonly EnqueueItem<T>[], transaction: object | undefined, label: string): Promise<EnqueuedJob<T[keyof T]>[]> {
     if (transaction !== undefined && (typeof transaction !== "object" || transaction === null)) {
-      throw new InvalidArgumentError(`transaction must be the caller's open transaction (an object), got ${String(transaction)}`);
+      throw new InvalidArgumentError(`transaction must be the caller's open transaction (an object), got ${shown(transaction)}`);
     }
     const now = this.clock.now();
-    const jobs = items.map((item, i) => this.#newJob(item, now, items.length > 1 ? `items[${i}].` : ""));
+    const jobs = items.map((item, i) => this.#newJob(item, now, label === "" ? "" : `${label}[${i}].`));
     await this.#payloadLimit.check(jobs.map((j) => j.payload), transaction);
     const hold = this.keyHoldAfterFinishMs;
     const store = (traceContext: string | null) =>
@@ -320,7 +338,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     const timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 0, MAX_DELAY_MS);
     const { signal } = options;
     if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function")) {
-      throw new InvalidArgumentError(`signal must be an AbortSignal, got ${String(signal)}`);
+      throw new InvalidArgumentError(`signal must be an AbortSignal, got ${shown(signal)}`);
     }
     const deadline = timeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
     for (;;) {
@@ -368,7 +386,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   on<E extends DocketEventType>(type: E, listener: (event: EventOf<E>) => void): () => void;
   on(type: "*", listener: (event: DocketEvent) => void): () => void;
   on(type: DocketEventType | "*", listener: (event: never) => void): () => void {
-    if (type !== "*" && !EVENT_TYPES.has(type)) throw new InvalidArgumentError(`unknown event type ${JSON.stringify(type)}; known: *, ${[...EVENT_TYPES].join(", ")}`);
+    if (type !== "*" && !EVENT_TYPES.has(type)) throw new InvalidArgumentError(`unknown event type ${shown(type)}; known: *, ${[...EVENT_TYPES].join(", ")}`);
     if (typeof listener !== "function") throw new InvalidArgumentError("on(type, listener): listener must be a function");
     return this.#events.on(type, listener as (event: DocketEvent) => void);
   }
@@ -408,7 +426,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     checkKeys(options, LIST_OPTION_KEYS, "list(options)");
     const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
     if (options.state !== undefined && !isJobState(options.state)) {
-      throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(options.state)}`);
+      throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${shown(options.state)}`);
     }
     const records = await this.adapter.list({
       limit,
@@ -653,6 +671,7 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
+    checkObject(options, "worker(options)");
     return new Worker(this, options);
   }
 
@@ -686,19 +705,22 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   #newJob(item: EnqueueItem<T>, now: number, at: string): NewJob {
-    if (!item || typeof item !== "object") throw new InvalidArgumentError(`${at || "item"} must be an object`);
-    if (at) checkKeys(item, ["task", "payload", "options"], `${at.slice(0, -1)}`);
+    const label = at === "" ? "item" : at.slice(0, -1);
+    if (item === undefined) throw new InvalidArgumentError(`${label} must be an object, got undefined`);
+    // enqueue's item ("") is its own; an enqueueMany item is the caller's, with no key but these three.
+    if (at === "") checkObject(item, label);
+    else checkKeys(item, ITEM_KEYS, label);
     const task = item.task;
-    if (typeof task !== "string" || task.length === 0) throw new UnknownTaskError(String(task), `${at}task must be a non-empty string`);
+    if (typeof task !== "string" || task.length === 0) throw new UnknownTaskError(String(task), `${at}task must be a non-empty string, got ${shown(task)}`);
     validateName(task, `${at}task`);
     let defaults: TaskOptions = {};
     if (this.#tasks) {
       const registered = this.#tasks.get(task);
-      if (!registered) throw new UnknownTaskError(task, `unknown task ${JSON.stringify(task)}: registered tasks are ${[...this.#tasks.keys()].join(", ")}`);
+      if (!registered) throw new UnknownTaskError(task, `unknown task ${shown(task)}: registered tasks are ${clipped([...this.#tasks.keys()].join(", "))}`);
       defaults = registered;
     }
+    checkKeys(item.options, ENQUEUE_OPTION_KEYS, `${at}options`);
     const o = item.options ?? {};
-    checkKeys(o, ENQUEUE_OPTION_KEYS, `${at}options`);
     if (o.runAt !== undefined && o.delay !== undefined) throw new InvalidArgumentError(`${at}runAt and delay are exclusive`);
     const runAt =
       o.runAt !== undefined ? validateTime(o.runAt, `${at}runAt`) : o.delay !== undefined ? now + validateDuration(o.delay, `${at}delay`) : now;
@@ -729,7 +751,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       try {
         key = task.key(item.payload);
       } catch (error) {
-        throw new InvalidArgumentError(`${at}concurrency key function of task ${JSON.stringify(item.task)} threw: ${String(error)}`);
+        throw new InvalidArgumentError(`${at}concurrency key function of task ${shown(item.task)} threw: ${clipped(String(error))}`);
       }
     }
     return validateConcurrency({ ...task, key }, at);
@@ -754,6 +776,7 @@ export class Docket<T extends TaskMap = TaskMap> {
 const DOCKET_OPTION_KEYS = ["adapter", "tasks", "retry", "maxPayloadBytes", "defaultQueue", "clock", "random", "retention", "idempotency", "tracing"] as const;
 const DAY_MS = 24 * 3600_000;
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
+const ITEM_KEYS = ["task", "payload", "options"] as const;
 const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs", "idempotencyKey"] as const;
 const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");
 const LIST_OPTION_KEYS = ["state", "queue", "task", "afterId", "limit"] as const;

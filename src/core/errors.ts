@@ -1,3 +1,5 @@
+import { shown } from "./shown.ts";
+
 /**
  * Every error docket throws is a DocketError with a stable `code`. Native
  * driver errors never cross the adapter interface; they ride along as
@@ -15,7 +17,8 @@ export type DocketErrorCode =
   | "ADAPTER_ERROR"
   | "CLOSED"
   | "LEASE_LOST"
-  | "WAIT_TIMEOUT";
+  | "WAIT_TIMEOUT"
+  | "IDEMPOTENCY_CONFLICT";
 
 export class DocketError extends Error {
   readonly code: DocketErrorCode;
@@ -55,7 +58,7 @@ export class PayloadTooLargeError extends DocketError {
 export class UnknownTaskError extends DocketError {
   readonly task: string;
   constructor(task: string, message?: string) {
-    super("UNKNOWN_TASK", message ?? `unknown task ${JSON.stringify(task)}`);
+    super("UNKNOWN_TASK", message ?? `unknown task ${shown(task)}`);
     this.task = task;
   }
 }
@@ -125,5 +128,29 @@ export class WaitTimeoutError extends DocketError {
   constructor(id: number, ms: number) {
     super("WAIT_TIMEOUT", `job ${id} did not finish within ${ms} ms`);
     this.id = id;
+  }
+}
+
+/**
+ * An enqueue named an idempotency key that a job of another task holds (a
+ * key names one job across all tasks), or two items of one `enqueueMany`
+ * named one key with different tasks. The whole call was refused: nothing
+ * was written.
+ */
+export class IdempotencyConflictError extends DocketError {
+  readonly key: string;
+  /** The task the refused job was for. */
+  readonly task: string;
+  /** The holder: its task, and its id (null: an earlier item of the same call). */
+  readonly holder: { id: number | null; task: string };
+  constructor(key: string, task: string, holder: { id: number | null; task: string }) {
+    const by = holder.id === null ? "an earlier item of this call" : `job ${holder.id}`;
+    super(
+      "IDEMPOTENCY_CONFLICT",
+      `idempotency key ${shown(key)} is held by ${by} of task ${shown(holder.task)}, not of task ${shown(task)}: a key names one job across all tasks; nothing was stored`,
+    );
+    this.key = key;
+    this.task = task;
+    this.holder = holder;
   }
 }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "./errors.ts";
+import { shown } from "./shown.ts";
 import { MAX_DELAY_MS, checkKeys } from "./validate.ts";
 
 /** The fields of a retry policy, for option checks. */
@@ -29,7 +30,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 export function resolveRetryPolicy(base: RetryPolicy, ...overrides: (Partial<RetryPolicy> | undefined)[]): RetryPolicy {
   const merged = { ...base };
   for (const o of overrides) {
-    if (!o) continue;
+    if (o === undefined) continue;
     checkKeys(o, RETRY_POLICY_KEYS, "a retry policy");
     for (const [k, v] of Object.entries(o)) if (v !== undefined) (merged as Record<string, number>)[k] = v as number;
   }
@@ -39,15 +40,15 @@ export function resolveRetryPolicy(base: RetryPolicy, ...overrides: (Partial<Ret
 
 export function validateRetryPolicy(p: RetryPolicy): void {
   if (!Number.isSafeInteger(p.maxAttempts) || p.maxAttempts < 1) {
-    throw new InvalidArgumentError(`maxAttempts must be an integer >= 1, got ${String(p.maxAttempts)}`);
+    throw new InvalidArgumentError(`maxAttempts must be an integer >= 1, got ${shown(p.maxAttempts)}`);
   }
   for (const key of ["baseMs", "maxMs"] as const) {
     if (!Number.isFinite(p[key]) || p[key] < 0 || p[key] > MAX_DELAY_MS) {
-      throw new InvalidArgumentError(`${key} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${String(p[key])}`);
+      throw new InvalidArgumentError(`${key} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${shown(p[key])}`);
     }
   }
-  if (!Number.isFinite(p.factor) || p.factor < 1) throw new InvalidArgumentError(`factor must be a finite number >= 1, got ${String(p.factor)}`);
-  if (!Number.isFinite(p.jitter) || p.jitter < 0 || p.jitter > 1) throw new InvalidArgumentError(`jitter must be in [0, 1], got ${String(p.jitter)}`);
+  if (!Number.isFinite(p.factor) || p.factor < 1) throw new InvalidArgumentError(`factor must be a finite number >= 1, got ${shown(p.factor)}`);
+  if (!Number.isFinite(p.jitter) || p.jitter < 0 || p.jitter > 1) throw new InvalidArgumentError(`jitter must be in [0, 1], got ${shown(p.jitter)}`);
 }
 
 /** Delay in whole ms before the next attempt, after `attempt` (1-based) failed; at most `maxMs`. `random` returns [0, 1). */

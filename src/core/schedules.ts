@@ -2,6 +2,7 @@ import { Cron } from "croner";
 import type { DocketAdapter, NewJob, StoredSchedule } from "./adapter.ts";
 import { InvalidArgumentError, NotFoundError } from "./errors.ts";
 import { toJob, type Job } from "./job.ts";
+import { clipped, shown } from "./shown.ts";
 import { checkKeys, validateInteger, validateName } from "./validate.ts";
 
 /** The enqueue options a schedule's jobs may carry (a schedule has no runAt, delay or idempotency key of its own). */
@@ -56,24 +57,82 @@ const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
 
 /** The parsed expression; InvalidArgumentError for a bad expression or time zone. */
 export function parseCron(cron: unknown, timezone: unknown): Cron {
-  if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${JSON.stringify(cron)}`);
-  if (typeof timezone !== "string" || timezone === "") throw new InvalidArgumentError(`timezone must be an IANA time zone name, got ${JSON.stringify(timezone)}`);
+  if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${shown(cron)}`);
+  if (typeof timezone !== "string" || timezone === "") throw new InvalidArgumentError(`timezone must be an IANA time zone name, got ${shown(timezone)}`);
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
   } catch {
-    throw new InvalidArgumentError(`timezone ${JSON.stringify(timezone)} is not an IANA time zone name (e.g. "Europe/Berlin")`);
+    throw new InvalidArgumentError(`timezone ${shown(timezone)} is not an IANA time zone name (e.g. "Europe/Berlin")`);
   }
   try {
     return new Cron(cron, { timezone, paused: true });
   } catch (error) {
-    throw new InvalidArgumentError(`cron ${JSON.stringify(cron)} is not a valid expression: ${(error as Error).message}`);
+    // croner's message quotes the expression: cut like any value in a message.
+    throw new InvalidArgumentError(`cron ${shown(cron)} is not a valid expression: ${clipped(String((error as Error)?.message ?? error))}`);
   }
 }
 
+/**
+ * The next tick after `now`; InvalidArgumentError when there is none: the
+ * expression matches no date (`0 0 31 2 *`), or none after `now` (a year
+ * field in the past). A schedule must fire, so `put` refuses it.
+ */
+function firstTick(cron: Cron, expression: string, now: number): number {
+  let next: number | null;
+  try {
+    next = nextTick(cron, now);
+  } catch (error) {
+    throw new InvalidArgumentError(`cron ${shown(expression)} cannot be evaluated: ${clipped(String((error as Error)?.message ?? error))}`);
+  }
+  if (next !== null) return next;
+  const last = latestTick(cron, now);
+  throw new InvalidArgumentError(
+    last === null
+      ? `cron ${shown(expression)} never fires: no date matches it`
+      : `cron ${shown(expression)} never fires again: its last tick was ${new Date(last).toISOString()}`,
+  );
+}
+
+/** How far back `latestTick` looks when croner cannot walk back: one Gregorian cycle, after which the calendar repeats. */
+const LOOKBACK_MS = 400 * 365.2425 * 24 * 3600_000;
+
 /** The latest tick at or before `now` (ticks fall on whole seconds), or null. */
 export function latestTick(cron: Cron, now: number): number | null {
-  const run = cron.previousRuns(1, new Date(now - (now % 1_000) + 1_000))[0];
-  return run === undefined ? null : run.getTime();
+  const until = now - (now % 1_000) + 1_000;
+  try {
+    const run = cron.previousRuns(1, new Date(until))[0];
+    return run === undefined ? null : run.getTime();
+  } catch {
+    // croner 10 throws a TypeError walking back to some ticks of an earlier year (`0 0 29 2 *` after 2024):
+    // found with forward steps instead, and remembered until the next tick (a scheduler asks every second).
+    const known = bisected.get(cron);
+    if (known !== undefined && (known.tick ?? -Infinity) < until && until <= known.next) return known.tick;
+    const tick = latestTickBefore(cron, until);
+    bisected.set(cron, { tick, next: cron.nextRun(new Date(until - 1_000))?.getTime() ?? Number.POSITIVE_INFINITY });
+    return tick;
+  }
+}
+
+/** Per expression, the last `latestTickBefore` answer and the first tick after it: the answer until then. */
+const bisected = new WeakMap<Cron, { tick: number | null; next: number }>();
+
+/**
+ * The latest tick before `until` (whole seconds), by bisection over start
+ * points: `nextRun(s)` (the first tick after s) grows with s, so the last s
+ * whose next tick is before `until` gives the latest tick. About 40 steps.
+ */
+function latestTickBefore(cron: Cron, until: number): number | null {
+  const nextAfter = (s: number) => cron.nextRun(new Date(s * 1_000))?.getTime() ?? Number.POSITIVE_INFINITY;
+  let lo = Math.floor((until - LOOKBACK_MS) / 1_000);
+  let hi = until / 1_000 - 1;
+  if (nextAfter(lo) >= until) return null;
+  // Invariant: nextAfter(lo) < until; the answer's start point is in [lo, hi].
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (nextAfter(mid) < until) lo = mid;
+    else hi = mid - 1;
+  }
+  return nextAfter(lo);
 }
 
 export function nextTick(cron: Cron, now: number): number | null {
@@ -107,9 +166,10 @@ export class Schedules {
     checkKeys(definition, ["cron", "timezone", "task", "payload", "options"], "schedule definition");
     const timezone = definition.timezone ?? "UTC";
     const cron = parseCron(definition.cron, timezone);
+    checkKeys(definition.options, OPTION_KEYS, "schedule options");
     const options = definition.options ?? {};
-    checkKeys(options, OPTION_KEYS, "schedule options");
     const now = this.host.clock.now();
+    firstTick(cron, definition.cron, now);
     // The job a tick would enqueue, validated now (task, payload, options): a bad definition is refused and stores nothing.
     const probe = this.host.prepareJob({ task: definition.task, payload: definition.payload ?? null, options }, now);
     await this.host.checkStorable(probe.payload);
@@ -130,7 +190,7 @@ export class Schedules {
   /** Deletes the schedule; NotFoundError when there is none. Jobs it already enqueued stay. */
   async remove(name: string): Promise<void> {
     validateName(name, "schedule name");
-    if (!(await this.host.adapter.deleteSchedule({ name }))) throw new NotFoundError(0, `no schedule ${JSON.stringify(name)}`);
+    if (!(await this.host.adapter.deleteSchedule({ name }))) throw new NotFoundError(0, `no schedule ${shown(name)}`);
   }
 
   async list(): Promise<Schedule[]> {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, InvalidPayloadError, PayloadTooLargeError } from "./errors.ts";
+import { kindOf, shown } from "./shown.ts";
 
 /** Longest task or queue name; the MySQL index limits it. */
 export const MAX_NAME_LENGTH = 191;
@@ -39,19 +40,19 @@ function isWellFormed(text: string): boolean {
  */
 export function validateName(value: unknown, what: string): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_LENGTH) {
-    throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${describe(value)}`);
+    throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${shown(value)}`);
   }
   const why = unstorable(value);
   if (why !== null) throw new InvalidArgumentError(`${what} ${why}`);
   if (value.endsWith(" ")) {
-    throw new InvalidArgumentError(`${what} ends with a space, got ${describe(value)}: MariaDB ignores trailing spaces when comparing, so it would match the name without them`);
+    throw new InvalidArgumentError(`${what} ends with a space, got ${shown(value)}: MariaDB ignores trailing spaces when comparing, so it would match the name without them`);
   }
   return value;
 }
 
 export function validateInteger(value: unknown, what: string, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${describe(value)}`);
+    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${shown(value)}`);
   }
   return value;
 }
@@ -59,7 +60,7 @@ export function validateInteger(value: unknown, what: string, min: number, max: 
 /** A delay in ms: a finite number in [0, 100 years], rounded to whole milliseconds. */
 export function validateDuration(value: unknown, what: string): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > MAX_DELAY_MS) {
-    throw new InvalidArgumentError(`${what} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${describe(value)}`);
+    throw new InvalidArgumentError(`${what} must be a number of milliseconds in [0, ${MAX_DELAY_MS}] (100 years), got ${shown(value)}`);
   }
   return Math.round(value);
 }
@@ -72,42 +73,72 @@ export function validateDuration(value: unknown, what: string): number {
 export function validateTime(value: unknown, what: string): number {
   const ms = value instanceof Date ? value.getTime() : value;
   if (typeof ms !== "number" || !Number.isFinite(ms) || Math.round(ms) < 0 || Math.round(ms) > MAX_TIME_MS) {
-    throw new InvalidArgumentError(`${what} must be a valid Date or epoch milliseconds between 1970-01-01 and 9999-12-31, got ${describe(value)}`);
+    throw new InvalidArgumentError(`${what} must be a valid Date or epoch milliseconds between 1970-01-01 and 9999-12-31, got ${shown(value)}`);
   }
   return Math.round(ms);
 }
 
 /**
- * Rejects keys of `value` (an options object) that are not in `known`, naming
- * the key and the closest known one, so a misspelt option is never ignored.
- * `value` undefined passes; anything but a plain object is rejected.
+ * Rejects `value` as `what` unless it is an object and not an array:
+ * null, arrays, strings and other primitives are InvalidArgumentError
+ * saying what was passed ("must be an object, got a string ("fast")").
+ * `value` undefined passes: it means "absent" (no options).
  */
-export function checkKeys(value: unknown, known: readonly string[], what: string): void {
+export function checkObject(value: unknown, what: string, shape = ""): void {
   if (value === undefined) return;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new InvalidArgumentError(`${what} must be an object, got ${describe(value)}`);
-  }
-  for (const key of Object.keys(value)) {
-    if (known.includes(key)) continue;
-    const near = closest(key, known);
-    throw new InvalidArgumentError(
-      `unknown option ${JSON.stringify(key)} in ${what}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}; known: ${known.join(", ")}`,
-    );
+    throw new InvalidArgumentError(`${what} must be an object${shape}, got ${got(value)}`);
   }
 }
 
-/** A known word `word` abbreviates or extends, else the nearest by edit distance if near enough to be a misspelling. */
+/**
+ * Rejects keys of `value` (an options object) that are not in `known`, naming
+ * the key and the closest known one, so a misspelt option is never ignored.
+ * `value` undefined passes; anything else but an object is rejected (see checkObject).
+ */
+export function checkKeys(value: unknown, known: readonly string[], what: string): void {
+  checkObject(value, what);
+  if (value === undefined) return;
+  for (const key of Object.keys(value as object)) {
+    if (known.includes(key)) continue;
+    const near = closest(key, known);
+    throw new InvalidArgumentError(`unknown option ${shown(key)} in ${what}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}; known: ${known.join(", ")}`);
+  }
+}
+
+/** What a message says was passed: its kind, and a primitive's (cut) value. */
+function got(value: unknown): string {
+  const primitive = typeof value === "string" || typeof value === "number" || typeof value === "boolean" || typeof value === "bigint";
+  return primitive ? `${kindOf(value)} (${shown(value)})` : kindOf(value);
+}
+
+/**
+ * A known word `word` abbreviates or extends, else the nearest by edit
+ * distance if near enough to be a misspelling, else one it abbreviates by
+ * dropping letters ("opts": "options").
+ */
 function closest(word: string, known: readonly string[]): string | null {
   const lower = word.toLowerCase();
   const prefixed = known.find((k) => lower.length >= 3 && (k.toLowerCase().startsWith(lower) || lower.startsWith(k.toLowerCase())));
   if (prefixed) return prefixed;
+  const limit = Math.max(2, Math.floor(word.length / 3));
   let best: string | null = null;
   let bestDistance = Infinity;
   for (const k of known) {
-    const d = editDistance(word.toLowerCase(), k.toLowerCase());
+    // The distance is at least the difference in length: no need to compute it (for a long word, a long time).
+    if (Math.abs(word.length - k.length) > limit) continue;
+    const d = editDistance(lower, k.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [k, d];
   }
-  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+  if (bestDistance <= limit) return best;
+  return known.find((k) => lower.length >= 3 && lower.length < k.length && lower[0] === k[0]?.toLowerCase() && isSubsequence(lower, k.toLowerCase())) ?? null;
+}
+
+/** Whether `short` is `long` with some letters left out. */
+function isSubsequence(short: string, long: string): boolean {
+  let i = 0;
+  for (const c of long) if (c === short[i]) i++;
+  return i === short.length;
 }
 
 function editDistance(a: string, b: string): number {
@@ -215,10 +246,4 @@ function checkedCopy(root: unknown): unknown {
     }
   }
   return top[0];
-}
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
-  return typeof value;
 }

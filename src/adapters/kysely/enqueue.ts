@@ -1,5 +1,5 @@
 import type { EnqueueParams, EnqueuedRecord } from "../../core/adapter.ts";
-import { AdapterError } from "../../core/errors.ts";
+import { AdapterError, IdempotencyConflictError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
@@ -15,8 +15,10 @@ import { chunkRows } from "./statement-size.ts";
  * Stores new jobs, all or none, and returns their records in input order.
  * Keyed jobs are admitted under their keys' locks (ready, blocked, or
  * cancelled by a "discard" policy). A job whose idempotency key is held is
- * not stored: its record is the holder's (`created: false`). Ready jobs are
- * announced to other processes once stored. See DocketAdapter.enqueue.
+ * not stored: its record is the holder's (`created: false`); when the holder
+ * is of another task, the whole call is refused (IdempotencyConflictError)
+ * and stores nothing. Ready jobs are announced to other processes once
+ * stored. See DocketAdapter.enqueue.
  */
 export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
@@ -105,6 +107,7 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     const key = job.idempotencyKey ?? null;
     const holder = key === null ? null : await holderOf(ctx, db, key);
     if (holder) {
+      if (holder.task !== job.task) await refuse(ctx, db, records, key!, job.task, holder);
       records.push({ ...holder, created: false });
       continue;
     }
@@ -119,9 +122,25 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
         row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
       }
     }
-    records.push(key === null ? created((await insertRows(ctx, db, [row]))[0]!) : await insertOrGetHolder(ctx, db, row, key));
+    const record = key === null ? created((await insertRows(ctx, db, [row]))[0]!) : await insertOrGetHolder(ctx, db, row, key);
+    if (!record.created && record.task !== job.task) await refuse(ctx, db, records, key!, job.task, record);
+    records.push(record);
   }
   return records;
+}
+
+/**
+ * Refuses the call: `holder` holds idempotency key `key`, which a job of
+ * `task`, another task, named. First deletes the rows this call inserted (`records` so far),
+ * so that nothing of it remains even in a caller's transaction that commits
+ * anyway; then throws IdempotencyConflictError.
+ */
+async function refuse(ctx: StoreContext, db: AnyDb, records: readonly EnqueuedRecord[], key: string, task: string, holder: JobRecord): Promise<never> {
+  const mine = records.filter((r) => r.created).map((r) => r.id);
+  for (let i = 0; i < mine.length; i += BATCH_ROWS) {
+    await db.deleteFrom(ctx.tables.jobs).where("id", "in", mine.slice(i, i + BATCH_ROWS)).execute();
+  }
+  throw new IdempotencyConflictError(key, task, { id: mine.includes(holder.id) ? null : holder.id, task: holder.task });
 }
 
 /** The job that holds idempotency key `key` (as this transaction sees it), or null. */

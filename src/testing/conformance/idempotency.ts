@@ -6,6 +6,15 @@ import { claimOne } from "./helpers.ts";
 
 const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";
 
+/** An IdempotencyConflictError naming the holder's task (and, when given, the holder's id). */
+function isConflict(heldBy: string, id?: number) {
+  return (e: { code?: string; message?: string }) => {
+    assert.equal(e.code, "IDEMPOTENCY_CONFLICT", e.message);
+    assert.match(e.message ?? "", new RegExp(`held by ${id === undefined ? "" : `job ${id} `}.*of task ${JSON.stringify(heldBy)}`));
+    return true;
+  };
+}
+
 async function count(t: CaseContext): Promise<number> {
   return (await t.adapter.list({ limit: 100_000 })).length;
 }
@@ -118,6 +127,68 @@ export const idempotencyCases: ConformanceCase[] = [
       }
       assert.throws(() => t.docket({ idempotency: { holdMs: 1 } as never }), isInvalid);
       assert.equal(await count(t), 0);
+    },
+  },
+  {
+    name: "idempotency › a key held by another task's job is IdempotencyConflictError, in enqueue and enqueueMany, and the refused call writes nothing",
+    async run(t) {
+      const d = t.docket();
+      const email = await d.enqueue("email.send", { to: "a" }, { idempotencyKey: "k1" });
+      await assert.rejects(d.enqueue("report.build", {}, { idempotencyKey: "k1" }), isConflict("email.send", email.id));
+      const concurrency = { key: "acct", limit: 1 };
+      // Items before and after the conflicting one, new keys, concurrency keys: the whole batch is refused.
+      await assert.rejects(
+        d.enqueueMany([
+          { task: "report.build", payload: { i: 0 }, options: { idempotencyKey: "k2", concurrency } },
+          { task: "report.build", payload: { i: 1 } },
+          { task: "report.build", payload: { i: 2 }, options: { idempotencyKey: "k1" } },
+          { task: "report.build", payload: { i: 3 }, options: { concurrency } },
+        ]),
+        isConflict("email.send", email.id),
+      );
+      // Two items of one call with one key and different tasks.
+      await assert.rejects(
+        d.enqueueMany([
+          { task: "a", payload: {}, options: { idempotencyKey: "k3" } },
+          { task: "b", payload: {}, options: { idempotencyKey: "k3" } },
+        ]),
+        isConflict("a"),
+      );
+      assert.deepEqual((await t.adapter.list({ limit: 100 })).map((j) => j.id), [email.id], "the refused calls stored nothing");
+      assert.equal(await d.getByIdempotencyKey("k2"), null);
+      assert.equal((await d.enqueue("x", {}, { concurrency })).state, "ready", "the refused batch holds no slot of its concurrency key");
+      const same = await d.enqueue("email.send", { to: "b" }, { idempotencyKey: "k1" });
+      assert.deepEqual([same.id, same.created, same.task], [email.id, false, "email.send"], "the same task still gets the holder");
+    },
+  },
+  {
+    name: "idempotency › concurrent enqueues of two tasks with one key: one job; callers of its task get it, the others IdempotencyConflictError, and their batches store nothing",
+    async run(t) {
+      const adapters: DocketAdapter[] = [t.adapter];
+      for (let i = 0; i < 3; i++) adapters.push(await t.connect());
+      const dockets = adapters.map((adapter) => new Docket({ adapter, clock: t.clock }));
+      let stored = 0;
+      for (let round = 0; round < 8; round++) {
+        const key = `k${round}`;
+        const outcomes = await Promise.allSettled(
+          dockets.map((d, i) => {
+            const task = i % 2 === 0 ? "a" : "b";
+            return d.enqueueMany([{ task, payload: { i } }, { task, payload: { i }, options: { idempotencyKey: key } }]);
+          }),
+        );
+        const fulfilled = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+        const refused = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as { code?: string; message?: string }] : []));
+        const keyed = fulfilled.map((r) => r[1]!);
+        assert.equal(keyed.filter((j) => j.created).length, 1, `round ${round}: exactly one caller created the job`);
+        const holder = keyed.find((j) => j.created)!;
+        assert.ok(keyed.every((j) => j.id === holder.id && j.task === holder.task), `round ${round}: every caller that succeeded got the holder, of its own task`);
+        assert.equal(fulfilled.length, 2, `round ${round}: the two callers of the holder's task succeeded`);
+        for (const e of refused) isConflict(holder.task, holder.id)(e);
+        stored += 1 + fulfilled.length;
+      }
+      const all = await t.adapter.list({ limit: 1000 });
+      assert.equal(all.filter((j) => j.idempotencyKey !== null).length, 8);
+      assert.equal(all.length, stored, "a refused batch stored none of its jobs");
     },
   },
 ];

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Docket } from "../../core/docket.ts";
 import { MAX_DELAY_MS, MAX_PAYLOAD_DEPTH, MAX_TIME_MS } from "../../core/validate.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 
@@ -249,6 +250,108 @@ export const inputCases: ConformanceCase[] = [
       ];
       for (const [options, message] of bad) await rejectsWith(() => d.list(options), "INVALID_ARGUMENT", message);
       assert.equal((await d.list({ afterId: 0 })).length, 1);
+    },
+  },
+  {
+    name: "input › options must be an object wherever one is taken: an array, null or a string is InvalidArgumentError saying what it got, and writes nothing",
+    async run(t) {
+      const d = t.docket();
+      const item = { task: "t", payload: {} };
+      const calls: [() => unknown, RegExp][] = [
+        [() => d.enqueue("t", {}, [] as never), /^options must be an object, got an array$/],
+        [() => d.enqueue("t", {}, null as never), /^options must be an object, got null$/],
+        [() => d.enqueue("t", {}, "fast" as never), /^options must be an object, got a string \("fast"\)$/],
+        [() => d.enqueue("t", {}, { backoff: [] as never }), /^options\.backoff must be an object, got an array$/],
+        [() => d.enqueue("t", {}, { backoff: null as never }), /^options\.backoff must be an object, got null$/],
+        [() => d.enqueue("t", {}, { concurrency: [] as never }), /^options\.concurrency must be an object/],
+        [() => d.enqueueMany([{ ...item, options: [] as never }]), /^items\[0\]\.options must be an object, got an array$/],
+        [() => d.enqueueMany([{ ...item, options: null as never }]), /^items\[0\]\.options must be an object, got null$/],
+        [() => d.enqueueMany([{ ...item, options: "fast" as never }]), /^items\[0\]\.options must be an object, got a string \("fast"\)$/],
+        [() => d.enqueueMany([item, { ...item, options: 5 as never }]), /^items\[1\]\.options must be an object, got a number \(5\)$/],
+        [() => d.enqueueMany([{ ...item, opts: { priority: 1 } } as never]), /^unknown option "opts" in items\[0\] \(did you mean "options"\?\)/],
+        [() => d.enqueueMany([[] as never]), /^items\[0\] must be an object, got an array$/],
+        [() => d.enqueueMany([item], [] as never), /^enqueueMany\(items, options\) must be an object, got an array$/],
+        [() => d.enqueueMany([item], null as never), /^enqueueMany\(items, options\) must be an object, got null$/],
+        [() => d.schedules.put("s", { cron: "* * * * *", task: "t", options: null as never }), /^schedule options must be an object, got null$/],
+        [() => d.schedules.put("s", { cron: "* * * * *", task: "t", options: [] as never }), /^schedule options must be an object, got an array$/],
+        [() => d.list([] as never), /^list\(options\) must be an object, got an array$/],
+        [() => new Docket([] as never), /^new Docket\(options\) must be an object \{ adapter, … \}, got an array$/],
+        [() => new Docket(null as never), /^new Docket\(options\) must be an object \{ adapter, … \}, got null$/],
+        [() => new Docket("fast" as never), /^new Docket\(options\) must be an object \{ adapter, … \}, got a string \("fast"\)$/],
+        [() => t.docket({ retry: null as never }), /^a retry policy must be an object, got null$/],
+        [() => t.docket({ retry: [] as never }), /^a retry policy must be an object, got an array$/],
+        [() => t.docket({ retention: [] as never }), /^retention must be an object, got an array$/],
+        [() => t.docket({ idempotency: null as never }), /^idempotency must be an object, got null$/],
+        [() => t.docket({ tasks: [] as never }), /^tasks must be an object, got an array$/],
+        [() => t.docket({ tasks: null as never }), /^tasks must be an object, got null$/],
+        [() => t.docket({ tasks: { x: null } as never }), /^tasks\.x must be an object, got null$/],
+        [() => t.docket({ tasks: { x: [] } as never }), /^tasks\.x must be an object, got an array$/],
+        [() => d.worker([] as never), /^worker\(options\) must be an object, got an array$/],
+        [() => d.worker(null as never), /^worker\(options\) must be an object, got null$/],
+        [() => d.worker("fast" as never), /^worker\(options\) must be an object, got a string \("fast"\)$/],
+        [() => d.scheduler([] as never), /^scheduler\(options\) must be an object, got an array$/],
+      ];
+      const wrong: string[] = [];
+      for (const [call, message] of calls) {
+        try {
+          await call();
+          wrong.push(`${message}: accepted`);
+        } catch (error) {
+          const e = error as { code?: string; message?: string };
+          if (e.code !== "INVALID_ARGUMENT" || !message.test(e.message ?? "")) wrong.push(`${message}: ${e.code} ${String(e.message).slice(0, 200)}`);
+        }
+      }
+      assert.deepEqual(wrong, []);
+      assert.equal(await count(t), 0);
+      assert.deepEqual(await d.schedules.list(), []);
+      await d.enqueue("t", {}, undefined);
+      await d.enqueueMany([{ ...item, options: undefined }], undefined);
+      assert.equal(await count(t), 2, "undefined is no options");
+    },
+  },
+  {
+    name: "input › a value quoted in an error message is cut to about 100 characters, with its length: a 1 000 000-character name gives a short message",
+    async run(t) {
+      const huge = "x".repeat(1_000_000);
+      const d = t.docket();
+      const registered = t.docket({ tasks: { t: {} } });
+      const calls: (() => unknown)[] = [
+        () => d.enqueue(huge, {}),
+        () => d.enqueue(`${huge} `, {}),
+        () => d.enqueue("t", {}, { queue: huge }),
+        () => d.enqueue("t", {}, { idempotencyKey: huge }),
+        () => d.enqueue("t", {}, { concurrency: { key: huge, limit: 1 } }),
+        () => d.enqueue("t", {}, { concurrency: { key: "k", limit: 1, onConflict: huge as never } }),
+        () => d.enqueue("t", {}, { [huge]: 1 } as never),
+        () => d.enqueueMany([{ task: "t", payload: {}, [huge]: 1 } as never]),
+        () => d.enqueue("t", {}, huge as never),
+        () => registered.enqueue("x".repeat(150) as "t", {}),
+        () => d.list({ task: huge }),
+        () => d.list({ state: huge as never }),
+        () => d.on(huge as never, () => undefined),
+        () => d.pauseQueue(huge),
+        () => d.schedules.put(huge, { cron: "* * * * *", task: "t" }),
+        () => d.schedules.put("s", { cron: huge, task: "t" }),
+        () => d.schedules.put("s", { cron: `0 0 31 2 * ${huge}`, task: "t" }),
+        () => d.schedules.put("s", { cron: "* * * * *", timezone: huge, task: "t" }),
+        () => d.schedules.remove("y".repeat(150)),
+        () => d.worker({ handlers: { [huge]: () => undefined } }),
+        () => d.worker({ handlers: { t: () => undefined }, queues: [huge] }),
+        () => t.docket({ defaultQueue: huge }),
+        () => t.docket({ tasks: { [huge]: {} } }),
+      ];
+      const long: string[] = [];
+      for (const [i, call] of calls.entries()) {
+        try {
+          await call();
+          long.push(`call ${i}: accepted`);
+        } catch (error) {
+          const message = String((error as Error).message);
+          if (message.length > 400 || !/…\(\d+ chars\)/.test(message)) long.push(`call ${i}: ${message.length} characters: ${message.slice(0, 300)}`);
+        }
+      }
+      assert.deepEqual(long, []);
+      assert.equal(await count(t), 0);
     },
   },
 ];

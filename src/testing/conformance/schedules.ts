@@ -85,6 +85,37 @@ export const scheduleCases: ConformanceCase[] = [
       assert.equal((await d.list()).length, 1, "the job it enqueued stays");
     },
   },
+  {
+    name: "schedules › an expression that never fires is InvalidArgumentError (\"never fires\") and stores nothing; one that fires every four years (29 February) is kept and fires",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 10, 25, 12));
+      const d = t.docket();
+      const refused = (message: RegExp) => (e: unknown) => e instanceof InvalidArgumentError && e.code === "INVALID_ARGUMENT" && message.test(e.message);
+      for (const cron of ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4 *", "0 0 0 1 1 * 2020"]) {
+        await assert.rejects(d.schedules.put("never", { cron, task: "t" }), refused(/never fires/), cron);
+      }
+      for (const cron of ["0 0 * * 8", "0 0 32 * *", "* * * * * * * *", "@fortnightly", "0 0 L W *"]) {
+        await assert.rejects(d.schedules.put("bad", { cron, task: "t" }), refused(/is not a valid expression/), cron);
+      }
+      assert.deepEqual(await d.schedules.list(), []);
+      const leap = await d.schedules.put("leap", { cron: "0 0 29 2 *", task: "t" });
+      const berlin = await d.schedules.put("leap-berlin", { cron: "0 0 29 2 *", timezone: "Europe/Berlin", task: "t" });
+      assert.deepEqual([leap.lastTickAt, leap.nextTickAt], [Date.UTC(2028, 1, 29), Date.UTC(2032, 1, 29)]);
+      assert.deepEqual([berlin.lastTickAt, berlin.nextTickAt], [Date.UTC(2028, 1, 28, 23), Date.UTC(2032, 1, 28, 23)]);
+      assert.deepEqual(await d.schedules.runDue(), []);
+      t.clock.set(Date.UTC(2032, 1, 29, 0, 0, 1));
+      assert.deepEqual((await d.schedules.runDue()).map((f) => [f.schedule, f.tick]), [
+        ["leap", Date.UTC(2032, 1, 29)],
+        ["leap-berlin", Date.UTC(2032, 1, 28, 23)],
+      ]);
+      t.clock.set(Date.UTC(2033, 5, 1));
+      assert.deepEqual(await d.schedules.runDue(), []);
+      assert.deepEqual((await d.schedules.list()).map((s) => [s.lastTickAt, s.nextTickAt]), [
+        [Date.UTC(2032, 1, 29), Date.UTC(2036, 1, 29)],
+        [Date.UTC(2032, 1, 28, 23), Date.UTC(2036, 1, 28, 23)],
+      ]);
+    },
+  },
 ];
 
 /** A tick's compare-and-set: `UPDATE schedules SET last_tick = ?, … WHERE name = ? AND last_tick < ?`. */

@@ -96,6 +96,25 @@ export const transactionCases: ConformanceCase[] = [
     },
   },
   {
+    name: "transaction › an enqueueMany refused for an idempotency key of another task leaves none of its jobs in the caller's transaction, even if it commits",
+    async run(t) {
+      await withApplication(t, async (app, d) => {
+        const held = await d.enqueue("email.send", {}, { idempotencyKey: "k1" });
+        const items = [
+          { task: "report.build", payload: { i: 0 }, options: { idempotencyKey: "k2", concurrency: { key: "acct", limit: 1 } } },
+          { task: "report.build", payload: { i: 1 } },
+          { task: "report.build", payload: { i: 2 }, options: { idempotencyKey: "k1" } },
+        ];
+        await app.db.transaction().execute(async (trx) => {
+          await assert.rejects(d.enqueueMany(items, { transaction: trx }), (e: { code?: string }) => e.code === "IDEMPOTENCY_CONFLICT");
+          await trx.insertInto(`${t.store.tablePrefix}orders`).values({ id: 1 }).execute();
+        });
+        assert.equal(await orders(t, app), 1, "the caller's transaction committed");
+        assert.deepEqual((await t.adapter.list({ limit: 100 })).map((j) => j.id), [held.id], "none of the refused batch's jobs");
+      });
+    },
+  },
+  {
     name: "transaction › a worker does not start a job of an open transaction; it starts it once the transaction commits",
     slow: true,
     async run(t) {

@@ -217,8 +217,25 @@ export class ReferenceModel {
   readonly taskControls = new Map<string, ModelTaskControl>();
 
   /**
+   * Whether enqueueing `jobs` is refused (IdempotencyConflictError, nothing
+   * stored): a job names an idempotency key that a job of another task holds,
+   * or an earlier job of this call of another task names.
+   */
+  idempotencyConflict(jobs: readonly ModelNewJob[]): boolean {
+    const taskOf = new Map<string, string>();
+    for (const h of this.jobs.values()) if (h.idempotencyKey !== null) taskOf.set(h.idempotencyKey, h.task);
+    for (const j of jobs) {
+      if (!j.idempotencyKey) continue;
+      const held = taskOf.get(j.idempotencyKey);
+      if (held !== undefined && held !== j.task) return true;
+      taskOf.set(j.idempotencyKey, held ?? j.task);
+    }
+    return false;
+  }
+
+  /**
    * Adds jobs under the ids the adapter assigned (the model does not predict
-   * ids), in input order. A job whose idempotency key a job holds (also an
+   * ids), in input order (after `idempotencyConflict` said they are accepted). A job whose idempotency key a job holds (also an
    * earlier one of this call) is not added: its result is the holder, with
    * `created: false`.
    */

@@ -56,14 +56,26 @@ function jobArb(start: fc.Arbitrary<JobStart>, o: { queue?: fc.Arbitrary<number>
   });
 }
 
-/** Setup jobs with repeated idempotency keys lose the repeat: one setup job holds each key. */
+/**
+ * A job or step with an idempotency key is of that key's task: a key names
+ * one job across tasks, and an enqueue naming a key another task's job
+ * holds is refused (IdempotencyConflictError; see the conformance cases).
+ * Scenarios race enqueues that get the holder, so each key has one task.
+ */
+function ofKeyTask<J extends { task: string; idempotencyKey: string | null }>(j: J): J {
+  if (j.idempotencyKey === null) return j;
+  const i = (IDEMPOTENCY_KEYS as readonly string[]).indexOf(j.idempotencyKey);
+  return { ...j, task: TASKS[Math.max(0, i) % TASKS.length]! };
+}
+
+/** Setup jobs with repeated idempotency keys lose the repeat: one setup job holds each key (and is of the key's task). */
 function oneHolderPerKey(jobs: JobSetup[]): JobSetup[] {
   const held = new Set<string>();
   return jobs.map((j) => {
     if (j.idempotencyKey === null) return j;
     if (held.has(j.idempotencyKey)) return { ...j, idempotencyKey: null };
     held.add(j.idempotencyKey);
-    return j;
+    return ofKeyTask(j);
   });
 }
 
@@ -72,7 +84,7 @@ const holdStep = (job: fc.Arbitrary<number>, o = outcome) => fc.record({ kind: f
 const sweepStep = fc.constant({ kind: "sweep" as const });
 const cancelStep = (job: fc.Arbitrary<number>) => fc.record({ kind: fc.constant("cancel" as const), job });
 const enqueueStep = (o: { key?: fc.Arbitrary<string | null>; idempotencyKey?: fc.Arbitrary<string | null> } = {}) =>
-  fc.record({ kind: fc.constant("enqueue" as const), queue, task, key: o.key ?? keyArb, priority, idempotencyKey: o.idempotencyKey ?? idempotencyArb });
+  fc.record({ kind: fc.constant("enqueue" as const), queue, task, key: o.key ?? keyArb, priority, idempotencyKey: o.idempotencyKey ?? idempotencyArb }).map(ofKeyTask);
 const replayStep = fc.record({ kind: fc.constant("replayDead" as const), limit: fc.integer({ min: 1, max: 3 }) });
 const pauseStep = fc.record({ kind: fc.constant("pause" as const), paused: fc.boolean() });
 

@@ -14,7 +14,7 @@ export interface EnqueueSpec {
   idempotencyKey?: string | null;
 }
 
-/** enqueue(jobs): all stored in one transaction, in input order. */
+/** enqueue(jobs): all stored in one transaction, in input order; or none, refused, when a key is held by another task. */
 export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
   constructor(readonly jobs: readonly EnqueueSpec[]) {}
   check(): boolean {
@@ -33,6 +33,15 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
       concurrency: j.concurrency,
       idempotencyKey: j.idempotencyKey ?? null,
     }));
+    if (m.store.idempotencyConflict(jobs)) {
+      const refused = await r.adapter.enqueue({ jobs, now: m.now }).then(
+        () => null,
+        (error: { code?: string }) => error,
+      );
+      if (refused?.code !== "IDEMPOTENCY_CONFLICT") fail(this.toString(), [`model says IDEMPOTENCY_CONFLICT (a key held by another task); actual: ${refused === null ? "stored" : String(refused.code)}`]);
+      await expectSameStore(this.toString(), m, r);
+      return;
+    }
     const got = await r.adapter.enqueue({ jobs, now: m.now });
     const modelled = m.store.enqueue(jobs, got.map((g) => g.id), m.now);
     expectSameList(this.toString(), modelled, got);
