@@ -1,6 +1,7 @@
 import type { SettleItem, SettledJob } from "./adapter.ts";
 import type { Docket, TaskMap } from "./docket.ts";
 import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
+import { shown } from "./shown.ts";
 import type { DocketEvent, EventOperation } from "./events.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { LazyAbort } from "./lazy-abort.ts";
@@ -274,7 +275,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#handlers = new Map();
     for (const [task, handler] of Object.entries(options.handlers)) {
       if (handler === undefined) continue;
-      if (typeof handler !== "function") throw new InvalidArgumentError(`handler for ${JSON.stringify(task)} must be a function`);
+      if (typeof handler !== "function") throw new InvalidArgumentError(`handler for ${shown(task)} must be a function`);
       this.#handlers.set(validateName(task, "handlers key (task name)"), handler as Handler<unknown>);
     }
     if (options.fallback !== undefined && typeof options.fallback !== "function") throw new InvalidArgumentError("fallback must be a function");
@@ -408,7 +409,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     checkKeys(options, ["signals", "onStopped"], "stopOnSignals(options)");
     const signals = options.signals ?? SHUTDOWN_SIGNALS;
     if (!Array.isArray(signals) || signals.length === 0 || signals.some((s) => typeof s !== "string" || !/^SIG[A-Z0-9]+$/.test(s))) {
-      throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${String(signals)}`);
+      throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${shown(signals)}`);
     }
     return onceOnSignals(signals, (signal) => {
       this.#log.warn(`${signal} received, stopping (in-flight jobs finish or are released)`);

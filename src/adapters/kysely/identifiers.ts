@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "../../core/errors.ts";
+import { shown } from "../../core/shown.ts";
 
 const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,39}$/;
 
@@ -12,8 +13,7 @@ const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,39}$/;
 export function validateTablePrefix(value: unknown): string {
   if (value === "") return value;
   if (typeof value !== "string" || !TABLE_PREFIX.test(value)) {
-    const shown = typeof value === "string" ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : String(value);
-    throw new InvalidArgumentError(`tablePrefix must match ${TABLE_PREFIX.source} (lower case, at most 40 characters) or be "", got ${shown}`);
+    throw new InvalidArgumentError(`tablePrefix must match ${TABLE_PREFIX.source} (lower case, at most 40 characters) or be "", got ${shown(value)}`);
   }
   return value;
 }

@@ -1,5 +1,6 @@
 import { MysqlDialect, type MysqlPool } from "kysely";
 import { InvalidArgumentError } from "../../core/errors.ts";
+import { shown } from "../../core/shown.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
@@ -27,13 +28,14 @@ export interface MysqlAdapterOptions {
 
 /** Validates `options` and opens a store on MySQL/MariaDB (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openMysql(options: MysqlAdapterOptions): KyselyStore {
+  if (options === undefined) throw new InvalidArgumentError("mysqlAdapter needs options: { uri } or { pool }");
   checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument"], "mysqlAdapter(options)");
   const { pool, uri } = options;
   if ((pool === undefined) === (uri === undefined)) {
     throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
   }
   const limit = options.connectionLimit ?? 10;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${limit}`);
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${shown(limit)}`);
   const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };

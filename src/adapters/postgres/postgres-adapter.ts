@@ -1,6 +1,7 @@
 import { PostgresDialect, type PostgresPool } from "kysely";
 import { checkKeys } from "../../core/validate.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
+import { shown } from "../../core/shown.ts";
 import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
 import { validateTablePrefix } from "../kysely/identifiers.ts";
@@ -50,16 +51,17 @@ export interface PostgresAdapterOptions {
 
 /** Validates `options` and opens a store on PostgreSQL (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
+  if (options === undefined) throw new InvalidArgumentError("postgresAdapter needs options: { connectionString } or { pool }");
   checkKeys(options, ["pool", "connectionString", "max", "tablePrefix", "instrument", "preparedStatements", "listenConnectionString", "logger"], "postgresAdapter(options)");
   const { pool, connectionString } = options;
   if ((pool === undefined) === (connectionString === undefined)) {
     throw new InvalidArgumentError("postgresAdapter needs exactly one of `pool` or `connectionString`");
   }
   const max = options.max ?? 10;
-  if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${max}`);
+  if (!Number.isSafeInteger(max) || max < 1) throw new InvalidArgumentError(`max must be an integer >= 1, got ${shown(max)}`);
   const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   const usePrepared = options.preparedStatements ?? true;
-  if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${JSON.stringify(usePrepared)}`);
+  if (typeof usePrepared !== "boolean") throw new InvalidArgumentError(`preparedStatements must be true or false, got ${shown(usePrepared)}`);
   const logger = options.logger === undefined ? console : options.logger;
   if (logger !== null && (typeof logger !== "object" || typeof logger.warn !== "function")) {
     throw new InvalidArgumentError("logger must have a warn(message) method, or be null");

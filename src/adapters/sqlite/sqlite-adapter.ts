@@ -5,6 +5,7 @@ import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { sqliteEngine } from "./sqlite-engine.ts";
 import { checkKeys } from "../../core/validate.ts";
 import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
+import { shown } from "../../core/shown.ts";
 import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
 import { COMMIT_CHECK_MS, commitWatch } from "./commit-watch.ts";
 
@@ -56,21 +57,22 @@ export interface SqliteAdapterOptions {
 
 /** Validates `options` and opens a store on SQLite (the file lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openSqlite(options: SqliteAdapterOptions): KyselyStore {
+  if (options === undefined) throw new InvalidArgumentError("sqliteAdapter needs options: { filename } or { database }");
   checkKeys(options, ["database", "filename", "fileMustExist", "tablePrefix", "instrument", "busyTimeoutMs", "synchronous", "commitCheckMs"], "sqliteAdapter(options)");
   const { database, filename } = options;
   if ((database === undefined) === (filename === undefined)) {
     throw new InvalidArgumentError("sqliteAdapter needs exactly one of `database` or `filename`");
   }
   const mustExist = options.fileMustExist ?? false;
-  if (typeof mustExist !== "boolean") throw new InvalidArgumentError(`fileMustExist must be a boolean, got ${JSON.stringify(mustExist)}`);
+  if (typeof mustExist !== "boolean") throw new InvalidArgumentError(`fileMustExist must be a boolean, got ${shown(mustExist)}`);
   const busy = options.busyTimeoutMs ?? 5000;
-  if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${busy}`);
+  if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError(`busyTimeoutMs must be an integer >= 0, got ${shown(busy)}`);
   const synchronous = options.synchronous ?? "full";
   if (synchronous !== "full" && synchronous !== "normal") {
-    throw new InvalidArgumentError(`synchronous must be "full" or "normal", got ${JSON.stringify(synchronous)}`);
+    throw new InvalidArgumentError(`synchronous must be "full" or "normal", got ${shown(synchronous)}`);
   }
   const checkMs = options.commitCheckMs ?? COMMIT_CHECK_MS;
-  if (!Number.isSafeInteger(checkMs) || checkMs < 0) throw new InvalidArgumentError(`commitCheckMs must be an integer >= 0, got ${checkMs}`);
+  if (!Number.isSafeInteger(checkMs) || checkMs < 0) throw new InvalidArgumentError(`commitCheckMs must be an integer >= 0, got ${shown(checkMs)}`);
   const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
   const pragmas = [`PRAGMA busy_timeout = ${busy}`, ...(filename === ":memory:" ? [] : ["PRAGMA journal_mode = WAL"]), `PRAGMA synchronous = ${synchronous.toUpperCase()}`];
   // A handle the caller gave may carry the caller's own transactions, inside which the journal mode and the
