@@ -11,6 +11,7 @@ import { admit, discardReason } from "../../core/concurrency.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
+import { checkNewJobs } from "./constraints.ts";
 import { countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
 
@@ -20,6 +21,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     throw new InvalidArgumentError(`${name}: a memory store has no transactions; enqueue without the transaction option (the job is stored at once)`);
   }
   if (params.jobs.length === 0) return [];
+  checkNewJobs(params.jobs, name);
   const { now } = params;
   const idempotencyKeys = new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"));
   if (idempotencyKeys.size > 0 && params.keysReleasedBefore !== undefined) releaseKeys(state, idempotencyKeys, params.keysReleasedBefore);

@@ -158,11 +158,11 @@ export class MemoryAdapter implements DocketAdapter {
   }
 
   setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
-    return this.#run("queues", true, (s) => setQueueControl(s, params));
+    return this.#run("queues", true, (s) => setQueueControl(s, params, this.name));
   }
 
   setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
-    return this.#run("queues", true, (s) => setTaskControl(s, params));
+    return this.#run("queues", true, (s) => setTaskControl(s, params, this.name));
   }
 
   listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {

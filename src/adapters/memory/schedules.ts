@@ -6,6 +6,7 @@
  */
 import type { FireScheduleParams, PutScheduleParams, QueueControl, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
+import { checkCap, checkNewJobs } from "./constraints.ts";
 import { enqueue } from "./enqueue.ts";
 import { byName, type MemoryState } from "./state.ts";
 
@@ -40,6 +41,7 @@ export function deleteSchedule(state: MemoryState, name: string): boolean {
 export function fireSchedule(state: MemoryState, p: FireScheduleParams, name: string): JobRecord | null {
   const schedule = state.schedules.get(p.name);
   if (schedule === undefined || schedule.lastTick >= p.tick) return null;
+  checkNewJobs([p.job], name);
   schedule.lastTick = p.tick;
   schedule.updatedAt = p.now;
   const [job] = enqueue(state, { jobs: [p.job], now: p.now }, name);
@@ -48,7 +50,8 @@ export function fireSchedule(state: MemoryState, p: FireScheduleParams, name: st
 }
 
 /** See DocketAdapter.setQueueControl: only the given fields change. */
-export function setQueueControl(state: MemoryState, p: { queue: string; paused?: boolean; maxRunning?: number | null }): QueueControl {
+export function setQueueControl(state: MemoryState, p: { queue: string; paused?: boolean; maxRunning?: number | null }, name: string): QueueControl {
+  checkCap(p.maxRunning, name);
   const next = { ...(state.queues.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null }) };
   if (p.paused !== undefined) next.paused = p.paused;
   if (p.maxRunning !== undefined) next.maxRunning = p.maxRunning;
@@ -56,7 +59,8 @@ export function setQueueControl(state: MemoryState, p: { queue: string; paused?:
   return { ...next };
 }
 
-export function setTaskControl(state: MemoryState, p: { task: string; maxRunning: number | null }): TaskControl {
+export function setTaskControl(state: MemoryState, p: { task: string; maxRunning: number | null }, name: string): TaskControl {
+  checkCap(p.maxRunning, name);
   state.tasks.set(p.task, { task: p.task, maxRunning: p.maxRunning });
   return { task: p.task, maxRunning: p.maxRunning };
 }
