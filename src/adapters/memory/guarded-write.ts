@@ -12,7 +12,7 @@ import { byClaimOrder } from "../../core/claim-order.ts";
 import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import { SLOT_HOLDING_STATES } from "../../core/states.ts";
 import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
-import { announce, type MemoryState } from "./state.ts";
+import { announce, copy, type MemoryState } from "./state.ts";
 
 /** Which job, under which lease, at what time: what a rule's fence is checked against. */
 export interface GuardKey {
@@ -56,12 +56,16 @@ export function applyTransition(state: MemoryState, event: TransitionEvent, key:
 /**
  * A guarded write as one step: when `event` frees a slot of the job's key,
  * the key is rebalanced in the same step (the next waiting job is admitted
- * before anyone can observe the freed slot). Returns the stored job or null.
+ * before anyone can observe the freed slot). Returns a copy of the job as
+ * this write left it (as a SQL write's RETURNING, before the rebalance that
+ * may admit the job itself, e.g. a retry due at once), or null.
  */
 export function transition(state: MemoryState, event: TransitionEvent, key: GuardKey, set: WriteSet): JobRecord | null {
   const moved = applyTransition(state, event, key, set);
-  if (moved && moved.concurrencyKey !== null && freesSlot(event)) rebalance(state, moved.concurrencyKey, key.now);
-  return moved;
+  if (!moved) return null;
+  const written = copy(moved);
+  if (moved.concurrencyKey !== null && freesSlot(event)) rebalance(state, moved.concurrencyKey, key.now);
+  return written;
 }
 
 /** How many jobs of `key` hold a slot (SLOT_HOLDING_STATES). */

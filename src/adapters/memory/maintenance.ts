@@ -22,7 +22,7 @@ export function replay(state: MemoryState, p: { id: number; now: number }): JobR
   const moved = transition(state, "replay", p, replaySet(p.now));
   if (!moved) return null;
   announce(state, [{ queue: moved.queue, due: true }]);
-  return copy(moved);
+  return moved;
 }
 
 /** See DocketAdapter.replayDead: dead jobs that died by the cutoff, oldest death first, at most `limit`; returned by id. */

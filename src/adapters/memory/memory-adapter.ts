@@ -42,7 +42,7 @@ import { replay, replayDead, purge, repairKeys } from "./maintenance.ts";
 import { applyOutcome, failureWrite, settle } from "./outcomes.ts";
 import { getJob, listExpired, listJobs, readStats } from "./reads.ts";
 import { deleteSchedule, fireSchedule, listControls, listSchedules, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
-import { copy, emptyState, type MemoryState } from "./state.ts";
+import { emptyState, type MemoryState } from "./state.ts";
 
 /** The one schema version a memory store has: `migrate()` applies it once per state. */
 const MEMORY_SCHEMA_VERSION = 1;
@@ -224,12 +224,9 @@ export class MemoryAdapter implements DocketAdapter {
     };
   }
 
-  /** A one-job guarded write (with its key's promotion when it frees a slot), as a copy. */
+  /** A one-job guarded write (with its key's promotion when it frees a slot). */
   #write(event: Parameters<typeof transition>[1], key: { id: number; now: number; leaseToken?: string }, set: Parameters<typeof transition>[3]): Promise<JobRecord | null> {
-    return this.#run("jobs", true, (s) => {
-      const moved = transition(s, event, key, set);
-      return moved ? copy(moved) : null;
-    });
+    return this.#run("jobs", true, (s) => transition(s, event, key, set));
   }
 
   /**

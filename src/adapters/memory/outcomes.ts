@@ -9,7 +9,7 @@ import type { FailParams, SettleItem, SettleParams, SettledJob } from "../../cor
 import { ERROR_HISTORY, type AttemptError, type JobRecord } from "../../core/job.ts";
 import type { TransitionEvent } from "../../core/transitions.ts";
 import { transition, type WriteSet } from "./guarded-write.ts";
-import { announce, copy, type MemoryState } from "./state.ts";
+import { announce, type MemoryState } from "./state.ts";
 
 const CLEAR_LEASE = { leaseToken: null, leaseExpiresAt: null } as const;
 
@@ -50,7 +50,7 @@ export function applyOutcome(state: MemoryState, item: SettleItem): JobRecord | 
   const { event, set } = outcomeWrite(item);
   const moved = transition(state, event, item, set);
   if (moved && item.kind === "release") announce(state, [{ queue: moved.queue, due: false }]);
-  return moved ? copy(moved) : null;
+  return moved;
 }
 
 /** See DocketAdapter.settle: each item applied as its own outcome, in input order. */
