@@ -4,7 +4,7 @@
  * left, through a real worker of `docket` (the same claims, handlers,
  * timeouts, retry policy and events as in production), then stops that
  * worker and returns what happened. Works on any adapter; meant for
- * `memoryAdapter()` in application tests.
+ * `memoryAdapter()` in application tests. Needs real timers (the worker's).
  */
 import type { Docket, TaskMap } from "../../core/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
