@@ -33,7 +33,7 @@ import type {
   StoredStats,
   TaskControl,
 } from "../../core/adapter.ts";
-import { AdapterError, SchemaMissingError } from "../../core/errors.ts";
+import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { claim } from "./claim.ts";
 import { enqueue, getByIdempotencyKey } from "./enqueue.ts";
@@ -231,8 +231,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   /**
    * Runs `step` on the state at once, synchronously, and settles with its
-   * answer or its error: the whole call is one atomic step. A closed handle
-   * is AdapterError; an unmigrated state is SCHEMA_MISSING naming `table`.
+   * answer or its error: the whole call is one atomic step (a step that
+   * throws has changed nothing: each checks its input before writing). A
+   * closed handle is AdapterError; an unmigrated state is SCHEMA_MISSING
+   * naming `table`.
    */
   #run<T>(table: Table, needsSchema: boolean, step: (state: MemoryState) => T): Promise<T> {
     try {
@@ -240,7 +242,9 @@ export class MemoryAdapter implements DocketAdapter {
       if (needsSchema && !this.#state.migrated) throw new SchemaMissingError(table);
       return Promise.resolve(step(this.#state));
     } catch (error) {
-      return Promise.reject(error);
+      // As the SQL adapters: nothing but a DocketError escapes; anything else is AdapterError with it as `cause`.
+      if (error instanceof DocketError) return Promise.reject(error);
+      return Promise.reject(new AdapterError(`${this.name}: ${error instanceof Error ? error.message : String(error)}`, { cause: error }));
     }
   }
 }
