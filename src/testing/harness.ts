@@ -53,10 +53,34 @@ export interface ConnectOptions {
   tablePrefix?: string;
 }
 
+/**
+ * What a case may need beyond the DocketAdapter contract:
+ * - "sql": raw statements on the store (`t.execute`, e.g. an admin edit the
+ *   contract has no call for) or an application's own kysely connection
+ *   (`store.application()`, enqueue in the caller's transaction);
+ * - "statementHooks": kysely's instrument seam (`connect({ instrument })`:
+ *   statement hooks that hold a session at a statement, statement counts,
+ *   and the mutants that remove a guard by rewriting queries);
+ * - "processes": the store opened from another process (`store.location`).
+ */
+export const CASE_NEEDS = ["sql", "statementHooks", "processes"] as const;
+export type CaseNeed = (typeof CASE_NEEDS)[number];
+
 /** A storage under test: makes fresh stores. A third-party adapter provides one of these. */
 export interface AdapterTarget {
   readonly name: string;
+  /**
+   * The needs (CASE_NEEDS) its stores meet; cases that need anything else
+   * are skipped by the runners. Absent: every need (a kysely SQL adapter).
+   */
+  readonly provides?: readonly CaseNeed[];
   open(): Promise<TestStore>;
+}
+
+/** The needs of `testCase` that `target` does not provide (empty: the case runs on it). */
+export function unmetNeeds(target: AdapterTarget, testCase: ConformanceCase): CaseNeed[] {
+  if (target.provides === undefined) return [];
+  return (testCase.needs ?? []).filter((need) => !target.provides!.includes(need));
 }
 
 /** What every conformance case receives. */
@@ -81,14 +105,20 @@ export interface ConformanceCase {
   readonly slow?: boolean;
   /** When true, the case's adapter is NOT migrated before `run`. */
   readonly unmigrated?: boolean;
+  /** What it needs beyond the adapter contract (see CASE_NEEDS); runners skip it on a target that does not provide one. */
+  readonly needs?: readonly CaseNeed[];
   run(t: CaseContext): Promise<void>;
 }
 
 /**
  * Runs one case on a fresh store of `target`: opens, migrates, runs, and
- * always closes every connection it opened. Runner-agnostic: throws on failure.
+ * always closes every connection it opened. Runner-agnostic: throws on
+ * failure, and at once when the target does not meet the case's needs
+ * (runners skip those: see `unmetNeeds`).
  */
 export async function runCase(target: AdapterTarget, testCase: ConformanceCase): Promise<void> {
+  const unmet = unmetNeeds(target, testCase);
+  if (unmet.length > 0) throw new Error(`${testCase.name}: needs ${unmet.join(", ")}, which the ${target.name} target does not provide (skip it)`);
   const store = await target.open();
   const opened: DocketAdapter[] = [];
   try {

@@ -1,13 +1,14 @@
-import { conformanceCases, runCase } from "../../src/testing/index.ts";
-import { openTarget, type TargetName } from "./targets.ts";
+import { conformanceCases, runCase, unmetNeeds } from "../../src/testing/index.ts";
+import { openTarget, type ConformanceTargetName } from "./targets.ts";
 
 /**
  * The Deno binding of the runner-agnostic conformance suite: one Deno.test
  * per case, named like the vitest ones (`sqlite: claim › …`), with the same
  * timeouts (20 s, 60 s for slow cases). Sanitizers are off because a
- * target's admin pool lives across cases by design.
+ * target's admin pool lives across cases by design. A case needing what the
+ * target does not provide is registered ignored, the unmet needs in its name.
  */
-export async function defineConformance(name: TargetName): Promise<void> {
+export async function defineConformance(name: ConformanceTargetName): Promise<void> {
   const target = await openTarget(name);
   if (!target) {
     Deno.test({ name: `${name}: every case (server unreachable, see the banner above)`, ignore: true, fn: () => {} });
@@ -15,6 +16,11 @@ export async function defineConformance(name: TargetName): Promise<void> {
   }
   Deno.test.afterAll(() => target.dispose());
   for (const c of conformanceCases()) {
+    const unmet = unmetNeeds(target, c);
+    if (unmet.length > 0) {
+      Deno.test({ name: `${name}: ${c.name} [skipped: needs ${unmet.join(", ")}]`, ignore: true, fn: () => {} });
+      continue;
+    }
     Deno.test({
       name: `${name}: ${c.name}`,
       sanitizeOps: false,

@@ -6,12 +6,13 @@
  * Exits non-zero when any run fails, including a file that cannot load or a
  * target that DOCKET_REQUIRE_ALL_ADAPTERS=1 requires but cannot reach.
  *
- *     deno run --allow-run --allow-read test/deno/run.ts [sqlite|postgres|mysql|node-sqlite ...]
+ *     deno run --allow-run --allow-read test/deno/run.ts [sqlite|postgres|mysql|memory|node-sqlite ...]
  */
 const SUITES: Record<string, { label: string; file: string }> = {
   sqlite: { label: "deno conformance sqlite", file: "test/deno/sqlite_test.ts" },
   postgres: { label: "deno conformance postgres", file: "test/deno/postgres_test.ts" },
   mysql: { label: "deno conformance mysql", file: "test/deno/mysql_test.ts" },
+  memory: { label: "deno conformance memory", file: "test/deno/memory_test.ts" },
   "node-sqlite": { label: "deno node-sqlite shim", file: "test/deno/node-sqlite_test.ts" },
   dashboard: { label: "deno dashboard (Deno.serve)", file: "test/deno/dashboard_test.ts" },
 };
@@ -54,7 +55,9 @@ for (const name of chosen) {
 console.log("");
 for (const r of results) {
   const note = r.ok ? "" : " (deno test FAILED)";
-  const skipped = r.ignored > 0 ? ` (SKIPPED: target unavailable, see the banner above)` : "";
+  // Ignored cases: the whole target (unavailable), or the cases needing what it does not provide (their names say which).
+  const why = r.passed + r.failed === 0 ? "target unavailable, see the banner above" : "needs the target does not provide";
+  const skipped = r.ignored > 0 ? ` (${r.ignored} SKIPPED: ${why})` : "";
   console.log(`${r.label}: ${r.passed} passed, ${r.failed} failed${skipped}${note}`);
 }
 const sum = (k: "passed" | "failed" | "ignored") => results.reduce((n, r) => n + r[k], 0);

@@ -3,7 +3,7 @@ import { nodeSqliteDatabase, sqliteAdapter } from "../../src/adapters/sqlite/ind
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 import type { ConnectOptions, TestStore } from "../../src/testing/harness.ts";
 import { DatabaseSync } from "./node-sqlite.ts";
-import { openTarget as openNodeTarget, REQUIRE_ALL, type DisposableTarget, type TargetName } from "../support/targets.ts";
+import { openTarget as openNodeTarget, REQUIRE_ALL, type ConformanceTargetName, type DisposableTarget, type TargetName } from "../support/targets.ts";
 
 /**
  * Test targets for Deno, with the Node targets' semantics (test/support/targets.ts):
@@ -17,7 +17,7 @@ import { openTarget as openNodeTarget, REQUIRE_ALL, type DisposableTarget, type 
  *   Deno, so every connection is its own `node:sqlite` DatabaseSync on the
  *   store's WAL file, through `nodeSqliteDatabase()`.
  */
-export type { DisposableTarget, TargetName };
+export type { ConformanceTargetName, DisposableTarget, TargetName };
 
 let stores = 0;
 function nextPrefix(): string {
@@ -74,8 +74,8 @@ const FACTORIES: Record<"sqlite", () => Promise<DisposableTarget>> = {
  * The target, or null when it is unavailable and not required; prints the
  * same loud banner as the Node targets when it skips.
  */
-export async function openTarget(name: TargetName): Promise<DisposableTarget | null> {
-  // The server targets are the Node ones: npm:pg and npm:mysql2 run unchanged under Deno.
+export async function openTarget(name: ConformanceTargetName): Promise<DisposableTarget | null> {
+  // The server targets and the memory one are the Node ones: npm:pg and npm:mysql2 run unchanged under Deno.
   if (name !== "sqlite") return openNodeTarget(name);
   try {
     return await FACTORIES[name]();

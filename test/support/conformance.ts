@@ -1,15 +1,21 @@
 import { afterAll, describe, it } from "vitest";
-import { conformanceCases, runCase } from "../../src/testing/index.ts";
-import { openTarget, type TargetName } from "./targets.ts";
+import { conformanceCases, runCase, unmetNeeds } from "../../src/testing/index.ts";
+import { openTarget, type ConformanceTargetName } from "./targets.ts";
 
-/** Registers the whole conformance suite for one adapter as vitest tests. */
-export async function defineConformance(name: TargetName): Promise<void> {
+/**
+ * Registers the whole conformance suite for one adapter as vitest tests. A
+ * case needing what the target does not provide is registered skipped, with
+ * the unmet needs in its name ("… [skipped: needs sql]").
+ */
+export async function defineConformance(name: ConformanceTargetName): Promise<void> {
   const target = await openTarget(name);
   if (!target) return;
   describe(name, () => {
     afterAll(() => target.dispose());
     for (const c of conformanceCases()) {
-      it(c.name, () => runCase(target, c), c.slow ? 60_000 : 20_000);
+      const unmet = unmetNeeds(target, c);
+      if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
+      else it(c.name, () => runCase(target, c), c.slow ? 60_000 : 20_000);
     }
   });
 }

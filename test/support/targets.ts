@@ -12,6 +12,8 @@ import type { DocketAdapter } from "../../src/core/adapter.ts";
  * Each test run creates its own database, and each store its own table prefix.
  */
 export type TargetName = "sqlite" | "postgres" | "mysql";
+/** Every conformance target: the SQL adapters and the in-process one. */
+export type ConformanceTargetName = TargetName | "memory";
 
 export interface DisposableTarget extends AdapterTarget {
   dispose(): Promise<void>;
@@ -217,8 +219,34 @@ async function serverTarget(
   }
 }
 
-const FACTORIES: Record<TargetName, () => Promise<DisposableTarget>> = {
+/**
+ * The in-process adapter: each store is one memory state, and every
+ * `connect()` another handle on it (a second connection, in one process).
+ * It has no SQL, no kysely seam and no location another process could open.
+ */
+export async function memoryTarget(): Promise<DisposableTarget> {
+  const { memoryAdapter } = await import("../../src/adapters/memory/index.ts");
+  return {
+    name: "memory",
+    provides: [],
+    async open(): Promise<TestStore> {
+      const root = memoryAdapter();
+      return {
+        tablePrefix: "",
+        connect: async () => root.connect(),
+        execute: async () => {
+          throw new Error("a memory store runs no SQL");
+        },
+        close: () => root.close(),
+      };
+    },
+    dispose: async () => undefined,
+  };
+}
+
+const FACTORIES: Record<ConformanceTargetName, () => Promise<DisposableTarget>> = {
   sqlite: sqliteTarget,
+  memory: memoryTarget,
   postgres: () => serverTarget("postgres", PG_URL, postgresTarget),
   mysql: () => serverTarget("mysql", MYSQL_URL, mysqlTarget),
 };
@@ -226,7 +254,7 @@ const FACTORIES: Record<TargetName, () => Promise<DisposableTarget>> = {
  * The target, or null when its server is unreachable and not required.
  * Prints a loud banner when it skips.
  */
-export async function openTarget(name: TargetName): Promise<DisposableTarget | null> {
+export async function openTarget(name: ConformanceTargetName): Promise<DisposableTarget | null> {
   try {
     return await FACTORIES[name]();
   } catch (error) {

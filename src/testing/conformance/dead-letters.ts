@@ -70,6 +70,7 @@ export const deadLetterCases: ConformanceCase[] = [
   },
   {
     name: "deadLetters › replayAll replays every job dead before the call, across batches, up to limit; the jobs run again",
+    needs: ["sql"],
     async run(t) {
       const d = t.docket();
       await manyDead(t, 1100);
@@ -84,6 +85,7 @@ export const deadLetterCases: ConformanceCase[] = [
   },
   {
     name: "deadLetters › concurrent replayAll calls on separate connections replay each dead job exactly once",
+    needs: ["sql"],
     async run(t) {
       await manyDead(t, 1200);
       t.clock.advance(1);

@@ -20,6 +20,7 @@ async function strandedKey(t: CaseContext, name: string, limit: number, holders:
 export const maintenanceCases: ConformanceCase[] = [
   {
     name: "maintenance › repairKeys promotes the blocked jobs of a key a manual edit left with free slots, reports the key once, and leaves healthy keys alone",
+    needs: ["sql"],
     async run(t) {
       const d = t.docket();
       await strandedKey(t, "stranded", 2, 2, 3);
@@ -37,6 +38,7 @@ export const maintenanceCases: ConformanceCase[] = [
   },
   {
     name: "maintenance › concurrent repairKeys calls on separate connections fill a stranded key's free slots exactly, never past its limit",
+    needs: ["sql"],
     async run(t) {
       await strandedKey(t, "k", 3, 3, 6);
       const adapters: DocketAdapter[] = [t.adapter, await t.connect(), await t.connect()];
@@ -49,6 +51,7 @@ export const maintenanceCases: ConformanceCase[] = [
   },
   {
     name: "maintenance › a worker's sweep repairs a stranded key and reports it as a keyRepaired event",
+    needs: ["sql"],
     slow: true,
     async run(t) {
       await strandedKey(t, "k", 1, 1, 1);

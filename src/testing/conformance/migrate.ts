@@ -64,6 +64,7 @@ export const migrateCases: ConformanceCase[] = [
   },
   {
     name: "migrate › refuses a database migrated by a newer docket",
+    needs: ["sql"],
     async run(t) {
       await t.execute(`INSERT INTO ${t.store.tablePrefix}migrations (version) VALUES (9999)`);
       await assert.rejects(() => t.adapter.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === "SCHEMA_TOO_NEW");
@@ -92,6 +93,7 @@ export const migrateCases: ConformanceCase[] = [
   },
   {
     name: "schema › rejects an unknown state (CHECK constraint)",
+    needs: ["sql"],
     async run(t) {
       const job = await insert(t);
       await assert.rejects(() => t.execute(`UPDATE {jobs} SET state = 'bogus' WHERE id = ${job.id}`));
@@ -100,6 +102,7 @@ export const migrateCases: ConformanceCase[] = [
   },
   {
     name: "schema › rejects a running job without a lease (CHECK constraint)",
+    needs: ["sql"],
     async run(t) {
       const job = await insert(t);
       await assert.rejects(() => t.execute(`UPDATE {jobs} SET state = 'running' WHERE id = ${job.id}`));

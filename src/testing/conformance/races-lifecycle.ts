@@ -31,6 +31,7 @@ const claimOf = (a: DocketAdapter, now: number) => a.claim({ queues: ["default"]
 const LIFECYCLE_RACES: Race[] = [
   {
     id: "R10",
+    needs: ["statementHooks"],
     name: "two workers claiming at once never both take one job",
     guard: "the claim's row lock and its state guard",
     mutant: claimUnguarded,
@@ -52,6 +53,7 @@ const LIFECYCLE_RACES: Race[] = [
   },
   {
     id: "R11",
+    needs: ["statementHooks"],
     name: "a cancel racing a claim: one wins, and a cancelled job is never claimed afterwards",
     guard: "the claim's state guard (and row lock)",
     mutant: claimUnguarded,
@@ -108,6 +110,7 @@ const LIFECYCLE_RACES: Race[] = [
   },
   {
     id: "R16",
+    needs: ["statementHooks"],
     name: "a retry write racing a cancel does not overwrite the cancel",
     guard: "the retry's state and lease fence",
     mutant: { instrument: { plugins: [retryUnfenced()], wrapEngine: engineWithoutTransactions } },
@@ -130,6 +133,7 @@ const LIFECYCLE_RACES: Race[] = [
   },
   {
     id: "R17",
+    needs: ["statementHooks"],
     name: "two concurrent replays of one dead job: exactly one replays it",
     guard: "the replay's state guard (dead only)",
     mutant: { instrument: { plugins: mutationById("replay-dead-any-state").plugins!(), wrapEngine: engineWithoutTransactions } },
@@ -148,6 +152,7 @@ const LIFECYCLE_RACES: Race[] = [
   },
   {
     id: "R19",
+    needs: ["statementHooks"],
     name: "two sweepers expiring one lease: exactly one moves the job",
     guard: "the expire's state, token and expiry fence",
     mutant: { instrument: { plugins: [expireUnfenced()], wrapEngine: engineWithoutTransactions } },

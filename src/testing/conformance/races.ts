@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { Docket } from "../../core/docket.ts";
-import type { CaseContext, ConformanceCase } from "../harness.ts";
+import type { CaseContext, CaseNeed, ConformanceCase } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
 import { LEASE_MS, insert, jobInState, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
@@ -38,6 +38,8 @@ export type Scenario = (x: Sessions) => Promise<string | null>;
 export interface Race {
   id: string;
   name: string;
+  /** What its scenario needs beyond the contract: races that hold a session at a statement need "statementHooks". */
+  needs?: readonly CaseNeed[];
   scenario: Scenario;
   guard: string;
   mutant: Mutant;
@@ -83,6 +85,7 @@ const fenced = (t: CaseContext, j: JobRecord) => ({ id: j.id, leaseToken: j.leas
 const RACES: Race[] = [
   {
     id: "R1",
+    needs: ["statementHooks"],
     name: "an enqueue that decided to block, racing a finishing holder, is promoted: no lost wakeup",
     guard: "the key lock held across admission and release (one transaction each)",
     mutant: noTransaction,
@@ -131,6 +134,7 @@ const RACES: Race[] = [
   },
   {
     id: "R4",
+    needs: ["statementHooks"],
     name: "concurrent admissions to one key never push it past its limit",
     guard: "the key lock serializing admission checks",
     mutant: noTransaction,
@@ -148,6 +152,7 @@ const RACES: Race[] = [
   },
   {
     id: "R5",
+    needs: ["statementHooks"],
     name: "a crash between finishing a job and promoting the next loses nothing",
     guard: "finish and promotion in one transaction",
     mutant: noTransaction,
@@ -185,6 +190,7 @@ const RACES: Race[] = [
   },
   {
     id: "R7",
+    needs: ["statementHooks"],
     name: "two claimers racing on a capped queue never run more than the cap",
     guard: "the cap check and the claim in one transaction under the queue's lock",
     mutant: noTransaction,
@@ -246,6 +252,7 @@ const RACES: Race[] = [
   },
   {
     id: "R12",
+    needs: ["statementHooks"],
     name: "two enqueues with one idempotency key, the second committing first: one job, both callers get it, neither fails",
     guard: "the insert that yields to a committed holder of the key (ON CONFLICT DO NOTHING, or a caught duplicate key)",
     // SQLite's single writer also serializes the two enqueues (the second then finds the holder before inserting): its transactions go too.
@@ -271,6 +278,7 @@ const RACES: Race[] = [
   },
   {
     id: "R18",
+    needs: ["statementHooks"],
     name: "a bulk replay skips the dead jobs another replay holds: each job is replayed once, and no replay waits for another's rows",
     guard: "the bulk replay's row locks, its transaction and the replay guard (state IN dead)",
     mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: engineWithoutTransactions } },
@@ -314,6 +322,7 @@ export function raceCasesOf(races: readonly Race[]): ConformanceCase[] {
   return races.flatMap((race) => [
     {
       name: `races › ${race.id}: ${race.name}`,
+      ...(race.needs ? { needs: race.needs } : {}),
       async run(t: CaseContext) {
         const violation = await race.scenario(await sessions(t));
         assert.equal(violation, null, `${race.id} violated: ${violation}`);
@@ -321,6 +330,8 @@ export function raceCasesOf(races: readonly Race[]): ConformanceCase[] {
     },
     {
       name: `races › ${race.id} is caught when ${race.guard} is removed`,
+      // The guard is removed through kysely's instrument seam.
+      needs: ["statementHooks"] as const,
       async run(t: CaseContext) {
         const x = await sessions(t, race.mutant);
         const violation = await race.scenario(x);

@@ -128,6 +128,7 @@ const TICK_WRITE = /^update [`"]?\w*schedules[`"]? set [`"]last_tick[`"]/i;
 const TICK_RACES: Race[] = [
   {
     id: "cron-tick",
+    needs: ["statementHooks"],
     name: "two schedulers that both saw one tick due: the second to write stores nothing",
     guard: "the tick write's compare-and-set (`last_tick < tick`)",
     mutant: {

@@ -15,6 +15,7 @@ export const STATEMENTS_PER_JOB_BOUND = 2;
 export const statementCases: ConformanceCase[] = [
   {
     name: "statements › a worker draining a backlog sends fewer than 2 statements per job, at concurrency 10 and 50 alike",
+    needs: ["statementHooks"],
     slow: true,
     async run(t) {
       const perJob: number[] = [];

@@ -55,12 +55,14 @@ async function r14(t: CaseContext, mutate?: (adapter: DocketAdapter) => void): P
 export const transactionCases: ConformanceCase[] = [
   {
     name: "transaction › R14: a job enqueued in the application's own transaction exists, and is claimed, if and only if it commits",
+    needs: ["sql"],
     async run(t) {
       assert.equal(await r14(t), null);
     },
   },
   {
     name: "transaction › R14 is caught when the enqueue ignores the caller's transaction (engines with row locks)",
+    needs: ["sql"],
     async run(t) {
       // On a single-writer engine (SQLite) the application shares docket's connection: an enqueue that ignored the
       // transaction would still run inside it, or wait for it; there is nothing to catch there.
@@ -74,6 +76,7 @@ export const transactionCases: ConformanceCase[] = [
   },
   {
     name: "transaction › keyed and idempotent jobs in the caller's transaction: admitted under the key's lock in it, and all or nothing with it",
+    needs: ["sql"],
     async run(t) {
       await withApplication(t, async (app, d) => {
         const concurrency = { key: "acct", limit: 1 };
@@ -116,6 +119,7 @@ export const transactionCases: ConformanceCase[] = [
   },
   {
     name: "transaction › a worker does not start a job of an open transaction; it starts it once the transaction commits",
+    needs: ["sql"],
     slow: true,
     async run(t) {
       await withApplication(t, async (app) => {
@@ -139,6 +143,7 @@ export const transactionCases: ConformanceCase[] = [
   },
   {
     name: "transaction › a transaction option that is not an open transaction is InvalidArgumentError and writes nothing",
+    needs: ["sql"],
     async run(t) {
       await withApplication(t, async (app, d) => {
         const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";

@@ -1,0 +1,104 @@
+/**
+ * Storing new jobs in the memory adapter, all in one step: idempotency keys
+ * (a held key returns its holder; `keysReleasedBefore` takes keys from jobs
+ * finished by then), concurrency keys (each key's stored limit set and the
+ * key made exact first; a ready keyed job admitted by the core's `admit`:
+ * ready, blocked, or cancelled by a "discard" policy), ids in input order,
+ * and a ready notice per queue that got a ready job.
+ */
+import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.ts";
+import { admit, discardReason } from "../../core/concurrency.ts";
+import { InvalidArgumentError } from "../../core/errors.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { TERMINAL_STATES } from "../../core/states.ts";
+import { checkNewJobs } from "./constraints.ts";
+import { countHolders, rebalance } from "./guarded-write.ts";
+import { announce, byName, copy, type MemoryState } from "./state.ts";
+
+/** See DocketAdapter.enqueue. A memory store has no transactions: a `transaction` is InvalidArgumentError, and nothing is stored. */
+export function enqueue(state: MemoryState, params: EnqueueParams, name: string): EnqueuedRecord[] {
+  if (params.transaction !== undefined) {
+    throw new InvalidArgumentError(`${name}: a memory store has no transactions; enqueue without the transaction option (the job is stored at once)`);
+  }
+  if (params.jobs.length === 0) return [];
+  checkNewJobs(params.jobs, name);
+  const { now } = params;
+  const idempotencyKeys = new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"));
+  if (idempotencyKeys.size > 0 && params.keysReleasedBefore !== undefined) releaseKeys(state, idempotencyKeys, params.keysReleasedBefore);
+  const limits = new Map<string, number>();
+  for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
+  for (const key of [...limits.keys()].sort(byName)) {
+    state.keyLimits.set(key, limits.get(key)!);
+    rebalance(state, key, now);
+  }
+  const records = params.jobs.map((job): EnqueuedRecord => {
+    const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
+    if (holder) return { ...holder, created: false };
+    const record = newRecord(state.nextId++, job, now);
+    const c = job.concurrency;
+    if (c && job.state === "ready") {
+      const decision = admit(countHolders(state, c.key), c.limit, c.onConflict);
+      if (decision === "blocked") record.state = "blocked";
+      if (decision === "discarded") Object.assign(record, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
+    }
+    state.jobs.set(record.id, record);
+    return { ...record, created: true };
+  });
+  announce(
+    state,
+    records.filter((r) => r.created && r.state === "ready").map((r) => ({ queue: r.queue, due: false })),
+  );
+  return records;
+}
+
+/** The job that holds idempotency key `key`, as stored (not a copy), or null. */
+export function holderOf(state: MemoryState, key: string): JobRecord | null {
+  for (const j of state.jobs.values()) if (j.idempotencyKey === key) return j;
+  return null;
+}
+
+/** See DocketAdapter.getByIdempotencyKey. */
+export function getByIdempotencyKey(state: MemoryState, key: string): JobRecord | null {
+  const holder = holderOf(state, key);
+  return holder ? copy(holder) : null;
+}
+
+/** Takes `keys` from finished jobs that finished at or before `finishedBefore`: they no longer hold them. */
+function releaseKeys(state: MemoryState, keys: ReadonlySet<string>, finishedBefore: number): void {
+  for (const j of state.jobs.values()) {
+    if (j.idempotencyKey !== null && keys.has(j.idempotencyKey) && TERMINAL_STATES.includes(j.state) && j.finishedAt !== null && j.finishedAt <= finishedBefore) {
+      j.idempotencyKey = null;
+    }
+  }
+}
+
+/** A new job's record: every column a claim, outcome or handler writes later is null. */
+function newRecord(id: number, j: NewJob, now: number): JobRecord {
+  return {
+    id,
+    task: j.task,
+    queue: j.queue,
+    payload: j.payload,
+    state: j.state,
+    priority: j.priority,
+    runAt: j.runAt,
+    attempt: 0,
+    maxAttempts: j.maxAttempts,
+    backoff: j.backoff,
+    concurrencyKey: j.concurrency?.key ?? null,
+    onConflict: j.concurrency?.onConflict ?? null,
+    timeoutMs: j.timeoutMs ?? null,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    lastError: null,
+    idempotencyKey: j.idempotencyKey ?? null,
+    traceContext: j.traceContext ?? null,
+    result: null,
+    progress: null,
+    worker: null,
+    errors: null,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The memory adapter's recurring-job definitions and queue/task controls:
+ * upserts, lists by name, and `fireSchedule`, whose compare-and-set of the
+ * last tick and the store of the tick's job are one step, so one tick
+ * stores one job however many schedulers fire it.
+ */
+import type { FireScheduleParams, PutScheduleParams, QueueControl, StoredSchedule, TaskControl } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { checkCap, checkNewJobs } from "./constraints.ts";
+import { enqueue } from "./enqueue.ts";
+import { byName, type MemoryState } from "./state.ts";
+
+/** See DocketAdapter.putSchedule: a new one starts at `lastTick`; an existing one gets the new definition, its last tick never moving back. */
+export function putSchedule(state: MemoryState, p: PutScheduleParams): StoredSchedule {
+  const current = state.schedules.get(p.name);
+  const stored: StoredSchedule = {
+    name: p.name,
+    cron: p.cron,
+    timezone: p.timezone,
+    task: p.task,
+    queue: p.queue,
+    payload: p.payload,
+    options: p.options,
+    lastTick: current === undefined ? p.lastTick : Math.max(current.lastTick, p.lastTick),
+    createdAt: current?.createdAt ?? p.now,
+    updatedAt: p.now,
+  };
+  state.schedules.set(p.name, stored);
+  return { ...stored };
+}
+
+export function listSchedules(state: MemoryState): StoredSchedule[] {
+  return [...state.schedules.values()].sort((a, b) => byName(a.name, b.name)).map((s) => ({ ...s }));
+}
+
+export function deleteSchedule(state: MemoryState, name: string): boolean {
+  return state.schedules.delete(name);
+}
+
+/** See DocketAdapter.fireSchedule: the last tick moves to `tick` only if behind it, and then the tick's job is stored. */
+export function fireSchedule(state: MemoryState, p: FireScheduleParams, name: string): JobRecord | null {
+  const schedule = state.schedules.get(p.name);
+  if (schedule === undefined || schedule.lastTick >= p.tick) return null;
+  checkNewJobs([p.job], name);
+  schedule.lastTick = p.tick;
+  schedule.updatedAt = p.now;
+  const [job] = enqueue(state, { jobs: [p.job], now: p.now }, name);
+  const { created: _created, ...record } = job!;
+  return record;
+}
+
+/** See DocketAdapter.setQueueControl: only the given fields change. */
+export function setQueueControl(state: MemoryState, p: { queue: string; paused?: boolean; maxRunning?: number | null }, name: string): QueueControl {
+  checkCap(p.maxRunning, name);
+  const next = { ...(state.queues.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null }) };
+  if (p.paused !== undefined) next.paused = p.paused;
+  if (p.maxRunning !== undefined) next.maxRunning = p.maxRunning;
+  state.queues.set(p.queue, next);
+  return { ...next };
+}
+
+export function setTaskControl(state: MemoryState, p: { task: string; maxRunning: number | null }, name: string): TaskControl {
+  checkCap(p.maxRunning, name);
+  state.tasks.set(p.task, { task: p.task, maxRunning: p.maxRunning });
+  return { task: p.task, maxRunning: p.maxRunning };
+}
+
+export function listControls(state: MemoryState): { queues: QueueControl[]; tasks: TaskControl[] } {
+  return {
+    queues: [...state.queues.values()].sort((a, b) => byName(a.queue, b.queue)).map((q) => ({ ...q })),
+    tasks: [...state.tasks.values()].sort((a, b) => byName(a.task, b.task)).map((t) => ({ ...t })),
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The memory adapter's store: every job, key limit, control and schedule of
+ * one in-process "database", shared by every adapter handle connected to it,
+ * and the subscribers to its ready notices. Plain data; the modules beside
+ * this one change it, each in one synchronous step (nothing awaits between
+ * reading and writing it), which is what makes each adapter call atomic.
+ */
+import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { nextTurn } from "../../core/turn.ts";
+
+export interface MemoryState {
+  /** Whether `migrate()` ran: before it, every call is SCHEMA_MISSING, as on a database without docket's tables. */
+  migrated: boolean;
+  /** The id the next stored job gets (ids only grow, as a database sequence). */
+  nextId: number;
+  /** Every job by id, in id order (insertion order). Records are owned here: callers get copies. */
+  readonly jobs: Map<number, JobRecord>;
+  /** The stored limit of each concurrency key, set by every enqueue that names the key. */
+  readonly keyLimits: Map<string, number>;
+  readonly queues: Map<string, QueueControl>;
+  readonly tasks: Map<string, TaskControl>;
+  readonly schedules: Map<string, StoredSchedule>;
+  /** Subscribers to ready notices, of every handle on this state. */
+  readonly readyListeners: Set<(notice: ReadyNotice) => void>;
+}
+
+export function emptyState(): MemoryState {
+  return {
+    migrated: false,
+    nextId: 1,
+    jobs: new Map(),
+    keyLimits: new Map(),
+    queues: new Map(),
+    tasks: new Map(),
+    schedules: new Map(),
+    readyListeners: new Set(),
+  };
+}
+
+/** A copy of a stored record: what callers get, so that mutating it never changes the store. */
+export function copy(job: JobRecord): JobRecord {
+  return { ...job };
+}
+
+/**
+ * Tells every subscriber that jobs became ready (or due) in these queues, on
+ * the next turn (as a database's notice arrives after its commit); one
+ * notice per distinct queue and kind. A throwing listener is ignored.
+ */
+export function announce(state: MemoryState, notices: readonly ReadyNotice[]): void {
+  if (notices.length === 0 || state.readyListeners.size === 0) return;
+  const distinct = new Map<string, ReadyNotice>();
+  for (const n of notices) distinct.set(`${n.due ? 1 : 0}:${n.queue}`, { queue: n.queue, due: n.due });
+  void nextTurn().then(() => {
+    for (const notice of distinct.values()) {
+      for (const listener of [...state.readyListeners]) {
+        try {
+          listener({ ...notice });
+        } catch {
+          // A notice is a hint: a listener's failure changes nothing here.
+        }
+      }
+    }
+  });
+}
+
+/** Compares names by code point, as the SQL adapters' `ORDER BY name` does for the ASCII names docket validates. */
+export function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

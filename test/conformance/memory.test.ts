@@ -1,0 +1,3 @@
+import { defineConformance } from "../support/conformance.ts";
+
+await defineConformance("memory");

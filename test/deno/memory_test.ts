@@ -1,0 +1,3 @@
+import { defineConformance } from "./conformance.ts";
+
+await defineConformance("memory");
