@@ -8,7 +8,7 @@
  */
 import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
-import { InvalidArgumentError } from "../../core/errors.ts";
+import { IdempotencyConflictError, InvalidArgumentError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
 import { checkNewJobs } from "./constraints.ts";
@@ -23,6 +23,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   if (params.jobs.length === 0) return [];
   checkNewJobs(params.jobs, name);
   const { now } = params;
+  refuseConflicts(state, params.jobs, params.keysReleasedBefore);
   const idempotencyKeys = new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"));
   if (idempotencyKeys.size > 0 && params.keysReleasedBefore !== undefined) releaseKeys(state, idempotencyKeys, params.keysReleasedBefore);
   const limits = new Map<string, number>();
@@ -51,6 +52,26 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   return records;
 }
 
+/**
+ * Throws IdempotencyConflictError, before anything is changed, when a job's
+ * idempotency key is held by a stored job of another task (one whose hold
+ * `finishedBefore` ends does not count), or named by an earlier job of the
+ * batch of another task.
+ */
+function refuseConflicts(state: MemoryState, jobs: readonly NewJob[], finishedBefore: number | undefined): void {
+  const named = new Map<string, string>();
+  for (const job of jobs) {
+    const key = job.idempotencyKey;
+    if (!key) continue;
+    const stored = holderOf(state, key);
+    const holder = stored && !(finishedBefore !== undefined && releasable(stored, finishedBefore)) ? stored : null;
+    if (holder && holder.task !== job.task) throw new IdempotencyConflictError(key, job.task, { id: holder.id, task: holder.task });
+    const earlier = named.get(key);
+    if (!holder && earlier !== undefined && earlier !== job.task) throw new IdempotencyConflictError(key, job.task, { id: null, task: earlier });
+    if (!named.has(key)) named.set(key, job.task);
+  }
+}
+
 /** The job that holds idempotency key `key`, as stored (not a copy), or null. */
 export function holderOf(state: MemoryState, key: string): JobRecord | null {
   for (const j of state.jobs.values()) if (j.idempotencyKey === key) return j;
@@ -66,10 +87,15 @@ export function getByIdempotencyKey(state: MemoryState, key: string): JobRecord 
 /** Takes `keys` from finished jobs that finished at or before `finishedBefore`: they no longer hold them. */
 function releaseKeys(state: MemoryState, keys: ReadonlySet<string>, finishedBefore: number): void {
   for (const j of state.jobs.values()) {
-    if (j.idempotencyKey !== null && keys.has(j.idempotencyKey) && TERMINAL_STATES.includes(j.state) && j.finishedAt !== null && j.finishedAt <= finishedBefore) {
+    if (j.idempotencyKey !== null && keys.has(j.idempotencyKey) && releasable(j, finishedBefore)) {
       j.idempotencyKey = null;
     }
   }
+}
+
+/** Whether `job` finished at or before `finishedBefore`, so its idempotency key's hold has ended. */
+function releasable(job: JobRecord, finishedBefore: number): boolean {
+  return TERMINAL_STATES.includes(job.state) && job.finishedAt !== null && job.finishedAt <= finishedBefore;
 }
 
 /** A new job's record: every column a claim, outcome or handler writes later is null. */

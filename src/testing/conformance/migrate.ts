@@ -37,6 +37,7 @@ export const migrateCases: ConformanceCase[] = [
   },
   {
     name: "migrate › on a current schema, migrate() sends only reads (no DDL, no lock, no transaction), so a role without DDL rights can call it",
+    needs: ["statementHooks"],
     async run(t) {
       const sent: string[] = [];
       const adapter = await t.connect({
@@ -72,6 +73,7 @@ export const migrateCases: ConformanceCase[] = [
   },
   {
     name: "migrate › a tablePrefix with upper case (or not [a-z_][a-z0-9_]*, or over 40 characters) is INVALID_ARGUMENT when the adapter is made, and nothing is created",
+    needs: ["sql"],
     unmigrated: true,
     async run(t) {
       // PostgreSQL folds unquoted DDL names to lower case while queries quote them: "Docket_" would migrate docket_'s tables.

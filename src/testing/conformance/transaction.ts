@@ -100,6 +100,7 @@ export const transactionCases: ConformanceCase[] = [
   },
   {
     name: "transaction › an enqueueMany refused for an idempotency key of another task leaves none of its jobs in the caller's transaction, even if it commits",
+    needs: ["sql"],
     async run(t) {
       await withApplication(t, async (app, d) => {
         const held = await d.enqueue("email.send", {}, { idempotencyKey: "k1" });
@@ -158,6 +159,7 @@ export const transactionCases: ConformanceCase[] = [
   },
   {
     name: "transaction › a pool, or a connection with no transaction open, is INVALID_ARGUMENT before anything is written (nine keyed enqueues under limit 1 store nothing)",
+    needs: ["sql"],
     async run(t) {
       await withApplication(t, async (app, d) => {
         if (!app.outsideTransaction) throw new Error(`the ${t.adapter.name} target offers no handles outside a transaction (ApplicationConnection.outsideTransaction)`);
