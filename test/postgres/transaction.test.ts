@@ -73,6 +73,10 @@ describe.skipIf(!url)("postgres: enqueue in the caller's pg transaction", () => 
       await expect(client.query("select 1/0")).rejects.toThrow(/division by zero/);
       await expect(docket.enqueue("t", { n: 3 }, { transaction: client })).rejects.toMatchObject(invalid(/failed and must be rolled back/));
       await expect(docket.enqueue("t", { n: 3 }, { transaction: bare })).rejects.toMatchObject(invalid(/failed and must be rolled back/));
+      // pg settles a failed statement's promise before the server's ReadyForQuery (status E) arrives, so
+      // getTransactionStatus() can still say T: the aborted transaction is then met by the first statement.
+      const stale = { query: (text: string, values?: unknown[]) => client.query(text, values), getTransactionStatus: () => "T" };
+      await expect(docket.enqueue("t", { n: 3 }, { transaction: stale })).rejects.toMatchObject(invalid(/failed and must be rolled back/));
       await client.query("ROLLBACK");
 
       const begin = client.query("BEGIN");

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, sql, type PostgresPool } from "kysely";
 import type { ReadyNotice } from "../../core/adapter.ts";
+import { InvalidArgumentError } from "../../core/errors.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
 import { readyPayload, type ReadyListener } from "./listener.ts";
@@ -104,13 +105,25 @@ async function adoptPgClient(client: object): Promise<AnyDb | { refused: string 
   if (refused !== null) return { refused };
   let db = adopted.get(client);
   if (!db) {
-    const lent = { query: (c.query as (...args: unknown[]) => unknown).bind(client), release: () => undefined };
+    const query = (c.query as (...args: unknown[]) => Promise<unknown>).bind(client);
+    // getTransactionStatus() may still say T just after a failed statement (pg settles the statement's promise
+    // before the server's ReadyForQuery E arrives): the first statement then meets the aborted transaction.
+    const lent = {
+      query: (...args: unknown[]) =>
+        query(...args).catch((error: unknown) => {
+          if ((error as { code?: unknown })?.code === "25P02") throw new InvalidArgumentError(`postgres: transaction must be a client inside BEGIN; ${ABORTED}`);
+          throw error;
+        }),
+      release: () => undefined,
+    };
     const pool = { connect: async () => lent, end: async () => undefined } as unknown as PostgresPool;
     db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     adopted.set(client, db);
   }
   return db;
 }
+
+const ABORTED = "its transaction failed and must be rolled back";
 
 /**
  * Null when a transaction block is open on `client`, else why not. pg's
@@ -125,15 +138,14 @@ async function adoptPgClient(client: object): Promise<AnyDb | { refused: string 
 async function transactionRefusal(client: Queryable): Promise<string | null> {
   const status = typeof client.getTransactionStatus === "function" ? client.getTransactionStatus() : null;
   if (status === "T") return null;
-  const aborted = "its transaction failed and must be rolled back";
-  if (status === "E") return aborted;
+  if (status === "E") return ABORTED;
   try {
     await client.query("savepoint docket_probe; release savepoint docket_probe");
     return null;
   } catch (error) {
     const code = (error as { code?: unknown })?.code;
     if (code === "25P01") return "got a pool, or a client with no transaction open (call BEGIN on one client first)";
-    if (code === "25P02") return aborted;
+    if (code === "25P02") return ABORTED;
     throw error;
   }
 }
