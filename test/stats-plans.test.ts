@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Docket } from "../src/core/docket.ts";
 import { tapDialect } from "../src/testing/tapped-driver.ts";
 import { openTarget, type TargetName } from "./support/targets.ts";
+import { settleOne } from "../src/testing/lease-writes.ts";
 
 const HISTORY = 60_000;
 const COLUMNS = "task, queue, payload, state, priority, run_at, attempt, max_attempts, created_at, updated_at, finished_at, concurrency_key";
@@ -77,7 +78,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         await d.enqueue("later", {}, { delay: 3600_000 });
         const now = Date.now();
         const claimed = await adapter.claim({ queues: ["default"], limit: 10, now, leaseToken: "t", leaseExpiresAt: now + 60_000, worker: "w" });
-        for (const j of claimed.slice(0, 3)) await adapter.fail({ id: j.id, leaseToken: "t", now, error: "boom", retryAt: null });
+        for (const j of claimed.slice(0, 3)) await settleOne(adapter, { kind: "fail", id: j.id, leaseToken: "t", now, error: "boom", retryAt: null });
         const jobs = `${store.tablePrefix}jobs`;
         await store.execute(name === "postgres" ? "ANALYZE {jobs}" : name === "mysql" ? "ANALYZE TABLE {jobs}" : "ANALYZE");
         sent.length = 0;

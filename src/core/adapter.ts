@@ -10,12 +10,19 @@ import type { DocketError } from "./errors.ts";
  * (`id = ? AND state IN (legal predecessors) [AND fence]`).
  *
  * Conventions every method follows:
- * - one params object; `now` (epoch ms) is passed in, the adapter never reads
- *   a clock;
- * - a write that loses a race (zero rows matched) returns `null` or leaves the
- *   job out of the returned list, and has no other effect;
+ * - a method with arguments takes one params object of a named `…Params`
+ *   type; `now` (epoch ms) is passed in, the adapter never reads a clock;
+ * - each write's comment names the states it moves a job from and to (the
+ *   core TRANSITIONS table is the reference); a write that loses a race
+ *   (zero rows matched: the job is in another state, or another lease holds
+ *   it) returns `null` or leaves the job out of the returned list, and has
+ *   no other effect;
  * - native driver errors are thrown as `AdapterError` with the native error as
  *   `cause`; nothing else escapes.
+ *
+ * These are the calls docket makes: the worker writes outcomes with
+ * `settle` and heartbeats with `extendLeases`, so an adapter implements no
+ * single-job variant of either.
  */
 export interface DocketAdapter {
   /** A short name for logs and test titles ("sqlite", "postgres", "mysql"). */
@@ -31,6 +38,13 @@ export interface DocketAdapter {
   readonly blocking?: boolean;
 
   /**
+   * Optional. How concurrent calls meet in the store (see
+   * AdapterCapabilities); absent, or a member absent, means that member's
+   * documented default. Whether ready notices exist is `onReady`'s presence.
+   */
+  readonly capabilities?: AdapterCapabilities;
+
+  /**
    * Brings the schema to the newest version this code knows. Idempotent, and
    * safe when several processes run it at once (serialized by a database
    * lock). Throws SchemaTooNewError if the database is newer than this code.
@@ -38,7 +52,7 @@ export interface DocketAdapter {
    * current schema it only reads: no DDL and no lock, so a role without DDL
    * rights may call it.
    */
-  migrate(): Promise<{ applied: number[]; version: number }>;
+  migrate(): Promise<MigrateResult>;
 
   /**
    * Inserts all jobs in ONE transaction: all are stored or none is. Returns
@@ -60,10 +74,13 @@ export interface DocketAdapter {
    * before writing. Runs in `transaction` when one is given (it may hold the
    * only connection), else on the adapter's own connections.
    */
-  payloadLimit?(params: { transaction?: object }): Promise<number | null>;
+  payloadLimit?(params: PayloadLimitParams): Promise<number | null>;
 
-  /** The job that holds idempotency key `key`, or null. */
-  getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null>;
+  /**
+   * The job that holds idempotency key `key` (in any state, until its key
+   * is released or it is purged), or null when no job holds it. Read only.
+   */
+  getByIdempotencyKey(params: GetByIdempotencyKeyParams): Promise<JobRecord | null>;
 
   /**
    * First admits due scheduled jobs (scheduled → ready, or, when their
@@ -81,50 +98,44 @@ export interface DocketAdapter {
    */
   claim(params: ClaimParams): Promise<JobRecord[]>;
 
-  /** Extends the lease of a running job, only for the current lease holder. Returns null otherwise. */
-  heartbeat(params: HeartbeatParams): Promise<JobRecord | null>;
-
   /**
-   * `heartbeat` for many leases at once: extends to `leaseExpiresAt` the
-   * lease of each running job whose current token is the item's. Returns
-   * the items whose lease was extended; the others are no longer held.
+   * The worker's heartbeat, for many leases at once: running → running,
+   * extending to `leaseExpiresAt` the lease of each job whose current
+   * token is the item's (and nothing else). Returns the items whose lease
+   * was extended; an item left out is no longer held (the job finished,
+   * was cancelled or reclaimed) and was not written.
    */
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]>;
 
   /**
    * Reads which of these leases are still held (the job running under that
    * token), without writing: the worker's quick check for cancelled or
-   * reclaimed jobs between heartbeats.
+   * reclaimed jobs between heartbeats. Returns the held items.
    */
-  heldLeases(params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]>;
-
-  /** running → succeeded for the lease holder, storing `result` (JSON text). Clears the lease. Null when the lease is not held. */
-  complete(params: CompleteParams): Promise<JobRecord | null>;
-
-  /** Records `progress` (JSON text) on a running job, for the lease holder only. Null when the lease is not held. */
-  setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null>;
+  heldLeases(params: HeldLeasesParams): Promise<LeaseKey[]>;
 
   /**
-   * For the lease holder: running → scheduled at `retryAt` when given,
-   * else running → dead. Records `error`, clears the lease. Null when the
-   * lease is not held.
+   * running → running for the lease holder, storing `progress` (JSON text).
+   * Returns the job as stored, or null when the lease is not held (the job
+   * is unchanged).
    */
-  fail(params: FailParams): Promise<JobRecord | null>;
+  setProgress(params: SetProgressParams): Promise<JobRecord | null>;
 
   /**
-   * running → ready for the lease holder, giving the attempt back
-   * (attempt - 1) and clearing the lease. Null when the lease is not held.
-   */
-  release(params: FencedParams): Promise<JobRecord | null>;
-
-  /**
-   * Many lease holders' outcomes at once. Each item is applied exactly as
-   * `complete`, `fail` or `release` would apply it, fenced by its own state
-   * and lease token, and a keyed job's freed slot is passed on in the same
-   * transaction as its write. Returns results in input order: the columns
-   * the outcome wrote (at least those of `SettledJob`; the job's other
-   * columns are as claimed), or null for an item whose lease was not held
-   * (a lost race, never overwritten). Items may commit in separate
+   * The lease holders' outcomes, each item fenced by its own state
+   * (running) and lease token, so of two items for one job (a stale
+   * attempt's and the current one's) at most one is applied:
+   * - `complete`: running → succeeded, storing `result` (JSON text) and the
+   *   finish time;
+   * - `fail`: running → scheduled at `retryAt` when given, else running →
+   *   dead (finished now); records `error` as the last error and appends it
+   *   to the job's error history;
+   * - `release`: running → ready, giving the attempt back (attempt - 1).
+   * Each clears the lease, and a keyed job's freed slot is passed on in the
+   * same transaction as its write. Returns results in input order: the
+   * columns the outcome wrote (at least those of `SettledJob`; the job's
+   * other columns are as claimed), or null for an item whose lease was not
+   * held (a lost race: nothing written for it). Items may commit in separate
    * transactions; when the call throws, any subset of them may have committed.
    */
   settle(params: SettleParams): Promise<(SettledJob | null)[]>;
@@ -133,25 +144,32 @@ export interface DocketAdapter {
    * Lists running jobs whose lease expired at `now` (lease_expires_at <= now),
    * oldest expiry first, up to `limit`. Read only.
    */
-  listExpired(params: { now: number; limit: number }): Promise<JobRecord[]>;
+  listExpired(params: ListExpiredParams): Promise<JobRecord[]>;
 
   /**
    * For a job whose lease `leaseToken` is still current and expired at `now`:
    * running → scheduled at `retryAt` when given, else → dead, recording
-   * `error`. Returns null when the job moved on (heartbeat, completion,
-   * another sweeper): safe to run from many sweepers at once.
+   * `error`, clearing the lease, and passing a keyed job's slot on. Returns
+   * the job as stored, or null when the job moved on (heartbeat,
+   * completion, another sweeper): safe to run from many sweepers at once.
    */
-  expire(params: FailParams): Promise<JobRecord | null>;
+  expire(params: ExpireParams): Promise<JobRecord | null>;
 
-  /** scheduled | ready | blocked | running → cancelled, clearing any lease. Null if not in such a state. */
-  cancel(params: { id: number; now: number }): Promise<JobRecord | null>;
+  /**
+   * scheduled | ready | blocked | running → cancelled, clearing any lease,
+   * finished at `now`, passing a keyed job's slot on. Returns the job as
+   * stored, or null when it is in no such state (finished already, or
+   * another call won); a running job's holder then loses its lease.
+   */
+  cancel(params: CancelParams): Promise<JobRecord | null>;
 
   /**
    * dead → scheduled, due at `now` (a claim stages it), with a fresh attempt
-   * budget (attempt 0) and no finish time or error. Null when the job is not
-   * dead (another replay won, or it never died).
+   * budget (attempt 0) and no finish time or error. Returns the job as
+   * stored, or null when it is not dead (another replay won, or it never
+   * died).
    */
-  replay(params: { id: number; now: number }): Promise<JobRecord | null>;
+  replay(params: ReplayParams): Promise<JobRecord | null>;
 
   /**
    * Replays, as `replay` does, up to `limit` dead jobs that died at or
@@ -168,13 +186,13 @@ export interface DocketAdapter {
    * queue's control row lock, so once it returns no claim that started
    * before can still commit under the old setting.
    */
-  setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl>;
+  setQueueControl(params: SetQueueControlParams): Promise<QueueControl>;
 
-  /** Upserts a task's cap (null: no cap). */
-  setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl>;
+  /** Upserts a task's cap (null: no cap). Returns the stored control. */
+  setTaskControl(params: SetTaskControlParams): Promise<TaskControl>;
 
   /** Every stored queue and task control. */
-  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }>;
+  listControls(): Promise<StoredControls>;
 
   /**
    * Deletes up to `limit` jobs whose state is one of `states` (finished
@@ -189,10 +207,11 @@ export interface DocketAdapter {
    * Defence in depth for concurrency keys: finds up to `limit` keys that have
    * blocked jobs while fewer than their limit hold a slot (which no write of
    * docket leaves behind; a manual edit or a bug could), and rebalances each
-   * under its lock in its own transaction. Returns the keys whose jobs it
-   * promoted. Safe from many callers at once.
+   * under its lock in its own transaction (blocked → ready, up to the
+   * limit). Returns the keys whose jobs it promoted; a key another caller
+   * repaired first is left out. Safe from many callers at once.
    */
-  repairKeys(params: { now: number; limit: number }): Promise<string[]>;
+  repairKeys(params: RepairKeysParams): Promise<string[]>;
 
   /**
    * A snapshot for operators, read-only, in a fixed number of queries,
@@ -218,8 +237,8 @@ export interface DocketAdapter {
   /** Every schedule, by name. */
   listSchedules(): Promise<StoredSchedule[]>;
 
-  /** Deletes a schedule; false when there was none. Jobs it enqueued stay. */
-  deleteSchedule(params: { name: string }): Promise<boolean>;
+  /** Deletes a schedule; false when there was none (or another call deleted it first). Jobs it enqueued stay. */
+  deleteSchedule(params: DeleteScheduleParams): Promise<boolean>;
 
   /**
    * Fires one tick: in ONE transaction, moves the schedule's last tick to
@@ -230,8 +249,8 @@ export interface DocketAdapter {
    */
   fireSchedule(params: FireScheduleParams): Promise<JobRecord | null>;
 
-  /** One job, or null. */
-  get(params: { id: number }): Promise<JobRecord | null>;
+  /** One job, or null when there is none with this id. Read only. */
+  get(params: GetParams): Promise<JobRecord | null>;
 
   /** Jobs matching every given filter, by id ascending, after `afterId`, up to `limit`. */
   list(params: ListParams): Promise<JobRecord[]>;
@@ -257,6 +276,102 @@ export interface DocketAdapter {
    * unsubscribes.
    */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
+}
+
+/**
+ * What an adapter declares about how concurrent calls meet in its store.
+ * Every member is optional; the default (absent) is the conservative one,
+ * so an adapter that declares nothing is treated as a single writer.
+ */
+export interface AdapterCapabilities {
+  /**
+   * Transactions lock the rows they read for writing (`SELECT … FOR
+   * UPDATE`), so several writers may run at once. Default false: one
+   * writer at a time (SQLite, the memory adapter), where a write never
+   * meets a row another transaction holds.
+   */
+  readonly rowLocks?: boolean;
+  /**
+   * A call that meets rows another transaction holds passes over them
+   * rather than waiting (claims, `replayDead`, `purge`). Default false: it
+   * waits, or, on a single writer, runs after the other.
+   */
+  readonly skipLocked?: boolean;
+}
+
+/** What `migrate` did: the versions it applied (empty when current) and the schema version now. */
+export interface MigrateResult {
+  applied: number[];
+  version: number;
+}
+
+export interface PayloadLimitParams {
+  /** The caller's open transaction (see EnqueueParams.transaction); absent: the adapter's own connections. */
+  transaction?: object;
+}
+
+export interface GetByIdempotencyKeyParams {
+  key: string;
+}
+
+export interface GetParams {
+  id: number;
+}
+
+export interface HeldLeasesParams {
+  items: readonly LeaseKey[];
+}
+
+export interface SetProgressParams extends FencedParams {
+  /** The progress value as JSON text. */
+  progress: string;
+}
+
+export interface ListExpiredParams {
+  now: number;
+  limit: number;
+}
+
+/** A sweeper's expiry: the job, the expired lease's token, and the failure to record (see FailParams). */
+export type ExpireParams = FailParams;
+
+export interface CancelParams {
+  id: number;
+  now: number;
+}
+
+export interface ReplayParams {
+  id: number;
+  now: number;
+}
+
+export interface SetQueueControlParams {
+  queue: string;
+  /** Absent: unchanged (false for a new row). */
+  paused?: boolean;
+  /** Absent: unchanged (null, no cap, for a new row). */
+  maxRunning?: number | null;
+}
+
+export interface SetTaskControlParams {
+  task: string;
+  /** Null: no cap. */
+  maxRunning: number | null;
+}
+
+/** Every stored control, by queue and by task. */
+export interface StoredControls {
+  queues: QueueControl[];
+  tasks: TaskControl[];
+}
+
+export interface RepairKeysParams {
+  now: number;
+  limit: number;
+}
+
+export interface DeleteScheduleParams {
+  name: string;
 }
 
 /**
@@ -369,10 +484,6 @@ export interface CompleteParams extends FencedParams {
   result?: string | null;
 }
 
-export interface HeartbeatParams extends FencedParams {
-  leaseExpiresAt: number;
-}
-
 export interface FailParams extends FencedParams {
   error: string;
   /** When set, retry at this time; when null, the job goes to dead. */
@@ -394,7 +505,7 @@ export interface ExtendLeasesParams {
 /** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */
 export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt" | "result">;
 
-/** One outcome for `settle`: what `complete`, `fail` or `release` takes, with which of them it is. */
+/** One outcome for `settle`, by `kind` (see `settle` for what each writes). */
 export type SettleItem = (CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });
 
 export interface SettleParams {

@@ -34,8 +34,12 @@ export interface OperationEvent {
   lastStatement?: number;
   /** For a claim: the limit asked for. */
   readonly limit?: number;
-  /** Per job written (or attempted): the op and what the adapter returned (null: rejected). */
-  effects: { id: number; op: JobOp; result: JobRecord | null }[];
+  /**
+   * Per job written (or attempted): the op and what the adapter returned
+   * (null: rejected). A call that answers only whether it wrote (a
+   * heartbeat, `extendLeases`) sets `accepted` and leaves `result` null.
+   */
+  effects: { id: number; op: JobOp; result: JobRecord | null; accepted?: boolean }[];
   /** When the call threw. */
   error?: string;
   /**
@@ -369,12 +373,19 @@ export function checkInvariants(run: RunRecord, invariants: readonly Invariant[]
   return invariants.flatMap((inv) => inv.check(run).map((v) => `${inv.id} (${inv.name}): ${v}`));
 }
 
+/** What a step returned, for messages: the state it wrote, whether it was accepted, or null. */
+function shown(s: Step): string {
+  if (s.accepted !== undefined) return s.accepted ? "accepted" : "rejected";
+  return s.result === null ? "null" : s.result.state;
+}
+
 interface Step {
   label: string;
   start: number;
   end: number;
   op: JobOp;
   result: JobRecord | null;
+  accepted?: boolean;
 }
 
 /** A call that may have admitted the job as a side effect, at `now`, somewhere inside [start, end]. */
@@ -403,7 +414,7 @@ function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
   const sources: AdmitSource[] = [];
   for (const o of operations(run)) {
     if (o.error !== undefined) continue;
-    for (const e of o.effects) if (e.id === initial.id) steps.push({ label: o.label, start: o.start, end: o.end, op: e.op, result: e.result });
+    for (const e of o.effects) if (e.id === initial.id) steps.push({ label: o.label, start: o.start, end: o.end, op: e.op, result: e.result, accepted: e.accepted });
     const a = o.admits;
     if (a && o.end > floor && (a.keys === "all" || (initial.concurrencyKey !== null && a.keys.includes(initial.concurrencyKey)))) {
       sources.push({ label: o.label, start: o.start, end: o.end, now: a.now });
@@ -433,9 +444,14 @@ function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
       if (blocked) continue;
       const next = applyJobOp(job, s.op);
       const expected = next;
-      const d = diffJob(expected, s.result === null ? null : toModelJob(s.result));
+      const d =
+        s.accepted === undefined
+          ? diffJob(expected, s.result === null ? null : toModelJob(s.result))
+          : (expected !== null) === s.accepted
+            ? []
+            : [`model ${expected === null ? "rejects" : "accepts"} it`];
       if (d.length > 0) {
-        if (order.length >= closest.order.length) closest = { order: [...order, s.label], why: `${s.label} returned ${s.result === null ? "null" : s.result.state}, model: ${d.join("; ")}` };
+        if (order.length >= closest.order.length) closest = { order: [...order, s.label], why: `${s.label} returned ${shown(s)}, model: ${d.join("; ")}` };
         continue;
       }
       if (search(next ?? job, placed | (1 << i), [...order, s.label])) return true;
@@ -459,7 +475,7 @@ function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
   return [
     `job #${initial.id} (initially ${initial.state}${initial.leaseToken ? ` lease ${initial.leaseToken}` : ""}): no sequential order explains its ${steps.length} writes. ` +
       `Longest explainable prefix: [${closest.order.join(" → ")}]; then ${closest.why}. Writes: ${steps
-        .map((s) => `${s.label}@[${s.start},${s.end}]→${s.result === null ? "null" : s.result.state}`)
+        .map((s) => `${s.label}@[${s.start},${s.end}]→${shown(s)}`)
         .join(", ")}`,
   ];
 }

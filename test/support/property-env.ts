@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CompiledQuery, type Dialect, type KyselyPlugin } from "kysely";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
+import { KyselyStore } from "../../src/adapters/kysely/store.ts";
 import {
   StatementScheduler,
   scheduledDialect,
@@ -44,10 +45,10 @@ function instrumentFor(statements: StatementScheduler, label: string, mutation: 
   };
 }
 
+/** The engine capabilities the mutations select on; only a kysely store has them (the mutations rewrite its statements). */
 function capabilitiesOf(a: DocketAdapter): MutationTarget {
-  const caps = (a as { capabilities?: MutationTarget }).capabilities;
-  if (!caps) throw new Error(`${a.name}: the adapter does not declare its capabilities`);
-  return { skipLocked: caps.skipLocked, returning: caps.returning };
+  if (!(a instanceof KyselyStore)) throw new Error(`${a.name}: not a kysely store, so no mutation applies to it`);
+  return { skipLocked: a.capabilities.skipLocked, returning: a.capabilities.returning };
 }
 
 export async function openSqliteEnv(mutation?: Mutation): Promise<PropertyEnv> {

@@ -1,4 +1,4 @@
-import type { QueueControl, TaskControl } from "../../core/adapter.ts";
+import type { QueueControl, SetQueueControlParams, SetTaskControlParams, StoredControls, TaskControl } from "../../core/adapter.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 
@@ -14,7 +14,7 @@ function toQueueControl(r: QueueRow): QueueControl {
 }
 
 /** See DocketAdapter.setQueueControl: one transaction, so it waits for the claims that lock the row. */
-export function setQueueControl(ctx: StoreContext, params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
+export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams): Promise<QueueControl> {
   const changes: Record<string, unknown> = {};
   if (params.paused !== undefined) changes.paused = params.paused ? 1 : 0;
   if (params.maxRunning !== undefined) changes.max_running = params.maxRunning;
@@ -26,7 +26,7 @@ export function setQueueControl(ctx: StoreContext, params: { queue: string; paus
 }
 
 /** See DocketAdapter.setTaskControl. */
-export function setTaskControl(ctx: StoreContext, params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
+export function setTaskControl(ctx: StoreContext, params: SetTaskControlParams): Promise<TaskControl> {
   const changes = { max_running: params.maxRunning };
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     await upsert(ctx, db, ctx.tables.tasks, { name: params.task, ...changes }, changes);
@@ -35,7 +35,7 @@ export function setTaskControl(ctx: StoreContext, params: { task: string; maxRun
 }
 
 /** See DocketAdapter.listControls. */
-export async function listControls(ctx: StoreContext): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+export async function listControls(ctx: StoreContext): Promise<StoredControls> {
   const queues = (await ctx.db.selectFrom(ctx.tables.queues).selectAll().orderBy("name").execute()) as QueueRow[];
   const tasks = (await ctx.db.selectFrom(ctx.tables.tasks).selectAll().orderBy("name").execute()) as { name: string; max_running: number | null }[];
   return {

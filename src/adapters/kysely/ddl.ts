@@ -1,12 +1,15 @@
-import { JOB_STATES } from "../../core/states.ts";
-
 /**
- * `state IN (...)` for the CHECK constraint, built from the core state list.
- * A migration that shipped keeps its text: changing JOB_STATES needs a new
- * migration that replaces the constraint.
+ * The job states as schema version 1 stored them in its CHECK constraint.
+ * A migration that shipped keeps its text, so the migrations build their
+ * state check from this list, never from the core's JOB_STATES: adding a
+ * state to JOB_STATES needs a new migration that replaces the constraint
+ * (test/migrations-frozen.test.ts fails until there is one).
  */
+export const SCHEMA_V1_STATES = ["scheduled", "ready", "blocked", "running", "succeeded", "dead", "cancelled"] as const;
+
+/** `state IN (...)` for the CHECK constraint of schema version 1 (see SCHEMA_V1_STATES). */
 export function stateCheck(column = "state"): string {
-  return `${column} IN (${JOB_STATES.map((s) => `'${s}'`).join(", ")})`;
+  return stateIn(SCHEMA_V1_STATES, column);
 }
 
 /** `state IN (...)` for a subset of states, for partial indexes. */

@@ -1,4 +1,4 @@
-import type { ExtendLeasesParams, LeaseKey } from "../../core/adapter.ts";
+import type { ExtendLeasesParams, HeldLeasesParams, LeaseKey } from "../../core/adapter.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { guardMany } from "./guard.ts";
@@ -26,7 +26,7 @@ export async function extendLeases(ctx: StoreContext, params: ExtendLeasesParams
 }
 
 /** See DocketAdapter.heldLeases: one read per BATCH_ROWS leases, fenced like a heartbeat. */
-export async function heldLeases(ctx: StoreContext, params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]> {
+export async function heldLeases(ctx: StoreContext, params: HeldLeasesParams): Promise<LeaseKey[]> {
   const held: LeaseKey[] = [];
   for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
     const keys = params.items.slice(i, i + BATCH_ROWS);

@@ -1,4 +1,4 @@
-import type { ListParams } from "../../core/adapter.ts";
+import type { ListExpiredParams, ListParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { StoreContext } from "./context.ts";
@@ -22,7 +22,7 @@ export async function listJobs(ctx: StoreContext, params: ListParams): Promise<J
 }
 
 /** See DocketAdapter.listExpired: running jobs whose lease ran out, oldest expiry first. */
-export async function listExpired(ctx: StoreContext, params: { now: number; limit: number }): Promise<JobRecord[]> {
+export async function listExpired(ctx: StoreContext, params: ListExpiredParams): Promise<JobRecord[]> {
   const rows = (await ctx.db
     .selectFrom(ctx.tables.jobs)
     .selectAll()

@@ -1,3 +1,4 @@
+import type { RepairKeysParams } from "../../core/adapter.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { StoreContext } from "./context.ts";
 import { countHolders, lockKey, rebalance } from "./admission.ts";
@@ -9,7 +10,7 @@ import { countHolders, lockKey, rebalance } from "./admission.ts";
  * A key whose count rose is reported. Many callers at once are safe: the key
  * lock serializes them, and a second rebalance finds nothing to do.
  */
-export async function repairKeys(ctx: StoreContext, params: { now: number; limit: number }): Promise<string[]> {
+export async function repairKeys(ctx: StoreContext, params: RepairKeysParams): Promise<string[]> {
   if (params.limit <= 0) return [];
   const { db, tables, engine } = ctx;
   const candidates = (await db

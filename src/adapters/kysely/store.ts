@@ -1,26 +1,37 @@
 import type {
-  StatsParams,
-  StoredStats,
-  FireScheduleParams,
-  PutScheduleParams,
-  StoredSchedule,
+  CancelParams,
   ClaimParams,
-  CompleteParams,
+  DeleteScheduleParams,
   DocketAdapter,
   EnqueueParams,
   EnqueuedRecord,
+  ExpireParams,
   ExtendLeasesParams,
-  FailParams,
-  FencedParams,
-  HeartbeatParams,
+  FireScheduleParams,
+  GetByIdempotencyKeyParams,
+  GetParams,
+  HeldLeasesParams,
   LeaseKey,
+  ListExpiredParams,
   ListParams,
+  MigrateResult,
+  PayloadLimitParams,
   PurgeParams,
+  PutScheduleParams,
   QueueControl,
   ReadyNotice,
+  RepairKeysParams,
   ReplayDeadParams,
+  ReplayParams,
+  SetProgressParams,
+  SetQueueControlParams,
+  SetTaskControlParams,
   SettleParams,
   SettledJob,
+  StatsParams,
+  StoredControls,
+  StoredSchedule,
+  StoredStats,
   TaskControl,
 } from "../../core/adapter.ts";
 import { AdapterError, DocketError, InvalidArgumentError, SchemaMissingError } from "../../core/errors.ts";
@@ -32,7 +43,7 @@ import { migrate } from "./schema.ts";
 import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { transition } from "./guarded-write.ts";
-import { CLEAR_LEASE, failureWrite, outcomeWrite, settle } from "./outcomes.ts";
+import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
@@ -64,7 +75,7 @@ export class KyselyStore implements DocketAdapter {
   readonly capabilities: Capabilities;
   readonly blocking: boolean;
   readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
-  readonly payloadLimit?: (params: { transaction?: object }) => Promise<number | null>;
+  readonly payloadLimit?: (params: PayloadLimitParams) => Promise<number | null>;
   readonly #ctx: StoreContext;
   readonly #claims = claimMemory();
   readonly #ownsDb: boolean;
@@ -89,7 +100,7 @@ export class KyselyStore implements DocketAdapter {
     }
   }
 
-  migrate(): Promise<{ applied: number[]; version: number }> {
+  migrate(): Promise<MigrateResult> {
     return this.#run(() => migrate(this.#ctx));
   }
 
@@ -127,52 +138,36 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => claim(this.#ctx, this.#claims, params));
   }
 
-  heartbeat(params: HeartbeatParams): Promise<JobRecord | null> {
-    return this.#run(() => transition(this.#ctx, "heartbeat", params, { lease_expires_at: params.leaseExpiresAt }));
-  }
-
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {
     return this.#run(() => extendLeases(this.#ctx, params));
   }
 
-  setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null> {
+  setProgress(params: SetProgressParams): Promise<JobRecord | null> {
     return this.#run(() => transition(this.#ctx, "heartbeat", params, { progress: params.progress }));
   }
 
-  heldLeases(params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]> {
+  heldLeases(params: HeldLeasesParams): Promise<LeaseKey[]> {
     return this.#run(() => heldLeases(this.#ctx, params));
-  }
-
-  complete(params: CompleteParams): Promise<JobRecord | null> {
-    return this.#outcome({ ...params, kind: "complete" });
-  }
-
-  fail(params: FailParams): Promise<JobRecord | null> {
-    return this.#outcome({ ...params, kind: "fail" });
-  }
-
-  release(params: FencedParams): Promise<JobRecord | null> {
-    return this.#outcome({ ...params, kind: "release" });
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
     return this.#run(() => settle(this.#ctx, params));
   }
 
-  listExpired(params: { now: number; limit: number }): Promise<JobRecord[]> {
+  listExpired(params: ListExpiredParams): Promise<JobRecord[]> {
     return this.#run(() => listExpired(this.#ctx, params));
   }
 
-  expire(params: FailParams): Promise<JobRecord | null> {
+  expire(params: ExpireParams): Promise<JobRecord | null> {
     const w = failureWrite(this.#ctx.engine, params, "expireRetry", "expireBury");
     return this.#run(() => transition(this.#ctx, w.event, params, w.set));
   }
 
-  cancel(params: { id: number; now: number }): Promise<JobRecord | null> {
+  cancel(params: CancelParams): Promise<JobRecord | null> {
     return this.#run(() => transition(this.#ctx, "cancel", params, { ...CLEAR_LEASE, finished_at: params.now }));
   }
 
-  replay(params: { id: number; now: number }): Promise<JobRecord | null> {
+  replay(params: ReplayParams): Promise<JobRecord | null> {
     return this.#run(async () => {
       const record = await transition(this.#ctx, "replay", params, replaySet(params.now));
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
@@ -184,15 +179,15 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => replayDead(this.#ctx, params));
   }
 
-  setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
+  setQueueControl(params: SetQueueControlParams): Promise<QueueControl> {
     return this.#run(() => setQueueControl(this.#ctx, params));
   }
 
-  setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
+  setTaskControl(params: SetTaskControlParams): Promise<TaskControl> {
     return this.#run(() => setTaskControl(this.#ctx, params));
   }
 
-  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+  listControls(): Promise<StoredControls> {
     return this.#run(() => listControls(this.#ctx));
   }
 
@@ -200,7 +195,7 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => purge(this.#ctx, params));
   }
 
-  repairKeys(params: { now: number; limit: number }): Promise<string[]> {
+  repairKeys(params: RepairKeysParams): Promise<string[]> {
     return this.#run(() => repairKeys(this.#ctx, params));
   }
 
@@ -212,7 +207,7 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => listSchedules(this.#ctx));
   }
 
-  deleteSchedule(params: { name: string }): Promise<boolean> {
+  deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run(() => deleteSchedule(this.#ctx, params.name));
   }
 
@@ -224,11 +219,11 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => readStats(this.#ctx, params));
   }
 
-  get(params: { id: number }): Promise<JobRecord | null> {
+  get(params: GetParams): Promise<JobRecord | null> {
     return this.#run(() => getJob(this.#ctx, params.id));
   }
 
-  getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null> {
+  getByIdempotencyKey(params: GetByIdempotencyKeyParams): Promise<JobRecord | null> {
     return this.#run(() => holderOf(this.#ctx, this.#ctx.db, params.key));
   }
 
@@ -267,11 +262,6 @@ export class KyselyStore implements DocketAdapter {
         // A listener's failure must not turn a handled error into an unhandled one.
       }
     }
-  }
-
-  #outcome(item: Parameters<typeof outcomeWrite>[1]): Promise<JobRecord | null> {
-    const w = outcomeWrite(this.#ctx.engine, item);
-    return this.#run(() => transition(this.#ctx, w.event, item, w.set));
   }
 
   async #run<T>(fn: () => Promise<T>): Promise<T> {

@@ -9,26 +9,36 @@
  * connection to one database is, within one process.
  */
 import type {
+  CancelParams,
   ClaimParams,
-  CompleteParams,
+  DeleteScheduleParams,
   DocketAdapter,
   EnqueueParams,
   EnqueuedRecord,
+  ExpireParams,
   ExtendLeasesParams,
-  FailParams,
-  FencedParams,
   FireScheduleParams,
-  HeartbeatParams,
+  GetByIdempotencyKeyParams,
+  GetParams,
+  HeldLeasesParams,
   LeaseKey,
+  ListExpiredParams,
   ListParams,
+  MigrateResult,
   PurgeParams,
   PutScheduleParams,
   QueueControl,
   ReadyNotice,
+  RepairKeysParams,
   ReplayDeadParams,
+  ReplayParams,
+  SetProgressParams,
+  SetQueueControlParams,
+  SetTaskControlParams,
   SettleParams,
   SettledJob,
   StatsParams,
+  StoredControls,
   StoredSchedule,
   StoredStats,
   TaskControl,
@@ -39,7 +49,7 @@ import { claim } from "./claim.ts";
 import { enqueue, getByIdempotencyKey } from "./enqueue.ts";
 import { guardHolds, transition } from "./guarded-write.ts";
 import { replay, replayDead, purge, repairKeys } from "./maintenance.ts";
-import { applyOutcome, failureWrite, settle } from "./outcomes.ts";
+import { failureWrite, settle } from "./outcomes.ts";
 import { getJob, listExpired, listJobs, readStats } from "./reads.ts";
 import { deleteSchedule, fireSchedule, listControls, listSchedules, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
 import { emptyState, type MemoryState } from "./state.ts";
@@ -69,7 +79,7 @@ export class MemoryAdapter implements DocketAdapter {
     return new MemoryAdapter(this.#state);
   }
 
-  migrate(): Promise<{ applied: number[]; version: number }> {
+  migrate(): Promise<MigrateResult> {
     return this.#run("migrations", false, (s) => {
       if (s.migrated) return { applied: [], version: MEMORY_SCHEMA_VERSION };
       s.migrated = true;
@@ -81,16 +91,12 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("jobs", true, (s) => enqueue(s, params, this.name));
   }
 
-  getByIdempotencyKey(params: { key: string }): Promise<JobRecord | null> {
+  getByIdempotencyKey(params: GetByIdempotencyKeyParams): Promise<JobRecord | null> {
     return this.#run("jobs", true, (s) => getByIdempotencyKey(s, params.key));
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {
     return this.#run("jobs", true, (s) => claim(s, params));
-  }
-
-  heartbeat(params: HeartbeatParams): Promise<JobRecord | null> {
-    return this.#write("heartbeat", params, { leaseExpiresAt: params.leaseExpiresAt });
   }
 
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {
@@ -105,7 +111,7 @@ export class MemoryAdapter implements DocketAdapter {
     });
   }
 
-  heldLeases(params: { items: readonly LeaseKey[] }): Promise<LeaseKey[]> {
+  heldLeases(params: HeldLeasesParams): Promise<LeaseKey[]> {
     return this.#run("jobs", true, (s) => {
       const held = new Map<number, LeaseKey>();
       for (const item of params.items) {
@@ -116,40 +122,28 @@ export class MemoryAdapter implements DocketAdapter {
     });
   }
 
-  complete(params: CompleteParams): Promise<JobRecord | null> {
-    return this.#run("jobs", true, (s) => applyOutcome(s, { ...params, kind: "complete" }));
-  }
-
-  setProgress(params: FencedParams & { progress: string }): Promise<JobRecord | null> {
+  setProgress(params: SetProgressParams): Promise<JobRecord | null> {
     return this.#write("heartbeat", params, { progress: params.progress });
-  }
-
-  fail(params: FailParams): Promise<JobRecord | null> {
-    return this.#run("jobs", true, (s) => applyOutcome(s, { ...params, kind: "fail" }));
-  }
-
-  release(params: FencedParams): Promise<JobRecord | null> {
-    return this.#run("jobs", true, (s) => applyOutcome(s, { ...params, kind: "release" }));
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
     return this.#run("jobs", true, (s) => settle(s, params));
   }
 
-  listExpired(params: { now: number; limit: number }): Promise<JobRecord[]> {
+  listExpired(params: ListExpiredParams): Promise<JobRecord[]> {
     return this.#run("jobs", true, (s) => listExpired(s, params));
   }
 
-  expire(params: FailParams): Promise<JobRecord | null> {
+  expire(params: ExpireParams): Promise<JobRecord | null> {
     const w = failureWrite(params, "expireRetry", "expireBury");
     return this.#write(w.event, params, w.set);
   }
 
-  cancel(params: { id: number; now: number }): Promise<JobRecord | null> {
+  cancel(params: CancelParams): Promise<JobRecord | null> {
     return this.#write("cancel", params, { leaseToken: null, leaseExpiresAt: null, finishedAt: params.now });
   }
 
-  replay(params: { id: number; now: number }): Promise<JobRecord | null> {
+  replay(params: ReplayParams): Promise<JobRecord | null> {
     return this.#run("jobs", true, (s) => replay(s, params));
   }
 
@@ -157,15 +151,15 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("jobs", true, (s) => replayDead(s, params));
   }
 
-  setQueueControl(params: { queue: string; paused?: boolean; maxRunning?: number | null }): Promise<QueueControl> {
+  setQueueControl(params: SetQueueControlParams): Promise<QueueControl> {
     return this.#run("queues", true, (s) => setQueueControl(s, params, this.name));
   }
 
-  setTaskControl(params: { task: string; maxRunning: number | null }): Promise<TaskControl> {
+  setTaskControl(params: SetTaskControlParams): Promise<TaskControl> {
     return this.#run("queues", true, (s) => setTaskControl(s, params, this.name));
   }
 
-  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+  listControls(): Promise<StoredControls> {
     return this.#run("queues", true, (s) => listControls(s));
   }
 
@@ -173,7 +167,7 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("jobs", true, (s) => purge(s, params, this.name));
   }
 
-  repairKeys(params: { now: number; limit: number }): Promise<string[]> {
+  repairKeys(params: RepairKeysParams): Promise<string[]> {
     return this.#run("jobs", true, (s) => repairKeys(s, params));
   }
 
@@ -189,7 +183,7 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("schedules", true, (s) => listSchedules(s));
   }
 
-  deleteSchedule(params: { name: string }): Promise<boolean> {
+  deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run("schedules", true, (s) => deleteSchedule(s, params.name));
   }
 
@@ -197,7 +191,7 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("schedules", true, (s) => fireSchedule(s, params, this.name));
   }
 
-  get(params: { id: number }): Promise<JobRecord | null> {
+  get(params: GetParams): Promise<JobRecord | null> {
     return this.#run("jobs", true, (s) => getJob(s, params.id));
   }
 

@@ -46,7 +46,7 @@ function appendError(job: JobRecord, params: FailParams): string {
 }
 
 /** One outcome, fenced by its lease; a keyed job's freed slot is passed on in the same step. Null when the lease is not held. */
-export function applyOutcome(state: MemoryState, item: SettleItem): JobRecord | null {
+function applyOutcome(state: MemoryState, item: SettleItem): JobRecord | null {
   const { event, set } = outcomeWrite(item);
   const moved = transition(state, event, item, set);
   if (moved && item.kind === "release") announce(state, [{ queue: moved.queue, due: false }]);

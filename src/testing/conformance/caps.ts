@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { DocketError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, insert, newJob, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 export const capCases: ConformanceCase[] = [
   {
@@ -12,7 +13,7 @@ export const capCases: ConformanceCase[] = [
       const first = await claim(t, 10, t.adapter, ["q"]);
       assert.equal(first.length, 3);
       assert.deepEqual(await claim(t, 10, t.adapter, ["q"]), []);
-      await t.adapter.complete({ id: first[0]!.id, leaseToken: first[0]!.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: first[0]!.id, leaseToken: first[0]!.leaseToken!, now: t.clock.now() });
       assert.equal((await claim(t, 10, t.adapter, ["q"])).length, 1);
     },
   },
@@ -88,7 +89,7 @@ export const capCases: ConformanceCase[] = [
         const runningNow = await t.adapter.list({ queue: "q", state: "running", limit: 100 });
         assert.ok(runningNow.length <= 2, `round ${round}: ${runningNow.length} running, cap 2`);
         assert.equal(runningNow.length, 2, `round ${round}: the cap must be used fully while jobs are ready`);
-        for (const j of got) await conns[0]!.complete({ id: j.id, leaseToken: j.leaseToken!, now });
+        for (const j of got) await settleOne(conns[0]!, { kind: "complete", id: j.id, leaseToken: j.leaseToken!, now });
       }
     },
   },

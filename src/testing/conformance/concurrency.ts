@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, newJob, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 const ROUNDS = 50;
 const MAX_CLAIMERS = 8;
@@ -66,7 +67,7 @@ export const concurrencyCases: ConformanceCase[] = [
         assert.ok(cancelled, `round ${round}: cancel must win against ready or running`);
         if (claimed.length === 1) {
           // Claim won first: the cancel revoked its lease, so its completion is refused.
-          assert.equal(await other.complete({ id: job!.id, leaseToken: claimed[0]!.leaseToken!, now }), null);
+          assert.equal(await settleOne(other, { kind: "complete", id: job!.id, leaseToken: claimed[0]!.leaseToken!, now }), null);
         }
         assert.equal((await t.adapter.get({ id: job!.id }))?.state, "cancelled");
       }

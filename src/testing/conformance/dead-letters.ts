@@ -4,13 +4,14 @@ import { Docket } from "../../core/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, insert, newJob } from "./helpers.ts";
+import { settleAndRead } from "../lease-writes.ts";
 
 /** A job of `queue`/`task` that died now (claimed, then failed with no retry left). */
 async function deadJob(t: CaseContext, queue = "default", task = "t"): Promise<JobRecord> {
   await insert(t, { queue, task });
   const [running] = await claim(t, 1, t.adapter, [queue]);
   assert.ok(running);
-  const dead = await t.adapter.fail({ id: running.id, leaseToken: running.leaseToken!, now: t.clock.now(), error: "boom", retryAt: null });
+  const dead = await settleAndRead(t.adapter, { kind: "fail", id: running.id, leaseToken: running.leaseToken!, now: t.clock.now(), error: "boom", retryAt: null });
   assert.equal(dead?.state, "dead");
   return dead!;
 }

@@ -1,4 +1,4 @@
-import type { DocketAdapter } from "../../core/adapter.ts";
+import type { DocketAdapter, SettleItem } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 
 /** How one adapter method misbehaves: the next `failures` calls throw, before or after the real call. */
@@ -8,12 +8,19 @@ export interface Fault {
   when: "before" | "after";
 }
 
+/**
+ * Where a fault is injected: an adapter method, one kind of `settle` item
+ * (`complete`, `fail`, `release`: a `settle` call with such an item), or
+ * `heartbeat` (an `extendLeases` call).
+ */
+export type FaultPoint = keyof DocketAdapter | SettleItem["kind"] | "heartbeat";
+
 /** A real adapter whose chosen methods throw on purpose, and a count of every call. */
 export interface FaultyAdapter {
   adapter: DocketAdapter;
   calls: Map<string, number>;
   /** Arms (or re-arms) a fault on `method`. */
-  inject(method: keyof DocketAdapter, fault: Fault): void;
+  inject(method: FaultPoint, fault: Fault): void;
 }
 
 /** Members that are not async operations: passed through as they are. */
@@ -32,8 +39,7 @@ export function withFaults(real: DocketAdapter): FaultyAdapter {
       if (typeof value !== "function" || typeof property !== "string") return value;
       if (SYNC_MEMBERS.has(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
-        // A batched `settle` is a call of each method its items stand for (complete, fail, release).
-        // and `extendLeases` a call of `heartbeat`.
+        // A `settle` call is a call of each kind its items have (complete, fail, release), and `extendLeases` one of `heartbeat`.
         const names = property === "settle" ? settledMethods(args[0]) : property === "extendLeases" ? ["heartbeat"] : [property];
         for (const name of names) calls.set(name, (calls.get(name) ?? 0) + 1);
         const armed = (when: Fault["when"]) => {

@@ -3,6 +3,7 @@ import type { DocketAdapter, NewJob } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { JobState } from "../../core/states.ts";
 import type { CaseContext } from "../harness.ts";
+import { settleAndRead } from "../lease-writes.ts";
 
 export const LEASE_MS = 30_000;
 
@@ -66,11 +67,11 @@ export async function jobInState(t: CaseContext, state: JobState): Promise<JobRe
     }
     case "succeeded": {
       const running = await jobInState(t, "running");
-      return (await t.adapter.complete({ id: running.id, leaseToken: running.leaseToken!, now }))!;
+      return (await settleAndRead(t.adapter, { kind: "complete", id: running.id, leaseToken: running.leaseToken!, now }))!;
     }
     case "dead": {
       const running = await jobInState(t, "running");
-      return (await t.adapter.fail({ id: running.id, leaseToken: running.leaseToken!, now, error: "x", retryAt: null }))!;
+      return (await settleAndRead(t.adapter, { kind: "fail", id: running.id, leaseToken: running.leaseToken!, now, error: "x", retryAt: null }))!;
     }
     case "cancelled": {
       const job = await insert(t);

@@ -3,6 +3,7 @@ import type { DocketAdapter } from "../../core/adapter.ts";
 import { Docket } from "../../core/docket.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claimOne } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";
 
@@ -86,7 +87,7 @@ export const idempotencyCases: ConformanceCase[] = [
       const running = await claimOne(t);
       assert.equal(running.id, first.id);
       assert.equal((await d.enqueue("t", {}, { idempotencyKey: "k" })).created, false, "held while running");
-      await t.adapter.complete({ id: running.id, leaseToken: running.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: running.id, leaseToken: running.leaseToken!, now: t.clock.now() });
       t.clock.advance(999);
       assert.equal((await d.enqueue("t", {}, { idempotencyKey: "k" })).id, first.id, "held until 1000 ms after it finished");
       t.clock.advance(1);

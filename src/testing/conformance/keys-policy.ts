@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { discardReason } from "../../core/concurrency.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, insert } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 const keyed = (key: string, onConflict: "block" | "discard", limit = 1) => ({ concurrency: { key, limit, onConflict } });
 
@@ -25,7 +26,7 @@ export const keyPolicyCases: ConformanceCase[] = [
       assert.equal(after?.state, "cancelled");
       assert.equal(after?.lastError, discardReason("k", 1));
       assert.equal(after?.finishedAt, t.clock.now());
-      await t.adapter.complete({ id: holder.id, leaseToken: claimed[0]!.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: holder.id, leaseToken: claimed[0]!.leaseToken!, now: t.clock.now() });
       assert.deepEqual(await claim(t, 10), [], "the discarded job never runs");
     },
   },
@@ -46,7 +47,7 @@ export const keyPolicyCases: ConformanceCase[] = [
       t.clock.advance(1_000);
       const [holder] = await claim(t, 10);
       assert.equal((await t.adapter.get({ id: job.id }))?.state, "blocked");
-      await t.adapter.complete({ id: holder!.id, leaseToken: holder!.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: holder!.id, leaseToken: holder!.leaseToken!, now: t.clock.now() });
       assert.deepEqual((await claim(t, 10)).map((j) => j.id), [job.id]);
     },
   },
@@ -56,7 +57,7 @@ export const keyPolicyCases: ConformanceCase[] = [
       const job = await insert(t, keyed("k", "discard"));
       const [running] = await claim(t, 1);
       assert.equal(running?.id, job.id);
-      await t.adapter.fail({ id: job.id, leaseToken: running!.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
+      await settleOne(t.adapter, { kind: "fail", id: job.id, leaseToken: running!.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
       const holder = await insert(t, keyed("k", "block"));
       assert.equal(holder.state, "ready");
       await t.adapter.replay({ id: job.id, now: t.clock.now() });
@@ -81,7 +82,7 @@ export const keyPolicyCases: ConformanceCase[] = [
       assert.equal(b.state, "blocked");
       const [running] = await claim(t, 1);
       assert.equal(running?.id, a.id);
-      const done = await t.adapter.complete({ id: a.id, leaseToken: running!.leaseToken!, now: t.clock.now(), concurrencyKey: null });
+      const done = await settleOne(t.adapter, { kind: "complete", id: a.id, leaseToken: running!.leaseToken!, now: t.clock.now(), concurrencyKey: null });
       assert.equal(done?.state, "succeeded");
       assert.equal((await t.adapter.get({ id: b.id }))?.state, "ready", "the blocked job was promoted in the same write");
     },
@@ -92,9 +93,9 @@ export const keyPolicyCases: ConformanceCase[] = [
       await insert(t);
       const [running] = await claim(t, 1);
       const fence = { id: running!.id, leaseToken: running!.leaseToken!, now: t.clock.now(), concurrencyKey: null };
-      assert.equal((await t.adapter.complete(fence))?.state, "succeeded");
-      assert.equal(await t.adapter.complete(fence), null);
-      assert.equal(await t.adapter.fail({ ...fence, error: "x", retryAt: null }), null);
+      assert.equal((await settleOne(t.adapter, { kind: "complete", ...fence }))?.state, "succeeded");
+      assert.equal(await settleOne(t.adapter, { kind: "complete", ...fence }), null);
+      assert.equal(await settleOne(t.adapter, { kind: "fail", ...fence, error: "x", retryAt: null }), null);
     },
   },
 ];

@@ -3,6 +3,7 @@ import type { DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, insert, newJob, token } from "./helpers.ts";
+import { extendLease, settleOne } from "../lease-writes.ts";
 
 const block = (key: string, limit = 1) => ({ concurrency: { key, limit, onConflict: "block" as const } });
 
@@ -32,9 +33,9 @@ async function running(t: CaseContext, queue = "default"): Promise<JobRecord> {
 
 /** Each way a running job can give up its slot, applied to `job`. */
 const FREEING: [string, (t: CaseContext, job: JobRecord) => Promise<unknown>][] = [
-  ["complete", (t, j) => t.adapter.complete({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() })],
-  ["fail with a retry", (t, j) => t.adapter.fail({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now(), error: "x", retryAt: t.clock.now() + 60_000 })],
-  ["fail to dead", (t, j) => t.adapter.fail({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now(), error: "x", retryAt: null })],
+  ["complete", (t, j) => settleOne(t.adapter, { kind: "complete", id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() })],
+  ["fail with a retry", (t, j) => settleOne(t.adapter, { kind: "fail", id: j.id, leaseToken: j.leaseToken!, now: t.clock.now(), error: "x", retryAt: t.clock.now() + 60_000 })],
+  ["fail to dead", (t, j) => settleOne(t.adapter, { kind: "fail", id: j.id, leaseToken: j.leaseToken!, now: t.clock.now(), error: "x", retryAt: null })],
   ["cancel", (t, j) => t.adapter.cancel({ id: j.id, now: t.clock.now() })],
   [
     "reclaim after lease expiry",
@@ -99,12 +100,12 @@ export const keyCases: ConformanceCase[] = [
       await insert(t, block("k"));
       const waiting = await insert(t, block("k"));
       const job = await running(t);
-      assert.ok(await t.adapter.release({ id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() }));
+      assert.ok(await settleOne(t.adapter, { kind: "release", id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() }));
       assert.equal((await t.adapter.get({ id: waiting.id }))?.state, "blocked");
       await assertKeyExact(t.adapter, "k", 1);
       const again = await running(t);
       assert.equal(again.id, job.id);
-      await t.adapter.complete({ id: again.id, leaseToken: again.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: again.id, leaseToken: again.leaseToken!, now: t.clock.now() });
       assert.equal((await t.adapter.get({ id: waiting.id }))?.state, "ready", "the slot was not lost either");
     },
   },
@@ -116,7 +117,7 @@ export const keyCases: ConformanceCase[] = [
       const job = await running(t);
       for (let i = 0; i < 5; i++) {
         const now = t.clock.advance(LEASE_MS - 1);
-        assert.ok(await t.adapter.heartbeat({ id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }));
+        assert.ok(await extendLease(t.adapter, { id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }));
         assert.deepEqual(await t.adapter.listExpired({ now, limit: 10 }), []);
         assert.equal((await t.adapter.get({ id: waiting.id }))?.state, "blocked");
       }
@@ -138,7 +139,7 @@ export const keyCases: ConformanceCase[] = [
       const [got] = await claim(t, 10);
       assert.equal(got?.id, early.id);
       assert.equal((await t.adapter.get({ id: late.id }))?.state, "blocked");
-      await t.adapter.complete({ id: got!.id, leaseToken: got!.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: got!.id, leaseToken: got!.leaseToken!, now: t.clock.now() });
       assert.equal((await t.adapter.get({ id: late.id }))?.state, "ready");
     },
   },
@@ -149,7 +150,7 @@ export const keyCases: ConformanceCase[] = [
       const low = await insert(t, { ...block("k"), priority: 5 });
       const high = await insert(t, { ...block("k"), priority: 1 });
       const job = await running(t);
-      await t.adapter.complete({ id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() });
+      await settleOne(t.adapter, { kind: "complete", id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() });
       assert.equal((await t.adapter.get({ id: high.id }))?.state, "ready");
       assert.equal((await t.adapter.get({ id: low.id }))?.state, "blocked");
     },
@@ -170,7 +171,7 @@ export const keyCases: ConformanceCase[] = [
     async run(t) {
       await insert(t, { ...block("k"), maxAttempts: 1 });
       const job = await running(t);
-      await t.adapter.fail({ id: job.id, leaseToken: job.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
+      await settleOne(t.adapter, { kind: "fail", id: job.id, leaseToken: job.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
       const holder = await insert(t, block("k"));
       assert.equal(holder.state, "ready");
       await t.adapter.replay({ id: job.id, now: t.clock.now() });
@@ -194,7 +195,7 @@ export const keyCases: ConformanceCase[] = [
             const key = keys[(round + i) % keys.length]!;
             const [job] = await c.enqueue({ jobs: [newJob({ runAt: now, ...block(key, limits[key]) })], now });
             const [mine] = await c.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-            if (mine && (round + i) % 2 === 0) await c.complete({ id: mine.id, leaseToken: mine.leaseToken!, now });
+            if (mine && (round + i) % 2 === 0) await settleOne(c, { kind: "complete", id: mine.id, leaseToken: mine.leaseToken!, now });
             else if (mine) await c.cancel({ id: mine.id, now });
             return job;
           }),

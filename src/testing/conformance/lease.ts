@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, claimOne, insert, stateOf } from "./helpers.ts";
+import { extendLease, settleOne } from "../lease-writes.ts";
 
 export const leaseCases: ConformanceCase[] = [
   {
@@ -10,11 +11,11 @@ export const leaseCases: ConformanceCase[] = [
       const job = await claimOne(t);
       const now = t.clock.now();
       const stale = { id: job.id, leaseToken: "not-" + job.leaseToken, now };
-      assert.equal(await t.adapter.heartbeat({ ...stale, leaseExpiresAt: now + 99 * LEASE_MS }), null);
-      assert.equal(await t.adapter.complete(stale), null);
-      assert.equal(await t.adapter.fail({ ...stale, error: "x", retryAt: now }), null);
-      assert.equal(await t.adapter.fail({ ...stale, error: "x", retryAt: null }), null);
-      assert.equal(await t.adapter.release(stale), null);
+      assert.equal(await extendLease(t.adapter, { ...stale, leaseExpiresAt: now + 99 * LEASE_MS }), false);
+      assert.equal(await settleOne(t.adapter, { kind: "complete", ...stale }), null);
+      assert.equal(await settleOne(t.adapter, { kind: "fail", ...stale, error: "x", retryAt: now }), null);
+      assert.equal(await settleOne(t.adapter, { kind: "fail", ...stale, error: "x", retryAt: null }), null);
+      assert.equal(await settleOne(t.adapter, { kind: "release", ...stale }), null);
       assert.deepEqual(await t.adapter.get({ id: job.id }), job);
     },
   },
@@ -24,7 +25,8 @@ export const leaseCases: ConformanceCase[] = [
       await insert(t);
       const job = await claimOne(t);
       const now = t.clock.advance(1000);
-      const beat = await t.adapter.heartbeat({ id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS });
+      assert.ok(await extendLease(t.adapter, { id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }));
+      const beat = await t.adapter.get({ id: job.id });
       assert.ok(beat);
       assert.equal(beat.leaseExpiresAt, now + LEASE_MS);
       assert.equal(beat.state, "running");
@@ -43,9 +45,9 @@ export const leaseCases: ConformanceCase[] = [
       const second = await claimOne(t);
       assert.equal(second.id, first.id);
       assert.equal(second.attempt, 2);
-      assert.equal(await t.adapter.complete({ id: first.id, leaseToken: first.leaseToken!, now }), null);
-      assert.equal(await t.adapter.heartbeat({ id: first.id, leaseToken: first.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }), null);
-      assert.ok(await t.adapter.complete({ id: second.id, leaseToken: second.leaseToken!, now }));
+      assert.equal(await settleOne(t.adapter, { kind: "complete", id: first.id, leaseToken: first.leaseToken!, now }), null);
+      assert.equal(await extendLease(t.adapter, { id: first.id, leaseToken: first.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }), false);
+      assert.ok(await settleOne(t.adapter, { kind: "complete", id: second.id, leaseToken: second.leaseToken!, now }));
     },
   },
   {
@@ -67,7 +69,7 @@ export const leaseCases: ConformanceCase[] = [
       const now = t.clock.advance(LEASE_MS + 1);
       const [seen] = await t.adapter.listExpired({ now, limit: 10 });
       assert.equal(seen?.id, job.id);
-      assert.ok(await t.adapter.heartbeat({ id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }));
+      assert.ok(await extendLease(t.adapter, { id: job.id, leaseToken: job.leaseToken!, now, leaseExpiresAt: now + LEASE_MS }));
       assert.equal(await t.adapter.expire({ id: job.id, leaseToken: seen.leaseToken!, now, error: "x", retryAt: now }), null);
       assert.equal(await stateOf(t, job.id), "running");
     },
@@ -77,7 +79,7 @@ export const leaseCases: ConformanceCase[] = [
     async run(t) {
       await insert(t);
       const job = await claimOne(t);
-      const released = await t.adapter.release({ id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() });
+      const released = await settleOne(t.adapter, { kind: "release", id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() });
       assert.equal(released?.state, "ready");
       assert.equal(released?.attempt, 0);
       assert.equal(released?.leaseToken, null);
@@ -91,7 +93,7 @@ export const leaseCases: ConformanceCase[] = [
       const job = await claimOne(t);
       const now = t.clock.now();
       assert.equal((await t.adapter.cancel({ id: job.id, now }))?.state, "cancelled");
-      assert.equal(await t.adapter.complete({ id: job.id, leaseToken: job.leaseToken!, now }), null);
+      assert.equal(await settleOne(t.adapter, { kind: "complete", id: job.id, leaseToken: job.leaseToken!, now }), null);
       assert.equal(await stateOf(t, job.id), "cancelled");
       assert.deepEqual(await claim(t, 10), []);
     },

@@ -14,6 +14,7 @@ import type { ConformanceCase } from "../harness.ts";
 import { engineWithoutTransactions, expireUnfenced, expiredLeasesUnlisted, mutationById, retryUnfenced, stagingAdmitsNothing } from "../mutations.ts";
 import { LEASE_MS, insert, jobInState, token } from "./helpers.ts";
 import { raceCasesOf, settle, type Mutant, type Race } from "./races.ts";
+import { settleOne } from "../lease-writes.ts";
 
 /** A claim's write: PostgreSQL's and SQLite's one statement, or MariaDB's UPDATE after its candidate SELECT. */
 const CLAIM_WRITE = /^(with [`"]ctl_q[`"]|update [`"]?\w*jobs[`"]? set [`"]state[`"] = \S+, [`"]attempt[`"] = attempt \+ 1)/i;
@@ -86,8 +87,8 @@ const LIFECYCLE_RACES: Race[] = [
       await new Docket({ adapter: s2, clock: t.clock, retry: { baseMs: 0, jitter: 0 } }).reclaimExpired();
       const [again] = await s2.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
       if (!again) return `job ${job.id} is stuck ${(await t.adapter.get({ id: job.id }))?.state} after its lease expired and a sweep ran`;
-      if (await s1.complete({ id: job.id, leaseToken: crashed.leaseToken!, now })) return "the crashed attempt still completed the job";
-      const done = await s2.complete({ id: job.id, leaseToken: again.leaseToken!, now });
+      if (await settleOne(s1, { kind: "complete", id: job.id, leaseToken: crashed.leaseToken!, now })) return "the crashed attempt still completed the job";
+      const done = await settleOne(s2, { kind: "complete", id: job.id, leaseToken: again.leaseToken!, now });
       return done?.state === "succeeded" ? null : `the new attempt could not finish: ${done?.state}`;
     },
   },
@@ -101,7 +102,7 @@ const LIFECYCLE_RACES: Race[] = [
       const [running] = await claimOf(s1, t.clock.now());
       if (!running) return "setup: no claim";
       const now = t.clock.now();
-      await s1.fail({ id: job.id, leaseToken: running.leaseToken!, now, error: "boom", retryAt: now + 1000 });
+      await settleOne(s1, { kind: "fail", id: job.id, leaseToken: running.leaseToken!, now, error: "boom", retryAt: now + 1000 });
       await s1.close(); // the process that planned the retry is gone
       const later = t.clock.advance(1001);
       const [retried] = await s2.claim({ queues: ["default"], limit: 1, now: later, leaseToken: token(), leaseExpiresAt: later + LEASE_MS });
@@ -119,7 +120,7 @@ const LIFECYCLE_RACES: Race[] = [
       const [running] = await claimOf(t.adapter, t.clock.now());
       const now = t.clock.now();
       const held = hook.holdNext(FAILURE_WRITE);
-      const retrying = s1.fail({ id: job.id, leaseToken: running!.leaseToken!, now, error: "boom", retryAt: now + 1000 });
+      const retrying = settleOne(s1, { kind: "fail", id: job.id, leaseToken: running!.leaseToken!, now, error: "boom", retryAt: now + 1000 });
       await held.reached;
       const cancelling = s2.cancel({ id: job.id, now });
       await settle(cancelling);

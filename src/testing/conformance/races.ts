@@ -15,6 +15,7 @@ import { LEASE_MS, insert, jobInState, newJob, sleep, token } from "./helpers.ts
 import { keyStates } from "./keys.ts";
 import type { InstrumentOptions } from "../../adapters/kysely/engine.ts";
 import { engineWithoutTransactions, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { extendLease, settleOne } from "../lease-writes.ts";
 
 /**
  * A guard removed, through the public seams only: the `instrument` option
@@ -95,7 +96,7 @@ const RACES: Race[] = [
       const now = t.clock.now();
       const enqueue = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
       await held.reached;
-      const finish = s2.complete(fenced(t, holder));
+      const finish = settleOne(s2, { kind: "complete", ...fenced(t, holder) });
       await settle(finish);
       held.release();
       await Promise.all([enqueue, finish]);
@@ -112,7 +113,7 @@ const RACES: Race[] = [
       await insert(t, KEY);
       const now = t.clock.advance(LEASE_MS + 1);
       const [seen] = await s1.listExpired({ now, limit: 10 });
-      if (!(await s2.heartbeat({ ...fenced(t, job), leaseExpiresAt: now + LEASE_MS }))) return "heartbeat refused";
+      if (!(await extendLease(s2, { ...fenced(t, job), leaseExpiresAt: now + LEASE_MS }))) return "heartbeat refused";
       const reclaimed = await s1.expire({ id: seen!.id, leaseToken: seen!.leaseToken!, now, error: "expired", retryAt: now + 1000 });
       if (reclaimed) return `job ${job.id} reclaimed while its holder heartbeats: its slot went to another job`;
       return keyViolation(t.adapter, "k", 1);
@@ -126,7 +127,7 @@ const RACES: Race[] = [
     async scenario({ t, s1, s2 }) {
       const job = await runningJob(t);
       await insert(t, KEY);
-      await s1.release(fenced(t, job));
+      await settleOne(s1, { kind: "release", ...fenced(t, job) });
       const now = t.clock.now();
       await s2.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
       return keyViolation(t.adapter, "k", 1);
@@ -160,7 +161,7 @@ const RACES: Race[] = [
       const job = await runningJob(t);
       await insert(t, KEY);
       const held = hook.holdNext(REBALANCE);
-      const finish = s1.complete(fenced(t, job));
+      const finish = settleOne(s1, { kind: "complete", ...fenced(t, job) });
       await held.reached;
       held.crash();
       await finish.catch(() => undefined);
@@ -179,11 +180,11 @@ const RACES: Race[] = [
       const job = await runningJob(t);
       await insert(t, KEY);
       const now = t.clock.now();
-      await s1.fail({ ...fenced(t, job), error: "x", retryAt: now + 60_000 });
+      await settleOne(s1, { kind: "fail", ...fenced(t, job), error: "x", retryAt: now + 60_000 });
       const afterRetry = await keyViolation(t.adapter, "k", 1);
       if (afterRetry) return afterRetry;
       const [next] = await s2.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-      await s2.release(fenced(t, next!));
+      await settleOne(s2, { kind: "release", ...fenced(t, next!) });
       await s1.cancel({ id: next!.id, now });
       return keyViolation(t.adapter, "k", 1);
     },
@@ -234,7 +235,7 @@ const RACES: Race[] = [
         const claim = adapter.claim.bind(adapter);
         adapter.claim = async (p) => {
           const got = await claim(p);
-          for (const j of got) await adapter.release({ id: j.id, leaseToken: j.leaseToken!, now: p.now });
+          for (const j of got) await settleOne(adapter, { kind: "release", id: j.id, leaseToken: j.leaseToken!, now: p.now });
           return [];
         };
       },
@@ -300,8 +301,7 @@ const RACES: Race[] = [
       if (twice.length > 0) return `jobs ${twice.join(", ")} replayed twice (first ${a.map((j) => j.id)}, second ${b.map((j) => j.id)})`;
       if (ids.length !== dead.length) return `${ids.length} of ${dead.length} dead jobs replayed`;
       // With row locks the second replay passes over the held rows; a single-writer engine runs the two one after the other.
-      const caps = (t.adapter as { capabilities?: { skipLocked?: boolean } }).capabilities;
-      if (caps?.skipLocked && waited) return "the second replay waited for the rows the first one holds";
+      if (t.adapter.capabilities?.skipLocked === true && waited) return "the second replay waited for the rows the first one holds";
       return null;
     },
   },

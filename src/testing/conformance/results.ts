@@ -3,6 +3,7 @@ import { Docket } from "../../core/docket.ts";
 import type { WorkerEvent } from "../../core/worker.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { claim, eventually, insert, sleep } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 const code = (c: string) => (e: { code?: string }) => e.code === c;
 
@@ -84,7 +85,7 @@ export const resultCases: ConformanceCase[] = [
       const fence = { id: job!.id, leaseToken: job!.leaseToken!, now: t.clock.now() };
       assert.equal((await t.adapter.setProgress({ ...fence, progress: '{"pct":10}' }))?.progress, '{"pct":10}');
       assert.equal(await t.adapter.setProgress({ ...fence, leaseToken: "not-mine", progress: "1" }), null);
-      await t.adapter.complete(fence);
+      await settleOne(t.adapter, { kind: "complete", ...fence });
       assert.equal(await t.adapter.setProgress({ ...fence, progress: "2" }), null, "a finished job takes no progress");
       assert.equal((await t.adapter.get({ id: job!.id }))?.progress, '{"pct":10}');
 

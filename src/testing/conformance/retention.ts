@@ -3,6 +3,7 @@ import { Docket } from "../../core/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, eventually, insert, jobInState } from "./helpers.ts";
+import { settleAndRead } from "../lease-writes.ts";
 
 const HOUR = 3600_000;
 
@@ -10,7 +11,7 @@ const HOUR = 3600_000;
 async function succeededNow(t: CaseContext): Promise<JobRecord> {
   await insert(t);
   const [running] = await claim(t, 1);
-  return (await t.adapter.complete({ id: running!.id, leaseToken: running!.leaseToken!, now: t.clock.now() }))!;
+  return (await settleAndRead(t.adapter, { kind: "complete", id: running!.id, leaseToken: running!.leaseToken!, now: t.clock.now() }))!;
 }
 
 async function ids(t: CaseContext): Promise<number[]> {

@@ -3,6 +3,7 @@ import { Docket } from "../../core/docket.ts";
 import { InvalidStateError, NotFoundError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, claimOne, stateOf } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 export const retryCases: ConformanceCase[] = [
   {
@@ -17,7 +18,8 @@ export const retryCases: ConformanceCase[] = [
         assert.equal(running.attempt, attempt);
         const now = t.clock.now();
         const plan = d.planFailure(running, now);
-        const failed = await t.adapter.fail({
+        const failed = await settleOne(t.adapter, {
+          kind: "fail",
           id: running.id,
           leaseToken: running.leaseToken!,
           now,
@@ -96,7 +98,7 @@ export const retryCases: ConformanceCase[] = [
       const d = t.docket();
       const job = await d.enqueue("t", {}, { maxAttempts: 1 });
       const running = await claimOne(t);
-      await t.adapter.fail({ id: running.id, leaseToken: running.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
+      await settleOne(t.adapter, { kind: "fail", id: running.id, leaseToken: running.leaseToken!, now: t.clock.now(), error: "x", retryAt: null });
       const others = await Promise.all([t.connect(), t.connect()]);
       const replays = await Promise.allSettled([
         d.deadLetters.replay(job.id),

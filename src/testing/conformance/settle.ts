@@ -5,6 +5,7 @@ import type { WorkerEvent } from "../../core/worker.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { withFaults } from "./faults.ts";
 import { LEASE_MS, claim, eventually, insert, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 /** Batched outcomes (issue 9 item 3) and the prefetch buffer after a crash (item 2). */
 export const settleCases: ConformanceCase[] = [
@@ -37,7 +38,7 @@ export const settleCases: ConformanceCase[] = [
         const stillRunning = await t.adapter.get({ id: stolen.id });
         assert.equal(stillRunning?.state, "running");
         assert.equal(stillRunning?.leaseToken, again!.leaseToken, "the new holder's lease is untouched");
-        await t.adapter.complete({ id: stolen.id, leaseToken: again!.leaseToken!, now });
+        await settleOne(t.adapter, { kind: "complete", id: stolen.id, leaseToken: again!.leaseToken!, now });
       }
     },
   },
@@ -136,7 +137,7 @@ export const settleCases: ConformanceCase[] = [
         assert.equal((await t.adapter.get({ id: waiting.id }))?.state, "ready", "the blocked job was promoted");
         const [next] = await claim(t, 1);
         assert.equal(next?.id, waiting.id);
-        await t.adapter.complete({ id: next!.id, leaseToken: next!.leaseToken!, now });
+        await settleOne(t.adapter, { kind: "complete", id: next!.id, leaseToken: next!.leaseToken!, now });
       }
     },
   },

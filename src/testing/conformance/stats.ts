@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { InvalidArgumentError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 /** Issue 11 item 1: docket.stats(). */
 export const statsCases: ConformanceCase[] = [
@@ -56,8 +57,8 @@ export const statsCases: ConformanceCase[] = [
         const leaseToken = token();
         const [c] = await t.adapter.claim({ queues: ["default"], limit: 1, now, leaseToken, leaseExpiresAt: now + LEASE_MS });
         assert.equal(c?.id, job.id);
-        if (how === "complete") assert.ok(await t.adapter.complete({ id: job.id, leaseToken, now }));
-        else assert.ok(await t.adapter.fail({ id: job.id, leaseToken, now, error: "boom", retryAt: null }));
+        if (how === "complete") assert.ok(await settleOne(t.adapter, { kind: "complete", id: job.id, leaseToken, now }));
+        else assert.ok(await settleOne(t.adapter, { kind: "fail", id: job.id, leaseToken, now, error: "boom", retryAt: null }));
       };
       await finish("complete"); // minute 100: outside a 3-minute window read at 103:30
       t.clock.set(101 * minute + 10);

@@ -66,7 +66,7 @@ export const transactionCases: ConformanceCase[] = [
     async run(t) {
       // On a single-writer engine (SQLite) the application shares docket's connection: an enqueue that ignored the
       // transaction would still run inside it, or wait for it; there is nothing to catch there.
-      if ((t.adapter as { capabilities?: { rowLocks?: boolean } }).capabilities?.rowLocks !== true) return;
+      if (t.adapter.capabilities?.rowLocks !== true) return;
       const violation = await r14(t, (adapter) => {
         const enqueue = adapter.enqueue.bind(adapter);
         adapter.enqueue = ({ transaction: _ignored, ...params }) => enqueue(params);

@@ -1,16 +1,18 @@
 import assert from "node:assert/strict";
+import type { SettledJob } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { JOB_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS, TRANSITION_EVENTS, type TransitionEvent } from "../../core/transitions.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, jobInState, token } from "./helpers.ts";
+import { extendLease, settleOne } from "../lease-writes.ts";
 
 /**
  * Attempts `event` on `job` through the adapter, as the lease holder where
  * the job has a lease. Returns the record when the write won, else null.
  * For the expiry events the clock is first moved past the lease.
  */
-async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): Promise<JobRecord | null> {
+async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): Promise<SettledJob | null> {
   const a = t.adapter;
   const leaseToken = job.leaseToken ?? token();
   let now = t.clock.now();
@@ -20,15 +22,15 @@ async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): 
       return claimed.find((c) => c.id === job.id) ?? null;
     }
     case "heartbeat":
-      return a.heartbeat({ id: job.id, leaseToken, now, leaseExpiresAt: now + 2 * LEASE_MS });
+      return (await extendLease(a, { id: job.id, leaseToken, now, leaseExpiresAt: now + 2 * LEASE_MS })) ? a.get({ id: job.id }) : null;
     case "complete":
-      return a.complete({ id: job.id, leaseToken, now });
+      return settleOne(a, { kind: "complete", id: job.id, leaseToken, now });
     case "retry":
-      return a.fail({ id: job.id, leaseToken, now, error: "e", retryAt: now + 1000 });
+      return settleOne(a, { kind: "fail", id: job.id, leaseToken, now, error: "e", retryAt: now + 1000 });
     case "bury":
-      return a.fail({ id: job.id, leaseToken, now, error: "e", retryAt: null });
+      return settleOne(a, { kind: "fail", id: job.id, leaseToken, now, error: "e", retryAt: null });
     case "release":
-      return a.release({ id: job.id, leaseToken, now });
+      return settleOne(a, { kind: "release", id: job.id, leaseToken, now });
     case "expireRetry":
     case "expireBury":
       now = t.clock.advance(LEASE_MS + 1);

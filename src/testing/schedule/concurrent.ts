@@ -1,8 +1,9 @@
 import type fc from "fast-check";
-import type { DocketAdapter } from "../../core/adapter.ts";
+import type { DocketAdapter, SettleItem } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { HandlerEvent, HistoryEvent, OperationEvent, RunLimits, RunRecord } from "../invariants.ts";
 import type { JobOp } from "../model/model.ts";
+import { extendLease, settleOne } from "../lease-writes.ts";
 import type { StatementScheduler, ReleasedStatement } from "./scheduled-dialect.ts";
 
 /**
@@ -161,7 +162,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     const now = T0 - 2 * LEASE_MS;
     const got = await env.plain.claim({ queues: [QUEUES[j.queue]!], limit: 1, now, leaseToken: `dead${i}`, leaseExpiresAt: now + LEASE_MS });
     if (got.length !== 1 || got[0]!.id !== stored!.id) throw new Error(`setup: could not claim job ${i} to bury it`);
-    const buried = await env.plain.fail({ id: stored!.id, now, leaseToken: `dead${i}`, error: "boom", retryAt: null });
+    const buried = await settleOne(env.plain, { kind: "fail", id: stored!.id, now, leaseToken: `dead${i}`, error: "boom", retryAt: null });
     if (buried?.state !== "dead") throw new Error(`setup: could not bury job ${i}`);
   }
   for (const i of toRun) {
@@ -267,6 +268,8 @@ export async function runScenario(
       }
     };
     const one = (id: number, op: JobOp) => (r: JobRecord | null) => [{ id, op, result: r }];
+    // On the kysely store an outcome item without `concurrencyKey` is one guarded transition, which returns the whole row.
+    const outcome = async (item: SettleItem) => (await settleOne(adapter, item)) as JobRecord | null;
 
     const handle = async (id: number, leaseToken: string, what: Outcome, resumed = false): Promise<void> => {
       const h: HandlerEvent = { kind: "handler", worker: label, id, leaseToken, resumed, start: tick(), end: 0, outcomeAccepted: null };
@@ -274,20 +277,20 @@ export async function runScenario(
       let result: JobRecord | null | undefined;
       if (what === "heartbeat-complete") {
         const op = { kind: "heartbeat" as const, now, leaseToken, leaseExpiresAt: now + 3 * LEASE_MS };
-        await operation("heartbeat", ` #${id}`, () => adapter.heartbeat({ id, ...op }), one(id, op));
+        await operation("heartbeat", ` #${id}`, () => extendLease(adapter, { id, ...op }), (kept) => [{ id, op, result: null, accepted: kept }]);
       }
       if (what === "complete" || what === "heartbeat-complete") {
         const op = { kind: "complete" as const, now, leaseToken };
-        result = await operation("complete", ` #${id}`, () => adapter.complete({ id, ...op }), one(id, op));
+        result = await operation("complete", ` #${id}`, () => outcome({ id, ...op }), one(id, op));
       } else if (what === "fail") {
         const job = known.get(id);
         // The attempt that failed is the one this lease started; bury on the last one.
         const current = await peekAttempt(history, id, leaseToken, job);
         const op = { kind: "fail" as const, now, leaseToken, error: "boom", retryAt: current >= (job?.maxAttempts ?? 1) ? null : now };
-        result = await operation("fail", ` #${id}`, () => adapter.fail({ id, ...op }), one(id, op));
+        result = await operation("fail", ` #${id}`, () => outcome({ id, ...op }), one(id, op));
       } else if (what === "release") {
         const op = { kind: "release" as const, now, leaseToken };
-        result = await operation("release", ` #${id}`, () => adapter.release({ id, ...op }), one(id, op));
+        result = await operation("release", ` #${id}`, () => outcome({ id, ...op }), one(id, op));
       }
       h.end = tick();
       h.outcomeAccepted = result === undefined ? null : result !== null;

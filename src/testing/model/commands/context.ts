@@ -1,4 +1,4 @@
-import type { DocketAdapter } from "../../../core/adapter.ts";
+import type { DocketAdapter, SettledJob } from "../../../core/adapter.ts";
 import type { JobRecord } from "../../../core/job.ts";
 import { ReferenceModel, diffJob, toModelJob, type ModelJob } from "../model.ts";
 
@@ -67,6 +67,19 @@ export function expectSame(label: string, model: ModelJob | null, actual: JobRec
   const d = diffJob(model, actual === null ? null : toModelJob(actual));
   if (d.length > 0) fail(label, [`returned:`, ...d]);
 }
+
+/** Compares a `settle` result with the model's job, on the columns an outcome writes (SettledJob). */
+export function expectSameSettled(label: string, model: ModelJob | null, actual: SettledJob | null): void {
+  if (model === null || actual === null) {
+    if (model !== actual) fail(label, [`returned: ${actual === null ? "null" : `#${actual.id} ${actual.state}`}, model says ${model === null ? "null" : `#${model.id} ${model.state}`}`]);
+    return;
+  }
+  const lines = SETTLED_FIELDS.filter((f) => model[f] !== actual[f]).map((f) => `${f}: model ${JSON.stringify(model[f])} ≠ actual ${JSON.stringify(actual[f])}`);
+  if (lines.length > 0) fail(label, ["returned:", ...lines]);
+}
+
+/** The columns of SettledJob that the model owns. */
+const SETTLED_FIELDS = ["id", "state", "attempt", "runAt", "updatedAt", "finishedAt", "lastError", "leaseToken", "leaseExpiresAt"] as const satisfies readonly (keyof SettledJob & keyof ModelJob)[];
 
 /** Compares two result lists (order matters). */
 export function expectSameList(label: string, model: readonly ModelJob[], actual: readonly JobRecord[]): void {

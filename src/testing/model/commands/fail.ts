@@ -1,5 +1,6 @@
 import type { AsyncCommand } from "fast-check";
-import { expectSame, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { expectSameSettled, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { settleOne } from "../../lease-writes.ts";
 
 /** fail(job, token, retryAt | null): running → scheduled (retry) or dead, only for the current holder. */
 export class FailCommand implements AsyncCommand<ModelState, RealSystem> {
@@ -15,8 +16,8 @@ export class FailCommand implements AsyncCommand<ModelState, RealSystem> {
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const params = { id, leaseToken, now: m.now, error: "boom", retryAt: this.retryInMs === null ? null : m.now + this.retryInMs };
-    const got = await r.adapter.fail(params);
-    expectSame(`fail(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "fail", ...params }), got);
+    const got = await settleOne(r.adapter, { kind: "fail", ...params });
+    expectSameSettled(`fail(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "fail", ...params }), got);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {

@@ -1,5 +1,6 @@
 import type { AsyncCommand } from "fast-check";
-import { expectSame, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { expectSameStore, fail, type ModelState, type RealSystem } from "./context.ts";
+import { extendLease } from "../../lease-writes.ts";
 
 /** heartbeat(job, token): extends the lease, only for the current holder. `tokenPick` may pick a stale token. */
 export class HeartbeatCommand implements AsyncCommand<ModelState, RealSystem> {
@@ -14,8 +15,9 @@ export class HeartbeatCommand implements AsyncCommand<ModelState, RealSystem> {
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const params = { id, leaseToken, now: m.now, leaseExpiresAt: m.now + this.extendMs };
-    const got = await r.adapter.heartbeat(params);
-    expectSame(`heartbeat(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "heartbeat", ...params }), got);
+    const extended = await extendLease(r.adapter, params);
+    const modelled = m.store.apply(id, { kind: "heartbeat", ...params });
+    if (extended !== (modelled !== null)) fail(`heartbeat(#${id}, ${leaseToken})`, [`extended: ${extended}, model says ${modelled !== null}`]);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {

@@ -1,5 +1,6 @@
 import type { AsyncCommand } from "fast-check";
-import { expectSame, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { expectSameSettled, expectSameStore, type ModelState, type RealSystem } from "./context.ts";
+import { settleOne } from "../../lease-writes.ts";
 
 /** release(job, token): running → ready giving the attempt back, only for the current holder. */
 export class ReleaseCommand implements AsyncCommand<ModelState, RealSystem> {
@@ -12,8 +13,8 @@ export class ReleaseCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
-    const got = await r.adapter.release({ id, leaseToken, now: m.now });
-    expectSame(`release(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "release", leaseToken, now: m.now }), got);
+    const got = await settleOne(r.adapter, { kind: "release", id, leaseToken, now: m.now });
+    expectSameSettled(`release(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "release", leaseToken, now: m.now }), got);
     await expectSameStore(this.toString(), m, r);
   }
   toString(): string {
