@@ -58,15 +58,21 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   constructor(options: DocketOptions<T>) {
     const o = resolveOptions(options);
-    ({ adapter: this.adapter, clock: this.clock, random: this.random, retry: this.retry, defaultQueue: this.defaultQueue } = o);
-    ({ maxPayloadBytes: this.maxPayloadBytes, retention: this.retention, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs } = o);
+    this.adapter = o.adapter;
+    this.clock = o.clock;
+    this.random = o.random;
+    this.retry = o.retry;
+    this.maxPayloadBytes = o.maxPayloadBytes;
+    this.defaultQueue = o.defaultQueue;
+    this.retention = o.retention;
+    this.keyHoldAfterFinishMs = o.keyHoldAfterFinishMs;
     this.#payloadLimit = new PayloadLimit(this.adapter, this.maxPayloadBytes);
     this.#tasks = new TaskRegistry(options.tasks as Record<string, TaskOptions | undefined> | undefined, this);
     const bus = (this.#bus = new LocalBus(this.clock));
     const { adapter, clock } = this;
     this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs };
     this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
-    this.deadLetters = deadLetters({ adapter, clock, bus, list: (o) => this.list(o) });
+    this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
     this.schedules = new Schedules({
       adapter,
       clock: { now: () => clock.now() },
