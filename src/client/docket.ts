@@ -21,7 +21,7 @@ import { deadLetters, type DeadLetters } from "./dead-letters.ts";
 import { enqueueItems, type EnqueuedJob, type EnqueueHost, type InTransaction } from "./enqueue.ts";
 import { resolveOptions, type DocketOptions } from "./options.ts";
 import { PayloadLimit } from "./payload-limit.ts";
-import { Scheduler, Schedules } from "./schedules.ts";
+import { docketSchedules, Scheduler, type Schedules } from "./schedules.ts";
 import { readStats, type DocketStats, type StatsOptions } from "./stats.ts";
 import { purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
 import { TaskRegistry, type EnqueueItem, type EnqueueOptions, type TaskOptions } from "./tasks.ts";
@@ -73,16 +73,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs };
     this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
     this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
-    this.schedules = new Schedules({
-      adapter,
-      clock: { now: () => clock.now() },
-      prepareJob: (item, now) => this.#tasks.newJob(item, now, ""),
-      checkStorable: (payload) => this.#payloadLimit.check([payload]),
-      announceScheduled: (job) => {
-        if (job.state === "ready") bus.tellEnqueued(new Set([job.queue]), false);
-        if (bus.events.wants("enqueued")) bus.events.emit({ type: "enqueued", at: clock.now(), job });
-      },
-    });
+    this.schedules = docketSchedules(this.#enqueueHost);
   }
 
   /** Brings the database schema up to date. Safe to call from every process at start-up. */

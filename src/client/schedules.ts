@@ -10,6 +10,7 @@ import { toJob, type Job } from "../core/job.ts";
 import { firstTick, latestTick, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
+import type { EnqueueHost } from "./enqueue.ts";
 
 /** What a Docket gives its schedules: its adapter, clock, and job validation (the same as enqueue's). */
 export interface ScheduleHost {
@@ -22,6 +23,25 @@ export interface ScheduleHost {
 }
 
 const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
+
+/**
+ * A docket's schedules: jobs validated as enqueue validates them, payloads
+ * checked against the database's limit, and a fired tick announced as an
+ * enqueue is (wake-up when ready, `enqueued` event).
+ */
+export function docketSchedules(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus">): Schedules {
+  const { adapter, clock, tasks, payloadLimit, bus } = host;
+  return new Schedules({
+    adapter,
+    clock: { now: () => clock.now() },
+    prepareJob: (item, now) => tasks.newJob(item, now, ""),
+    checkStorable: (payload) => payloadLimit.check([payload]),
+    announceScheduled: (job) => {
+      if (job.state === "ready") bus.tellEnqueued(new Set([job.queue]), false);
+      if (bus.events.wants("enqueued")) bus.events.emit({ type: "enqueued", at: clock.now(), job });
+    },
+  });
+}
 
 /**
  * Recurring jobs (see Docket.schedules). Missed ticks: a pass enqueues the
