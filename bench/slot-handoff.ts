@@ -41,7 +41,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
 import { ADAPTERS, openDatabase, type AdapterName, type Database } from "./databases.ts";
 

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import { sqliteAdapter } from "../src/adapters/sqlite/index.ts";
 
 const { values: args } = parseArgs({ options: { jobs: { type: "string", default: "2000" }, rounds: { type: "string", default: "3" } } });

@@ -20,7 +20,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import { ADAPTERS, PG_URL, openDatabase, pgAdmin, withDatabase, type AdapterName } from "./databases.ts";
 
 const { values: args } = parseArgs({

@@ -34,7 +34,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
 import type { ChaosPayload, ChaosWorkerConfig } from "./chaos/worker.ts";
 

@@ -24,7 +24,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
 import type { WorkerEvent } from "../src/core/worker.ts";
 

@@ -49,7 +49,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { Docket, type EnqueueItem } from "../src/core/docket.ts";
+import { Docket, type EnqueueItem } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
 import type { StressWorkerConfig } from "./stress-worker.ts";
 

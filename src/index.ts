@@ -1,1 +1,3 @@
 export * from "./core/index.ts";
+export * from "./client/index.ts";
+export type { DashboardAction, DashboardHandler, DashboardOptions } from "./dashboard/index.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "../src/core/errors.ts";
-import { Docket } from "../src/core/docket.ts";
+import { Docket } from "../src/client/docket.ts";
 import { sqliteAdapter } from "../src/adapters/sqlite/index.ts";
 import { postgresAdapter } from "../src/adapters/postgres/index.ts";
 import { mysqlAdapter } from "../src/adapters/mysql/index.ts";

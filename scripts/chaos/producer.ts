@@ -5,7 +5,7 @@
  * parent SIGKILLs it at random moments, often inside a call.
  */
 import { appendFileSync } from "node:fs";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 import type { ChaosWorkerConfig } from "./worker.ts";
 

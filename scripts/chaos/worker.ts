@@ -9,7 +9,7 @@
  * The parent sends { type: "stop" } over IPC for a graceful stop, or SIGKILL.
  */
 import { appendFileSync } from "node:fs";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 import type { WorkerEvent } from "../../src/core/worker.ts";
 

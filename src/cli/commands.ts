@@ -1,4 +1,4 @@
-import { Docket } from "../core/docket.ts";
+import { Docket } from "../client/docket.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
 import { jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";

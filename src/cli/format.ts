@@ -1,5 +1,5 @@
 import type { Job } from "../core/job.ts";
-import type { DocketStats } from "../core/stats.ts";
+import type { DocketStats } from "../client/stats.ts";
 import { oneLine, printable } from "./terminal-text.ts";
 
 /** Left-aligned columns, a header and a rule; each cell on one line, its control characters escaped (see oneLine). */

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { Docket } from "../core/docket.ts";
+import { Docket } from "../client/docket.ts";
 import { AdapterError, ClosedError, DocketError, SchemaMissingError, SchemaTooNewError } from "../core/errors.ts";
 import { Refused, runCommand } from "./commands.ts";
 import { openUrl } from "./open.ts";

@@ -1,5 +1,20 @@
+/**
+ * The events docket reports: the ONE list of their names (`EVENT_TYPES`),
+ * the shape of each, and the worker's own view of them (`WorkerEvent`).
+ * Everything that names an event type derives from this list.
+ */
 import type { DocketError } from "./errors.ts";
 import type { Job } from "./job.ts";
+
+/** Every event type, in the order of a job's life. `DocketEvent` has exactly these. */
+export const EVENT_TYPES = ["enqueued", "started", "succeeded", "retried", "dead", "released", "cancelled", "reclaimed", "replayed", "lost", "keyRepaired", "error"] as const;
+
+export type DocketEventType = (typeof EVENT_TYPES)[number];
+
+/** Whether `type` names an event (one of EVENT_TYPES). */
+export function isEventType(type: unknown): type is DocketEventType {
+  return (EVENT_TYPES as readonly unknown[]).includes(type);
+}
 
 /** Which step of docket an `error` event comes from. */
 export type EventOperation = "claim" | "heartbeat" | "complete" | "fail" | "release" | "reclaim" | "purge" | "repair" | "connection";
@@ -34,34 +49,24 @@ export type DocketEvent =
   /** An error a worker of this docket survived; `retryInMs`: when the failed step is tried again. */
   | { type: "error"; at: number; error: DocketError | Error; operation: EventOperation; retryInMs?: number };
 
-export type DocketEventType = DocketEvent["type"];
 export type EventOf<E extends DocketEventType> = Extract<DocketEvent, { type: E }>;
 
-/** Listeners by event type ("*": every event). A listener that throws does not affect docket or the other listeners. */
-export class EventHub {
-  readonly #listeners = new Map<string, Set<(event: DocketEvent) => void>>();
+/** Compile-time: DocketEvent has one member per name of EVENT_TYPES, and no other. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const eventsMatchTheList: Same<DocketEvent["type"], DocketEventType> = true;
+void eventsMatchTheList;
 
-  on(type: DocketEventType | "*", listener: (event: DocketEvent) => void): () => void {
-    const set = this.#listeners.get(type) ?? new Set();
-    set.add(listener);
-    this.#listeners.set(type, set);
-    return () => void set.delete(listener);
-  }
+/** The events only a Docket reports (a worker's `onEvent` never sees them). */
+type DocketOnlyEventType = "enqueued" | "cancelled" | "reclaimed" | "replayed";
 
-  /** Whether anything listens for `type`: lets a caller skip building an event nobody reads. */
-  wants(type: DocketEventType): boolean {
-    return (this.#listeners.get(type)?.size ?? 0) > 0 || (this.#listeners.get("*")?.size ?? 0) > 0;
-  }
+/** An event's name on a worker's own `onEvent`: `retried` is `retry` there; every other name is the same. */
+export type WorkerEventName<E extends DocketEventType> = E extends "retried" ? "retry" : E;
 
-  emit(event: DocketEvent): void {
-    for (const key of [event.type, "*"]) {
-      for (const listener of this.#listeners.get(key) ?? []) {
-        try {
-          listener(event);
-        } catch {
-          // An observer's failure must not affect the job or other observers.
-        }
-      }
-    }
-  }
-}
+/**
+ * What a worker reports to its own `onEvent`: the events of DocketEvent a
+ * worker wins or survives, without `at`, `retried` named `retry`. Each
+ * fires at most once per attempt, from the worker that won the transition.
+ */
+export type WorkerEvent = {
+  [E in Exclude<DocketEventType, DocketOnlyEventType>]: Omit<EventOf<E>, "type" | "at"> & { type: WorkerEventName<E> };
+}[Exclude<DocketEventType, DocketOnlyEventType>];

@@ -101,3 +101,6 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     errors: r.errors === null ? [] : (JSON.parse(r.errors) as AttemptError[]),
   };
 }
+
+/** Map of task name → payload type, for typed enqueue and handlers. */
+export type TaskMap = Record<string, unknown>;

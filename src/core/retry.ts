@@ -1,9 +1,18 @@
+/**
+ * Retry policy: the policy's fields and defaults, how overrides merge, the
+ * backoff delay, and the one home of "plan a failure" (where a failed
+ * attempt goes), shared by the worker's outcomes and the lease sweep.
+ */
 import { InvalidArgumentError } from "./errors.ts";
+import type { JobRecord } from "./job.ts";
 import { shown } from "./shown.ts";
 import { MAX_DELAY_MS, checkKeys } from "./validate.ts";
 
 /** The fields of a retry policy, for option checks. */
 export const RETRY_POLICY_KEYS = ["maxAttempts", "baseMs", "factor", "maxMs", "jitter"] as const;
+
+/** The fields a job's or a task's `backoff` may override (all but maxAttempts, which is its own option). */
+export const BACKOFF_KEYS = RETRY_POLICY_KEYS.filter((k) => k !== "maxAttempts");
 
 /**
  * Retry policy: how many attempts a job gets and how long to wait between
@@ -64,6 +73,33 @@ export type FailurePlan = { kind: "retry"; runAt: number } | { kind: "bury" };
 export function planFailure(attempt: number, maxAttempts: number, now: number, policy: RetryPolicy, random?: () => number): FailurePlan {
   if (attempt >= maxAttempts) return { kind: "bury" };
   return { kind: "retry", runAt: now + backoffDelay(attempt, policy, random) };
+}
+
+/**
+ * The retry policy that applies to `job`: `base` (the docket's), then its
+ * task's `taskBackoff`, then the job's own stored overrides, with the job's
+ * maxAttempts. Only known fields of the stored overrides count: a row
+ * written by an older docket may hold others.
+ */
+export function jobRetryPolicy(job: Pick<JobRecord, "backoff" | "maxAttempts">, base: RetryPolicy, taskBackoff?: Partial<RetryPolicy>): RetryPolicy {
+  const stored = job.backoff === null ? {} : (JSON.parse(job.backoff) as Record<string, unknown>);
+  const own = Object.fromEntries(Object.entries(stored).filter(([k]) => (BACKOFF_KEYS as readonly string[]).includes(k))) as Partial<RetryPolicy>;
+  return resolveRetryPolicy(base, taskBackoff, own, { maxAttempts: job.maxAttempts });
+}
+
+/**
+ * Pure: where a failed attempt of `job` goes at `now` (the attempt that
+ * failed is `job.attempt`), under jobRetryPolicy(job, base, taskBackoff).
+ * Every failure docket writes, a handler's or an expired lease's, is planned here.
+ */
+export function planJobFailure(
+  job: Pick<JobRecord, "attempt" | "maxAttempts" | "backoff">,
+  now: number,
+  base: RetryPolicy,
+  taskBackoff: Partial<RetryPolicy> | undefined,
+  random: () => number,
+): FailurePlan {
+  return planFailure(job.attempt, job.maxAttempts, now, jobRetryPolicy(job, base, taskBackoff), random);
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { SettleItem, SettledJob } from "./adapter.ts";
-import type { Docket, TaskMap } from "./docket.ts";
-import { DocketError, InvalidArgumentError, LeaseLostError } from "./errors.ts";
+import type { Docket, TaskMap } from "../client/docket.ts";
+import { InvalidArgumentError, LeaseLostError } from "./errors.ts";
 import { shown } from "./shown.ts";
-import type { DocketEvent, EventOperation } from "./events.ts";
+import type { DocketEvent, EventOperation, WorkerEvent } from "./events.ts";
 import { toJob, type Job, type JobRecord } from "./job.ts";
 import { LazyAbort } from "./lazy-abort.ts";
 import { errorBackoffDelay } from "./retry.ts";
@@ -38,18 +38,7 @@ export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<u
 /** Which step of the worker an `error` event comes from. */
 export type WorkerOperation = EventOperation;
 
-/** Emitted only by the winner of a transition: each fires at most once per attempt. */
-export type WorkerEvent =
-  | { type: "started"; job: Job }
-  | { type: "succeeded"; job: Job }
-  | { type: "retry"; job: Job; error: string }
-  | { type: "dead"; job: Job; error: string }
-  | { type: "released"; job: Job }
-  | { type: "lost"; job: Job; reason: string }
-  /** The keys maintenance pass promoted blocked jobs of `key`, which had free slots: something (a manual edit, a bug) left it stranded. */
-  | { type: "keyRepaired"; key: string }
-  /** `retryInMs`: when the failed step is tried again (claims and outcome writes back off). */
-  | { type: "error"; error: DocketError | Error; operation: WorkerOperation; retryInMs?: number };
+export type { WorkerEvent } from "./events.ts";
 
 export interface WorkerOptions<T extends TaskMap> {
   /**

@@ -1,5 +1,7 @@
-import type { Docket, TaskMap } from "../core/docket.ts";
+import type { DocketStats } from "../client/stats.ts";
 import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
+import type { Job } from "../core/job.ts";
+import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
@@ -45,6 +47,22 @@ export interface DashboardOptions {
 
 export type DashboardHandler = (request: Request) => Promise<Response>;
 
+/** What the dashboard reads and does: a narrow view of a Docket (every Docket is one). */
+export interface DashboardSource {
+  stats(): Promise<DocketStats>;
+  readonly schedules: { list(): Promise<Schedule[]> };
+  readonly deadLetters: {
+    list(options: { limit: number }): Promise<Job[]>;
+    replay(id: number): Promise<Job>;
+    replayAll(): Promise<{ replayed: number }>;
+  };
+  get(id: number): Promise<Job | null>;
+  getByIdempotencyKey(key: string): Promise<Job | null>;
+  pauseQueue(queue: string): Promise<unknown>;
+  resumeQueue(queue: string): Promise<unknown>;
+  cancel(id: number): Promise<unknown>;
+}
+
 /**
  * The dashboard as a web-standard handler, `(Request) => Promise<Response>`,
  * for `node:http` (through a small adapter), `Deno.serve`, Hono or Express.
@@ -55,7 +73,7 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
  * read-only, or unless `authorize` allows them. Every value shown is
  * HTML-escaped; the banners show only messages the server signed.
  */
-export function dashboard<T extends TaskMap>(docket: Docket<T>, options: DashboardOptions = {}): DashboardHandler {
+export function dashboard(docket: DashboardSource, options: DashboardOptions = {}): DashboardHandler {
   const base = normalizeBasePath(options.basePath);
   const authorize = options.authorize ?? ((_r: Request, a: DashboardAction) => a === "view");
   const readOnly = options.readOnly ?? false;

@@ -1,6 +1,6 @@
 import type { Job } from "../core/job.ts";
 import type { Schedule } from "../core/schedules.ts";
-import type { DocketStats } from "../core/stats.ts";
+import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
 import { action, duration, html, time, type Html } from "./html.ts";
 

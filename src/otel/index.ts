@@ -26,7 +26,7 @@ import {
   type Meter,
   type Tracer,
 } from "@opentelemetry/api";
-import type { Docket, EnqueueTracing, TaskMap } from "../core/docket.ts";
+import type { Docket, EnqueueTracing, TaskMap } from "../client/docket.ts";
 import type { JobRecord } from "../core/job.ts";
 import type { Handler, JobContext } from "../core/worker.ts";
 

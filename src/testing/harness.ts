@@ -1,6 +1,6 @@
 import type { DocketAdapter } from "../core/adapter.ts";
 import { ManualClock } from "../core/clock.ts";
-import { Docket, type DocketOptions, type TaskMap } from "../core/docket.ts";
+import { Docket, type DocketOptions, type TaskMap } from "../client/docket.ts";
 import type { InstrumentOptions } from "../adapters/kysely/engine.ts";
 import type { Kysely } from "kysely";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 import { startChaosChild, type ChaosChild } from "../support/chaos-child.ts";
 import { MYSQL_URL, REQUIRE_ALL } from "../support/targets.ts";

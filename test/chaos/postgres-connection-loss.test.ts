@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { postgresBinDir, startPrivatePostgres } from "../support/private-postgres.ts";
 import { startChaosChild, type ChaosChild } from "../support/chaos-child.ts";

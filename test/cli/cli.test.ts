@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { openUrl } from "../../src/cli/open.ts";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { AdapterError } from "../../src/core/errors.ts";
 import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
 

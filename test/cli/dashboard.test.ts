@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openUrl } from "../../src/cli/open.ts";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 
 /**
  * `docket dashboard` run as a user runs it (a child process): only Hosts

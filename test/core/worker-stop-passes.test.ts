@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 
 test("worker.stop() resolves only after a sweep pass under way has ended, so the adapter can be closed next with no error", async () => {

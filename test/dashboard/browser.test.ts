@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { serveOnNode } from "../../src/dashboard/node.ts";
 import type { DisposableTarget, TargetName } from "../support/targets.ts";
 import { REQUIRE_ALL, openTarget } from "../support/targets.ts";

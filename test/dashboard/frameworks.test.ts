@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import express from "express";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import type { DashboardHandler } from "../../src/dashboard/index.ts";
 import { nodeListener } from "../../src/dashboard/node.ts";
 import { openTarget, type DisposableTarget } from "../support/targets.ts";

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import type { DashboardHandler, DashboardOptions } from "../../src/dashboard/index.ts";
 import { serveOnNode } from "../../src/dashboard/node.ts";
 import { openTarget, type DisposableTarget } from "../support/targets.ts";

@@ -3,7 +3,7 @@
  * handler usable from Deno): pages render and a pause posted through a
  * real HTTP server takes effect, on SQLite through node:sqlite.
  */
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { sqliteTarget } from "./targets.ts";
 
 Deno.test("dashboard: served by Deno.serve, the overview renders and a CSRF-carrying POST pauses a queue", async () => {

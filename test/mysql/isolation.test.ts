@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 import type { Engine } from "../../src/adapters/kysely/engine.ts";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { createMysqlTestDatabase, dropMysqlDatabase } from "../support/targets.ts";
 
 const created = await createMysqlTestDatabase("docket_iso", "the mysql isolation tests");

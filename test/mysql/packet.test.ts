@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 import type { NewJob } from "../../src/core/adapter.ts";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { AdapterError, PayloadTooLargeError } from "../../src/core/errors.ts";
 import { createMysqlTestDatabase, dropMysqlDatabase } from "../support/targets.ts";
 

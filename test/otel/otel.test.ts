@@ -4,7 +4,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { openTelemetry } from "../../src/otel/index.ts";
 import type { DisposableTarget, TargetName } from "../support/targets.ts";
 import { openTarget } from "../support/targets.ts";

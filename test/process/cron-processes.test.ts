@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import type { DisposableTarget, TargetName } from "../support/targets.ts";
 import { openTarget } from "../support/targets.ts";
 import { spawnGoChild } from "../support/go-child.ts";

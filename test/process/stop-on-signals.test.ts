@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 
 const CHILD = join(import.meta.dirname, "../support/signal-child.ts");

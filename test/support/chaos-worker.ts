@@ -5,7 +5,7 @@
  * ({"ran": id}) and, at the end, {"report": {...}}. A crash shows as a
  * non-zero exit without the report. Usage: chaos-worker.ts <postgres|mysql> <url>
  */
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 

@@ -4,7 +4,7 @@
  * passes every 20 ms for argv's duration, and prints one JSON line: the
  * ticks THIS process fired, [{ tick, id }].
  */
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { openChildAdapter, waitForGo } from "./go-child.ts";
 
 const [adapter, target, tablePrefix, durationArg] = process.argv.slice(2);

@@ -4,7 +4,7 @@
  * key of argv (the same keys in every process, each in its own enqueue), and
  * prints one JSON line: [{ key, id, created }].
  */
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { openChildAdapter, waitForGo } from "./go-child.ts";
 
 const [adapter, target, tablePrefix, keysArg] = process.argv.slice(2);

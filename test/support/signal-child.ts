@@ -4,7 +4,7 @@
  * starts a worker with `stopOnSignals()` and prints "running" once both
  * handlers run. Usage: signal-child.ts <file>
  */
-import { Docket } from "../../src/core/docket.ts";
+import { Docket } from "../../src/client/docket.ts";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 
 const [filename] = process.argv.slice(2) as [string];

@@ -6,9 +6,10 @@
  * worker and returns what happened. Works on any adapter; meant for
  * `memoryAdapter()` in application tests. Needs real timers (the worker's).
  */
-import type { Docket, TaskMap } from "../../core/docket.ts";
-import type { JobRecord } from "../../core/job.ts";
-import type { WorkerEvent, WorkerOptions } from "../../core/worker.ts";
+import type { DocketAdapter } from "../../core/adapter.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { JobRecord, TaskMap } from "../../core/job.ts";
+import type { Worker, WorkerEvent, WorkerOptions } from "../../core/worker.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
 
 /** What `drain` runs: the worker options that say which jobs and how, and a bound on the attempts. */
@@ -21,6 +22,14 @@ export interface DrainOptions<T extends TaskMap> extends Pick<WorkerOptions<T>, 
   maxAttempts?: number;
   /** Real time `drain` waits for a claimable job to be run before it throws (a cap held by another worker, a handler that never returns). Default 10 000 ms. */
   idleTimeoutMs?: number;
+}
+
+/** What `drain` needs of a Docket (every Docket is one): its workers, its default queue, clock and adapter. */
+export interface DrainSource<T extends TaskMap> {
+  readonly adapter: DocketAdapter;
+  readonly clock: Clock;
+  readonly defaultQueue: string;
+  worker(options: WorkerOptions<T>): Pick<Worker<T>, "start" | "stop" | "inFlight">;
 }
 
 /** What one `drain` ran: attempts started, and how they ended. */
@@ -44,7 +53,7 @@ export interface DrainResult {
  * and retries not yet due stay where they are. Resolves once the worker is
  * stopped and every outcome is written.
  */
-export async function drain<T extends TaskMap>(docket: Docket<T>, options: DrainOptions<T>): Promise<DrainResult> {
+export async function drain<T extends TaskMap>(docket: DrainSource<T>, options: DrainOptions<T>): Promise<DrainResult> {
   const { maxAttempts = 10_000, idleTimeoutMs = 10_000, onEvent, ...worker } = options;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new InvalidArgumentError(`drain: maxAttempts must be an integer >= 1, got ${String(maxAttempts)}`);
   if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 1) throw new InvalidArgumentError(`drain: idleTimeoutMs must be an integer >= 1, got ${String(idleTimeoutMs)}`);
@@ -80,7 +89,7 @@ export async function drain<T extends TaskMap>(docket: Docket<T>, options: Drain
 }
 
 /** Whether a job of `queues` that the drain's worker can run is ready, or scheduled and due, and its queue not paused. */
-async function claimable(docket: Pick<Docket<TaskMap>, "adapter" | "clock">, queues: readonly string[], handled: (task: string) => boolean): Promise<boolean> {
+async function claimable(docket: Pick<DrainSource<TaskMap>, "adapter" | "clock">, queues: readonly string[], handled: (task: string) => boolean): Promise<boolean> {
   const now = docket.clock.now();
   const paused = new Set((await docket.adapter.listControls()).queues.filter((q) => q.paused).map((q) => q.queue));
   const runnable = (j: JobRecord) => handled(j.task) && (j.state === "ready" || j.runAt <= now);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { DocketAdapter } from "../../core/adapter.ts";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, insert, newJob } from "./helpers.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DocketError } from "../../core/errors.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import { newJob, sleep } from "./helpers.ts";
 
 async function count(t: CaseContext): Promise<number> {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import { MAX_DELAY_MS, MAX_PAYLOAD_DEPTH, MAX_TIME_MS } from "../../core/validate.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 

@@ -7,7 +7,7 @@
  * violation. Where SQLite's single writer would serialize the two sessions
  * anyway, the mutant removes the engine's transactions too.
  */
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import { toJob } from "../../core/job.ts";
 import type { ConformanceCase } from "../harness.ts";

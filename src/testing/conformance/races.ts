@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { CaseContext, CaseNeed, ConformanceCase } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
 import { LEASE_MS, insert, jobInState, newJob, sleep, token } from "./helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, eventually, insert, jobInState } from "./helpers.ts";

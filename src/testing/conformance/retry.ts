@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import { InvalidStateError, NotFoundError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, claim, claimOne, stateOf } from "./helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import { InvalidArgumentError, InvalidPayloadError, NotFoundError, UnknownTaskError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { engineWithoutTransactions, tickUnfenced } from "../mutations.ts";

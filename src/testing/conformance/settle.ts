@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { SettleItem } from "../../core/adapter.ts";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { WorkerEvent } from "../../core/worker.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { withFaults } from "./faults.ts";

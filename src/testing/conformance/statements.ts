@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { StatementCounter } from "../statement-counter.ts";
 import { eventually } from "./helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../core/docket.ts";
+import { Docket } from "../../client/docket.ts";
 import type { WorkerEvent } from "../../core/worker.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { withFaults } from "./faults.ts";

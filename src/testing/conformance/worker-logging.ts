@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Docket, type TaskMap } from "../../core/docket.ts";
+import { Docket, type TaskMap } from "../../client/docket.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { eventually } from "./helpers.ts";
 

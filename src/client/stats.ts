@@ -1,5 +1,13 @@
-import type { QueueControl, StoredStats, TaskControl } from "./adapter.ts";
-import { JOB_STATES, type JobState } from "./states.ts";
+/**
+ * The operator's snapshot (`docket.stats()`): its shape, its options, and
+ * how it is read (two adapter reads) and shaped (grouped per queue and
+ * task, controls joined, throughput zero-filled).
+ */
+import type { DocketAdapter, QueueControl, StoredStats, TaskControl } from "../core/adapter.ts";
+import type { Clock } from "../core/clock.ts";
+import { InvalidArgumentError } from "../core/errors.ts";
+import { JOB_STATES, type JobState } from "../core/states.ts";
+import { checkKeys, validateInteger } from "../core/validate.ts";
 
 export type StateCounts = Record<JobState, number>;
 
@@ -133,4 +141,20 @@ export function shapeStats(
     windowMs: o.windowMs,
     bucketMs: o.bucketMs,
   };
+}
+
+const DAY_MS = 24 * 3600_000;
+
+/** Validates `options`, then reads the snapshot at the clock's now (see Docket.stats). Reads only. */
+export async function readStats(adapter: DocketAdapter, clock: Clock, options: StatsOptions): Promise<DocketStats> {
+  checkKeys(options, ["windowMs", "bucketMs", "runningLimit", "keysLimit"], "stats(options)");
+  const bucketMs = validateInteger(options.bucketMs ?? 60_000, "bucketMs", 1_000, DAY_MS);
+  const windowMs = validateInteger(options.windowMs ?? 15 * 60_000, "windowMs", bucketMs, 31 * DAY_MS);
+  if (windowMs / bucketMs > 1_000) throw new InvalidArgumentError(`windowMs / bucketMs must be at most 1000 buckets, got ${Math.ceil(windowMs / bucketMs)}`);
+  const runningLimit = validateInteger(options.runningLimit ?? 100, "runningLimit", 1, 10_000);
+  const keysLimit = validateInteger(options.keysLimit ?? 100, "keysLimit", 1, 10_000);
+  const now = clock.now();
+  const since = now - windowMs;
+  const [stored, controls] = await Promise.all([adapter.stats({ since, bucketMs, runningLimit, keysLimit }), adapter.listControls()]);
+  return shapeStats(stored, controls, { now, since, windowMs, bucketMs });
 }

@@ -1,6 +1,11 @@
-import type { DocketAdapter } from "./adapter.ts";
-import { PayloadTooLargeError } from "./errors.ts";
-import { utf8Bytes } from "./validate.ts";
+/**
+ * The payload limit in force: the largest JSON text a docket stores as a
+ * payload, result or progress value, and the check enqueues and schedules
+ * run against it before writing.
+ */
+import type { DocketAdapter } from "../core/adapter.ts";
+import { PayloadTooLargeError } from "../core/errors.ts";
+import { utf8Bytes } from "../core/validate.ts";
 
 /**
  * The largest JSON text a docket stores as a payload, result or progress

@@ -1,0 +1,87 @@
+/**
+ * A Docket's in-process notices: the event listeners of `docket.on`
+ * (EventHub), and the wake-ups its workers subscribe to (queues with jobs
+ * just enqueued or made due, jobs just cancelled). Nothing here crosses a
+ * process; every notice follows a write that committed.
+ */
+import type { Clock } from "../core/clock.ts";
+import type { DocketEvent, DocketEventType } from "../core/events.ts";
+import { toJob, type JobRecord } from "../core/job.ts";
+
+/** Listeners by event type ("*": every event). A listener that throws does not affect docket or the other listeners. */
+export class EventHub {
+  readonly #listeners = new Map<string, Set<(event: DocketEvent) => void>>();
+
+  on(type: DocketEventType | "*", listener: (event: DocketEvent) => void): () => void {
+    const set = this.#listeners.get(type) ?? new Set();
+    set.add(listener);
+    this.#listeners.set(type, set);
+    return () => void set.delete(listener);
+  }
+
+  /** Whether anything listens for `type`: lets a caller skip building an event nobody reads. */
+  wants(type: DocketEventType): boolean {
+    return (this.#listeners.get(type)?.size ?? 0) > 0 || (this.#listeners.get("*")?.size ?? 0) > 0;
+  }
+
+  emit(event: DocketEvent): void {
+    for (const key of [event.type, "*"]) {
+      for (const listener of this.#listeners.get(key) ?? []) {
+        try {
+          listener(event);
+        } catch {
+          // An observer's failure must not affect the job or other observers.
+        }
+      }
+    }
+  }
+}
+
+/** One Docket's events and wake-ups. A listener's failure never fails the write it follows. */
+export class LocalBus {
+  readonly events = new EventHub();
+  /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
+  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
+  /** Workers of this docket, told about the jobs it cancelled. */
+  readonly #cancelListeners = new Set<(id: number) => void>();
+
+  constructor(readonly clock: Clock) {}
+
+  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void {
+    this.#enqueueListeners.add(listener);
+    return () => void this.#enqueueListeners.delete(listener);
+  }
+
+  onCancelled(listener: (id: number) => void): () => void {
+    this.#cancelListeners.add(listener);
+    return () => void this.#cancelListeners.delete(listener);
+  }
+
+  /** Tells every enqueue listener about `queues` (`due`: jobs a replay made due, which a claim must stage). */
+  tellEnqueued(queues: ReadonlySet<string>, due: boolean): void {
+    for (const listener of this.#enqueueListeners) {
+      try {
+        listener(queues, due);
+      } catch {
+        // A listener's failure must not fail the enqueue that committed.
+      }
+    }
+  }
+
+  tellCancelled(id: number): void {
+    for (const listener of this.#cancelListeners) {
+      try {
+        listener(id);
+      } catch {
+        // A listener's failure must not fail the cancel that committed.
+      }
+    }
+  }
+
+  /** Emits one `type` event per record, at the clock's time; builds nothing when nobody listens. */
+  publishJobs(type: "enqueued" | "cancelled" | "replayed", records: readonly JobRecord[]): void {
+    if (records.length === 0 || !this.events.wants(type)) return;
+    const at = this.clock.now();
+    for (const r of records) this.events.emit({ type, at, job: toJob(r) });
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * The public API: `Docket`, the queue an application enqueues to, reads,
+ * controls and runs workers of. It checks input and delegates: job building
+ * to tasks.ts, storing to enqueue.ts, maintenance to sweeper.ts, dead
+ * letters to dead-letters.ts, schedules to schedules.ts, the snapshot to
+ * stats.ts; failure plans are core policy (core/retry.ts).
+ */
+import type { DocketAdapter, QueueControl, TaskControl } from "../core/adapter.ts";
+import type { Clock } from "../core/clock.ts";
+import { validateCap } from "../core/concurrency.ts";
+import { InvalidArgumentError, InvalidStateError, NotFoundError } from "../core/errors.ts";
+import { EVENT_TYPES, isEventType, type DocketEvent, type DocketEventType, type EventOf } from "../core/events.ts";
+import { toJob, type Job, type JobRecord, type TaskMap } from "../core/job.ts";
+import { jobRetryPolicy, planJobFailure, type FailurePlan, type RetryPolicy } from "../core/retry.ts";
+import { shown } from "../core/shown.ts";
+import { checkKeys, checkObject, validateName } from "../core/validate.ts";
+import { Worker, type WorkerOptions } from "../core/worker.ts";
+import { dashboard, type DashboardHandler, type DashboardOptions } from "../dashboard/index.ts";
+import { LocalBus } from "./bus.ts";
+import { deadLetters, type DeadLetters } from "./dead-letters.ts";
+import { enqueueItems, type EnqueuedJob, type EnqueueHost, type InTransaction } from "./enqueue.ts";
+import { resolveOptions, type DocketOptions } from "./options.ts";
+import { PayloadLimit } from "./payload-limit.ts";
+import { docketSchedules, Scheduler, type Schedules } from "./schedules.ts";
+import { readStats, type DocketStats, type StatsOptions } from "./stats.ts";
+import { purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
+import { TaskRegistry, type EnqueueItem, type EnqueueOptions, type TaskOptions } from "./tasks.ts";
+import { getByIdempotencyKey, getJob, listJobs, validateId, waitFor, type ListOptions, type WaitOptions } from "./reads.ts";
+
+export type { TaskMap } from "../core/job.ts";
+export type { BackoffOptions, EnqueueItem, EnqueueOptions, TaskConcurrency, TaskOptions } from "./tasks.ts";
+export type { EnqueuedJob, EnqueueTracing, InTransaction } from "./enqueue.ts";
+export type { DocketOptions, RetentionOptions } from "./options.ts";
+export type { ReclaimResult } from "./sweeper.ts";
+export type { DeadLetterFilter } from "./dead-letters.ts";
+export type { ListOptions } from "./reads.ts";
+
+/**
+ * The queue: validates input, plans every transition with the core policy
+ * and applies it through the adapter. Bad input throws a DocketError before
+ * anything is written.
+ */
+export class Docket<T extends TaskMap = TaskMap> {
+  readonly adapter: DocketAdapter;
+  readonly clock: Clock;
+  readonly retry: RetryPolicy;
+  readonly maxPayloadBytes: number;
+  readonly defaultQueue: string;
+  readonly random: () => number;
+  readonly retention: { finishedMs: number | null; deadMs: number | null };
+  /** See DocketOptions.idempotency. */
+  readonly keyHoldAfterFinishMs: number | null;
+  readonly #tasks: TaskRegistry;
+  readonly #bus: LocalBus;
+  readonly #payloadLimit: PayloadLimit;
+  readonly #enqueueHost: EnqueueHost;
+  readonly #sweeperHost: SweeperHost;
+
+  constructor(options: DocketOptions<T>) {
+    const o = resolveOptions(options);
+    this.adapter = o.adapter;
+    this.clock = o.clock;
+    this.random = o.random;
+    this.retry = o.retry;
+    this.maxPayloadBytes = o.maxPayloadBytes;
+    this.defaultQueue = o.defaultQueue;
+    this.retention = o.retention;
+    this.keyHoldAfterFinishMs = o.keyHoldAfterFinishMs;
+    this.#payloadLimit = new PayloadLimit(this.adapter, this.maxPayloadBytes);
+    this.#tasks = new TaskRegistry(options.tasks as Record<string, TaskOptions | undefined> | undefined, this);
+    const bus = (this.#bus = new LocalBus(this.clock));
+    const { adapter, clock } = this;
+    this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs };
+    this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
+    this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
+    this.schedules = docketSchedules(this.#enqueueHost);
+  }
+
+  /** Brings the database schema up to date. Safe to call from every process at start-up. */
+  migrate(): Promise<{ applied: number[]; version: number }> {
+    return this.adapter.migrate();
+  }
+
+  /**
+   * Validates and stores one job. Returns it as stored, with `created`. With
+   * an `idempotencyKey` that a job holds, nothing is stored and the holder is
+   * returned with `created: false` (see EnqueueOptions.idempotencyKey).
+   */
+  async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions & InTransaction): Promise<EnqueuedJob<T[K]>> {
+    checkObject(options, "options");
+    const { transaction, ...jobOptions } = options ?? {};
+    const [job] = await enqueueItems<T>(this.#enqueueHost, [{ task, payload, options: jobOptions }], transaction, "");
+    return job as EnqueuedJob<T[K]>;
+  }
+
+  /**
+   * Validates every item, then stores all of them in ONE transaction: either
+   * every job is stored or none is (and nothing is when any item is invalid).
+   * An item whose idempotency key is held (also by an earlier item of the
+   * same call) gets the holder, with `created: false`. An item whose key a
+   * job of another task holds (or an earlier item of another task) refuses
+   * the whole call with IdempotencyConflictError: nothing is stored.
+   */
+  async enqueueMany(items: readonly EnqueueItem<T>[], options: InTransaction = {}): Promise<EnqueuedJob<T[keyof T]>[]> {
+    if (!Array.isArray(items)) throw new InvalidArgumentError(`enqueueMany takes an array of items, got ${shown(items)}`);
+    checkKeys(options, ["transaction"], "enqueueMany(items, options)");
+    return enqueueItems(this.#enqueueHost, items, options.transaction, "items");
+  }
+
+  /**
+   * Resolves with the job once it is finished (succeeded, with its `result`;
+   * dead; or cancelled), reading it every `pollMs` (default 100). Rejects
+   * with NotFoundError when there is no such job (or it was purged),
+   * WaitTimeoutError after `timeoutMs` (default: no limit), and with the
+   * signal's reason when `signal` aborts. Waiting changes nothing.
+   */
+  waitFor(id: number, options: WaitOptions = {}): Promise<Job> {
+    return waitFor((id) => this.get(id), id, options);
+  }
+
+  /** The job that holds idempotency key `key` (see EnqueueOptions.idempotencyKey), or null. */
+  getByIdempotencyKey(key: string): Promise<Job | null> {
+    return getByIdempotencyKey(this.adapter, key);
+  }
+
+  /**
+   * Calls `listener` with the queues of the ready jobs every committed
+   * enqueue of THIS docket stored, so its workers start them at once instead
+   * of at their next poll, and with `due` true the queue of each job a
+   * replay made due (a claim must stage it). Returns an unsubscribe
+   * function. For workers.
+   */
+  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void {
+    return this.#bus.onEnqueued(listener);
+  }
+
+  /** Calls `listener` with the id of every job this docket cancelled, once the cancel committed. For workers: a running handler's signal aborts at once. */
+  onCancelled(listener: (id: number) => void): () => void {
+    return this.#bus.onCancelled(listener);
+  }
+
+  /**
+   * Calls `listener` with every event of `type` ("*": of every type) this
+   * process reports: the transitions this docket and its workers won, and
+   * the errors its workers survived (see DocketEvent). Returns an
+   * unsubscribe function. A listener runs synchronously and must not
+   * throw (what it throws is ignored).
+   */
+  on<E extends DocketEventType>(type: E, listener: (event: EventOf<E>) => void): () => void;
+  on(type: "*", listener: (event: DocketEvent) => void): () => void;
+  on(type: DocketEventType | "*", listener: (event: never) => void): () => void {
+    if (type !== "*" && !isEventType(type)) throw new InvalidArgumentError(`unknown event type ${shown(type)}; known: *, ${EVENT_TYPES.join(", ")}`);
+    if (typeof listener !== "function") throw new InvalidArgumentError("on(type, listener): listener must be a function");
+    return this.#bus.events.on(type, listener as (event: DocketEvent) => void);
+  }
+
+  /** @internal Reports an event a worker of this docket won or survived (see `on`). */
+  publish(event: DocketEvent): void {
+    this.#bus.events.emit(event);
+  }
+
+  /** @internal Whether anything listens for `type`. */
+  listens(type: DocketEventType): boolean {
+    return this.#bus.events.wants(type);
+  }
+
+  get(id: number): Promise<Job | null> {
+    return getJob(this.adapter, id);
+  }
+
+  list(options: ListOptions = {}): Promise<Job[]> {
+    return listJobs(this.adapter, options);
+  }
+
+  /**
+   * Cancels a job that has not finished. A running job's lease is revoked at
+   * once: its worker's heartbeat, completion or failure is rejected, and its
+   * handler's signal aborts at once in a worker of this docket (in another
+   * process, within that worker's lease check, at most min(pollMs, 1 s)).
+   * Throws NotFoundError for an unknown id and InvalidStateError for a
+   * finished job.
+   */
+  async cancel(id: number): Promise<Job> {
+    validateId(id);
+    const record = await this.adapter.cancel({ id, now: this.clock.now() });
+    if (record) {
+      this.#bus.publishJobs("cancelled", [record]);
+      this.#bus.tellCancelled(record.id);
+      return toJob(record);
+    }
+    const current = await this.adapter.get({ id });
+    if (!current) throw new NotFoundError(id);
+    throw new InvalidStateError(id, current.state, "cancel");
+  }
+
+  /**
+   * One sweep: every running job whose lease expired counts as a failed
+   * attempt and is scheduled for retry or buried. Safe to run in every
+   * process at once: each job is moved by exactly one sweeper.
+   */
+  reclaimExpired(limit = 1000): Promise<ReclaimResult> {
+    return reclaimExpired(this.#sweeperHost, limit);
+  }
+
+  /**
+   * One retention pass: deletes up to `limit` succeeded or cancelled jobs
+   * finished more than `retention.finishedMs` ago, and up to `limit` dead
+   * ones finished more than `retention.deadMs` ago, oldest first. Safe to run
+   * in every process at once; workers run it about once a minute.
+   */
+  purgeFinished(options: { limit?: number } = {}): Promise<{ deleted: number }> {
+    return purgeFinished(this.#sweeperHost, options);
+  }
+
+  /**
+   * The keys maintenance pass (defence in depth): promotes the blocked jobs
+   * of up to `limit` (default 100) keys that hold fewer jobs than their limit
+   * allows. docket's own writes never leave such a key (the write that frees
+   * a slot promotes in its transaction); a manual edit or a bug could.
+   * Returns the keys it repaired. Safe in every process at once; workers run
+   * it about once a minute and report each repair as a `keyRepaired` event.
+   */
+  repairKeys(options: { limit?: number } = {}): Promise<{ repaired: string[] }> {
+    return repairKeys(this.#sweeperHost, options);
+  }
+
+  /** The dead-letter list: jobs that used up their attempts (see DeadLetters). */
+  readonly deadLetters: DeadLetters;
+
+  /**
+   * Pauses a queue for every worker, durably: once this returns, no claim
+   * takes a job from it until `resumeQueue`. Running jobs finish normally.
+   */
+  async pauseQueue(queue: string): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true });
+  }
+
+  async resumeQueue(queue: string): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false });
+  }
+
+  /**
+   * At most `cap` jobs of this queue run at once across all workers and
+   * processes (null removes the cap). Stored in the database; takes effect at
+   * the next claim. Lowering it below the running count preempts nothing.
+   */
+  async setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") });
+  }
+
+  /** At most `cap` jobs of this task run at once across all workers (null removes the cap). */
+  async setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
+    return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
+  }
+
+  /** Every stored queue and task control. */
+  listControls(): Promise<{ queues: QueueControl[]; tasks: TaskControl[] }> {
+    return this.adapter.listControls();
+  }
+
+  /**
+   * What an operator wants to see, read in a fixed number of queries
+   * (fourteen, the controls included), each an index range bounded by the
+   * live jobs, the dead ones and those finished within the window, never
+   * by the history kept: per queue and task the jobs in each state
+   * (succeeded and cancelled: finished within the window), the age of the
+   * oldest ready job, pause and caps; running jobs with their worker and
+   * lease expiry; keys with slots in use and blocked jobs; jobs finished
+   * per minute over the last 15 (see StatsOptions). Reads only.
+   */
+  stats(options: StatsOptions = {}): Promise<DocketStats> {
+    return readStats(this.adapter, this.clock, options);
+  }
+
+  /**
+   * Recurring jobs: `put(name, { cron, timezone, task, payload, options })`,
+   * `remove(name)`, `list()`, and `runDue()` (one pass). Run `scheduler()`
+   * in one or many processes: each tick enqueues exactly one job.
+   */
+  readonly schedules: Schedules;
+
+  /**
+   * Fires due schedule ticks every `intervalMs` (default 1000) until
+   * `stop()`. Safe to run in every process: a tick fires once in total.
+   * Errors (a lost connection) go to `onError` and the next pass retries.
+   */
+  scheduler(options: { intervalMs?: number; onError?: (error: Error) => void } = {}): Scheduler {
+    return new Scheduler(this.schedules, options);
+  }
+
+  /**
+   * The dashboard: a web-standard `(Request) => Promise<Response>` handler
+   * (see DashboardOptions: basePath, authorize, readOnly).
+   */
+  dashboard(options: DashboardOptions = {}): DashboardHandler {
+    return dashboard(this, options);
+  }
+
+  /** Each registered task's queue (`defaultQueue` for one registered without a queue); empty without a `tasks` registry. */
+  taskQueues(): Map<string, string> {
+    return this.#tasks.queues();
+  }
+
+  /** A worker that runs this docket's jobs. Call `start()` on it. */
+  worker(options: WorkerOptions<T>): Worker<T> {
+    checkObject(options, "worker(options)");
+    return new Worker(this, options);
+  }
+
+  /**
+   * The largest payload, result or progress value stored, in UTF-8 bytes of
+   * its JSON: `maxPayloadBytes`, or the database's own limit where the
+   * adapter reports a lower one (MariaDB/MySQL: what fits in
+   * `max_allowed_packet`), read once.
+   */
+  payloadLimit(): Promise<number> {
+    return this.#payloadLimit.bytes();
+  }
+
+  /** Closes the adapter (and the connections it opened). */
+  close(): Promise<void> {
+    return this.adapter.close();
+  }
+
+  /** The retry policy that applies to `job`: docket default, then task, then the job's own overrides (core/retry.ts jobRetryPolicy). */
+  retryPolicyFor(job: JobRecord): RetryPolicy {
+    return jobRetryPolicy(job, this.retry, this.#tasks.backoffOf(job.task));
+  }
+
+  /** Pure policy: where a failed attempt of `job` goes, at `now` (core/retry.ts planJobFailure under this docket's policy). */
+  planFailure(job: JobRecord, now: number): FailurePlan {
+    return planJobFailure(job, now, this.retry, this.#tasks.backoffOf(job.task), this.random);
+  }
+}

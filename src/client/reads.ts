@@ -1,0 +1,92 @@
+/**
+ * Reading jobs: one by id or by idempotency key, a page of them (`list`),
+ * and `waitFor`, which polls one job until it is finished. Input is checked
+ * before anything is read; nothing here writes.
+ */
+import type { DocketAdapter } from "../core/adapter.ts";
+import { InvalidArgumentError, NotFoundError, WaitTimeoutError } from "../core/errors.ts";
+import { toJob, type Job } from "../core/job.ts";
+import { shown } from "../core/shown.ts";
+import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "../core/states.ts";
+import { MAX_DELAY_MS, checkKeys, validateInteger, validateName } from "../core/validate.ts";
+
+export interface ListOptions {
+  state?: JobState;
+  queue?: string;
+  task?: string;
+  afterId?: number;
+  /** Default 100, at most 10 000. */
+  limit?: number;
+}
+
+export function validateId(id: unknown): number {
+  return validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);
+}
+
+export async function getJob(adapter: DocketAdapter, id: number): Promise<Job | null> {
+  const record = await adapter.get({ id: validateId(id) });
+  return record ? toJob(record) : null;
+}
+
+export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): Promise<Job | null> {
+  const record = await adapter.getByIdempotencyKey({ key: validateName(key, "idempotencyKey") });
+  return record ? toJob(record) : null;
+}
+
+/** A page of jobs, oldest id first (see ListOptions). */
+export async function listJobs(adapter: DocketAdapter, options: ListOptions): Promise<Job[]> {
+  checkKeys(options, ["state", "queue", "task", "afterId", "limit"], "list(options)");
+  const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
+  if (options.state !== undefined && !isJobState(options.state)) {
+    throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${shown(options.state)}`);
+  }
+  const records = await adapter.list({
+    limit,
+    state: options.state,
+    queue: options.queue === undefined ? undefined : validateName(options.queue, "queue"),
+    task: options.task === undefined ? undefined : validateName(options.task, "task"),
+    afterId: options.afterId === undefined ? undefined : validateInteger(options.afterId, "afterId", 0, Number.MAX_SAFE_INTEGER),
+  });
+  return records.map((r) => toJob(r));
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  pollMs?: number;
+}
+
+/** See Docket.waitFor; `get` reads the job (null: none). */
+export async function waitFor(get: (id: number) => Promise<Job | null>, id: number, options: WaitOptions): Promise<Job> {
+  validateId(id);
+  checkKeys(options, ["signal", "timeoutMs", "pollMs"], "waitFor(options)");
+  const pollMs = validateInteger(options.pollMs ?? 100, "pollMs", 1, 3_600_000);
+  const timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 0, MAX_DELAY_MS);
+  const { signal } = options;
+  if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function")) {
+    throw new InvalidArgumentError(`signal must be an AbortSignal, got ${shown(signal)}`);
+  }
+  const deadline = timeoutMs === null ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+  for (;;) {
+    if (signal?.aborted) throw signal.reason;
+    const job = await get(id);
+    if (!job) throw new NotFoundError(id, `no job ${id} to wait for`);
+    if ((TERMINAL_STATES as readonly string[]).includes(job.state)) return job;
+    const left = deadline - Date.now();
+    if (left <= 0) throw new WaitTimeoutError(id, timeoutMs!);
+    await pause(Math.min(pollMs, left), signal);
+  }
+}
+
+/** Sleeps `ms`, or less when `signal` aborts first (the caller checks `signal.aborted` after). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

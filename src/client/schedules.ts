@@ -1,0 +1,186 @@
+/**
+ * Recurring jobs, the service (`docket.schedules`, `docket.scheduler()`):
+ * storing schedules, and the pass that fires each due tick once however
+ * many schedulers run. The tick arithmetic is core policy (src/core/schedules.ts).
+ */
+import type { Cron } from "croner";
+import type { DocketAdapter, NewJob, StoredSchedule } from "../core/adapter.ts";
+import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
+import { toJob, type Job } from "../core/job.ts";
+import { firstTick, latestTick, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
+import { shown } from "../core/shown.ts";
+import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
+import type { EnqueueHost } from "./enqueue.ts";
+
+/** What a Docket gives its schedules: its adapter, clock, and job validation (the same as enqueue's). */
+export interface ScheduleHost {
+  readonly adapter: DocketAdapter;
+  readonly clock: { now(): number };
+  prepareJob(item: { task: string; payload: unknown; options?: ScheduleJobOptions & { runAt?: number } }, now: number): NewJob;
+  /** Throws PayloadTooLargeError when the database cannot store `payload` (JSON text within maxPayloadBytes). */
+  checkStorable(payload: string): Promise<void>;
+  announceScheduled(job: Job): void;
+}
+
+const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
+
+/**
+ * A docket's schedules: jobs validated as enqueue validates them, payloads
+ * checked against the database's limit, and a fired tick announced as an
+ * enqueue is (wake-up when ready, `enqueued` event).
+ */
+export function docketSchedules(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus">): Schedules {
+  const { adapter, clock, tasks, payloadLimit, bus } = host;
+  return new Schedules({
+    adapter,
+    clock: { now: () => clock.now() },
+    prepareJob: (item, now) => tasks.newJob(item, now, ""),
+    checkStorable: (payload) => payloadLimit.check([payload]),
+    announceScheduled: (job) => {
+      if (job.state === "ready") bus.tellEnqueued(new Set([job.queue]), false);
+      if (bus.events.wants("enqueued")) bus.events.emit({ type: "enqueued", at: clock.now(), job });
+    },
+  });
+}
+
+/**
+ * Recurring jobs (see Docket.schedules). Missed ticks: a pass enqueues the
+ * latest tick that is due and not yet fired; older missed ticks (while no
+ * scheduler ran) are skipped, so downtime yields one catch-up job per
+ * schedule, not one per missed tick. Each tick fires at most once, however
+ * many schedulers run (the database decides: see DocketAdapter.fireSchedule).
+ */
+export class Schedules {
+  /** Parsed expressions by `cron` and time zone: a pass (every second per scheduler) parses each one once per process. */
+  readonly #parsed = new Map<string, Cron>();
+
+  constructor(readonly host: ScheduleHost) {}
+
+  #cron(cron: string, timezone: string): Cron {
+    const key = `${timezone}\u0000${cron}`;
+    let parsed = this.#parsed.get(key);
+    if (parsed === undefined) this.#parsed.set(key, (parsed = parseCron(cron, timezone)));
+    return parsed;
+  }
+
+  /** Creates or replaces the schedule `name`. A new or changed schedule fires from its next tick on, never for ticks before this call. */
+  async put<P>(name: string, definition: ScheduleDefinition<P>): Promise<Schedule> {
+    validateName(name, "schedule name");
+    if (!definition || typeof definition !== "object") throw new InvalidArgumentError("a schedule definition is an object { cron, task, … }");
+    checkKeys(definition, ["cron", "timezone", "task", "payload", "options"], "schedule definition");
+    const timezone = definition.timezone ?? "UTC";
+    const cron = parseCron(definition.cron, timezone);
+    checkKeys(definition.options, OPTION_KEYS, "schedule options");
+    const options = definition.options ?? {};
+    const now = this.host.clock.now();
+    firstTick(cron, definition.cron, now);
+    // The job a tick would enqueue, validated now (task, payload, options): a bad definition is refused and stores nothing.
+    const probe = this.host.prepareJob({ task: definition.task, payload: definition.payload ?? null, options }, now);
+    await this.host.checkStorable(probe.payload);
+    const stored = await this.host.adapter.putSchedule({
+      name,
+      cron: definition.cron,
+      timezone,
+      task: probe.task,
+      queue: probe.queue,
+      payload: probe.payload,
+      options: JSON.stringify(options),
+      lastTick: latestTick(cron, now) ?? 0,
+      now,
+    });
+    return toSchedule(stored, cron, now);
+  }
+
+  /** Deletes the schedule; NotFoundError when there is none. Jobs it already enqueued stay. */
+  async remove(name: string): Promise<void> {
+    validateName(name, "schedule name");
+    if (!(await this.host.adapter.deleteSchedule({ name }))) throw new NotFoundError(0, `no schedule ${shown(name)}`);
+  }
+
+  async list(): Promise<Schedule[]> {
+    const now = this.host.clock.now();
+    return (await this.host.adapter.listSchedules()).map((s) => toSchedule(s, this.#cron(s.cron, s.timezone), now));
+  }
+
+  /**
+   * One pass: for every schedule whose latest due tick has not fired,
+   * fires it (the tick's job runs at the tick's time). Returns the ticks
+   * THIS call fired; a tick another scheduler fired first is not among them.
+   */
+  async runDue(): Promise<FiredTick[]> {
+    const now = this.host.clock.now();
+    const fired: FiredTick[] = [];
+    for (const s of await this.host.adapter.listSchedules()) {
+      const tick = latestTick(this.#cron(s.cron, s.timezone), now);
+      if (tick === null || tick <= s.lastTick) continue;
+      const options = JSON.parse(s.options) as ScheduleJobOptions;
+      const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
+      const record = await this.host.adapter.fireSchedule({ name: s.name, tick, job, now });
+      if (record === null) continue;
+      const parsed = toJob(record);
+      this.host.announceScheduled(parsed);
+      fired.push({ schedule: s.name, tick, job: parsed });
+    }
+    return fired;
+  }
+}
+
+function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
+  return {
+    name: s.name,
+    cron: s.cron,
+    timezone: s.timezone,
+    task: s.task,
+    queue: s.queue,
+    payload: JSON.parse(s.payload),
+    options: JSON.parse(s.options) as ScheduleJobOptions,
+    lastTickAt: s.lastTick,
+    nextTickAt: nextTick(cron, now),
+  };
+}
+
+/** Runs `Schedules.runDue` every `intervalMs` until stopped; errors go to `onError` and the next pass tries again. */
+export class Scheduler {
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #running: Promise<void> | null = null;
+  #stopped = true;
+  readonly intervalMs: number;
+  readonly #onError: (error: Error) => void;
+
+  constructor(
+    readonly schedules: Schedules,
+    options: { intervalMs?: number; onError?: (error: Error) => void } = {},
+  ) {
+    checkKeys(options, ["intervalMs", "onError"], "scheduler(options)");
+    this.intervalMs = validateInteger(options.intervalMs ?? 1_000, "intervalMs", 10, 3_600_000);
+    this.#onError = options.onError ?? (() => undefined);
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#tick();
+  }
+
+  /** Stops; resolves once a pass in progress has finished. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  #tick(): void {
+    if (this.#stopped) return;
+    this.#running = this.schedules
+      .runDue()
+      .then(
+        () => undefined,
+        (error) => this.#onError(error as Error),
+      )
+      .finally(() => {
+        this.#running = null;
+        if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.intervalMs);
+      });
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The task registry and job building: the options of a task and of one
+ * enqueue, their checks, and `newJob`, which turns an enqueue item into the
+ * NewJob an adapter stores (task defaults applied, every field validated).
+ * Bad input throws a DocketError; nothing here writes.
+ */
+import type { NewJob } from "../core/adapter.ts";
+import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../core/concurrency.ts";
+import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
+import type { TaskMap } from "../core/job.ts";
+import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
+import { clipped, shown } from "../core/shown.ts";
+import {
+  MAX_ATTEMPTS_LIMIT,
+  MAX_PRIORITY,
+  MAX_TIMEOUT_MS,
+  MIN_PRIORITY,
+  checkKeys,
+  checkObject,
+  serializePayload,
+  validateDuration,
+  validateInteger,
+  validateName,
+  validateTime,
+} from "../core/validate.ts";
+
+export type BackoffOptions = Partial<Omit<RetryPolicy, "maxAttempts">>;
+
+/** A concurrency key for every job of a task; the key may be computed from the payload. */
+export interface TaskConcurrency<P = unknown> {
+  key: string | ((payload: P) => string);
+  limit: number;
+  onConflict?: OnConflict;
+}
+
+/** Defaults for one task; every enqueue of it may override them. */
+export interface TaskOptions<P = unknown> {
+  queue?: string;
+  priority?: number;
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+  concurrency?: TaskConcurrency<P>;
+  /** Time limit of one attempt of this task's jobs, in ms (see EnqueueOptions.timeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface EnqueueOptions {
+  queue?: string;
+  /** Smaller runs first. Integer in [-1e6, 1e6]; default 0. */
+  priority?: number;
+  /** Earliest start, as a Date or epoch ms. Exclusive with `delay`. */
+  runAt?: Date | number;
+  /** Earliest start, in ms from now. Exclusive with `runAt`. */
+  delay?: number;
+  maxAttempts?: number;
+  /** Per-job backoff overrides; stored with the job. */
+  backoff?: BackoffOptions;
+  /**
+   * At most `limit` jobs with this key are admitted (ready or running) at
+   * once; others wait as blocked (`onConflict: "block"`, the default) or are
+   * stored cancelled (`"discard"`). Overrides the task's concurrency.
+   */
+  concurrency?: { key: string; limit: number; onConflict?: OnConflict };
+  /**
+   * Time limit of one attempt, in ms (integer, 1 ms to 24 h). Past it the
+   * handler's signal aborts and the attempt fails with a timeout reason.
+   * Overrides the task's; stored with the job. Default: the worker's `timeoutMs`.
+   */
+  timeoutMs?: number;
+  /**
+   * At most one job holds an idempotency key at a time: an enqueue with a key
+   * a job holds stores nothing and returns that job with `created: false`,
+   * also when N callers race with one key from separate connections or
+   * processes (exactly one creates it; none sees an error for the key). A
+   * key holds while its job is live, and after it finished for
+   * `idempotency.keyHoldAfterFinishMs` (default: until the job is purged).
+   * A key names one job across all tasks: when a job of another task holds
+   * it (or an earlier item of another task in the same `enqueueMany` names
+   * it), the call is refused with IdempotencyConflictError and stores
+   * nothing, no item of an `enqueueMany` included. Non-empty, at most 191
+   * characters. See `getByIdempotencyKey`.
+   */
+  idempotencyKey?: string;
+}
+
+export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
+  task: K;
+  payload: T[K];
+  options?: EnqueueOptions;
+}
+
+/** What job building needs of its docket: the defaults a job gets where neither its task nor its enqueue says. */
+export interface JobDefaults {
+  readonly retry: RetryPolicy;
+  readonly defaultQueue: string;
+  readonly maxPayloadBytes: number;
+}
+
+/**
+ * The registered tasks (or none: then any valid task name is accepted) and
+ * the building of jobs from enqueue items. The registry is validated whole
+ * at construction and never changes.
+ */
+export class TaskRegistry {
+  /** null: no `tasks` option, every task name is accepted. */
+  readonly #tasks: Map<string, TaskOptions> | null;
+
+  constructor(
+    tasks: Record<string, TaskOptions | undefined> | undefined,
+    readonly defaults: JobDefaults,
+  ) {
+    checkObject(tasks, "tasks");
+    if (tasks === undefined) {
+      this.#tasks = null;
+      return;
+    }
+    this.#tasks = new Map();
+    for (const [name, task] of Object.entries(tasks)) {
+      validateName(name, "task name");
+      // undefined: registered without options; null and other non-objects are refused.
+      const own = task === undefined ? {} : task;
+      this.#validateTaskOptions(name, own);
+      this.#tasks.set(name, own);
+    }
+  }
+
+  /** Each registered task's queue (`defaultQueue` for one registered without a queue); empty without a registry. */
+  queues(): Map<string, string> {
+    return new Map([...(this.#tasks ?? [])].map(([task, options]) => [task, options.queue ?? this.defaults.defaultQueue]));
+  }
+
+  /** The backoff a registered task sets, if any. */
+  backoffOf(task: string): BackoffOptions | undefined {
+    return this.#tasks?.get(task)?.backoff;
+  }
+
+  /**
+   * The job `item` enqueues at `now`, validated. `at` prefixes every message
+   * ("": the one item of `enqueue`, which is docket's own object; "items[3].":
+   * an item of `enqueueMany`, the caller's, which may hold only task, payload
+   * and options).
+   */
+  newJob<T extends TaskMap>(item: EnqueueItem<T>, now: number, at: string): NewJob {
+    const label = at === "" ? "item" : at.slice(0, -1);
+    if (item === undefined) throw new InvalidArgumentError(`${label} must be an object, got undefined`);
+    if (at === "") checkObject(item, label);
+    else checkKeys(item, ITEM_KEYS, label);
+    const task = item.task;
+    if (typeof task !== "string" || task.length === 0) throw new UnknownTaskError(String(task), `${at}task must be a non-empty string, got ${shown(task)}`);
+    validateName(task, `${at}task`);
+    let defaults: TaskOptions = {};
+    if (this.#tasks) {
+      const registered = this.#tasks.get(task);
+      if (!registered) throw new UnknownTaskError(task, `unknown task ${shown(task)}: registered tasks are ${clipped([...this.#tasks.keys()].join(", "))}`);
+      defaults = registered;
+    }
+    checkKeys(item.options, ENQUEUE_OPTION_KEYS, `${at}options`);
+    const o = item.options ?? {};
+    if (o.runAt !== undefined && o.delay !== undefined) throw new InvalidArgumentError(`${at}runAt and delay are exclusive`);
+    const runAt =
+      o.runAt !== undefined ? validateTime(o.runAt, `${at}runAt`) : o.delay !== undefined ? now + validateDuration(o.delay, `${at}delay`) : now;
+    const { retry, defaultQueue, maxPayloadBytes } = this.defaults;
+    const queue = validateName(o.queue ?? defaults.queue ?? defaultQueue, `${at}queue`);
+    const priority = validateInteger(o.priority ?? defaults.priority ?? 0, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
+    const maxAttempts = validateInteger(o.maxAttempts ?? defaults.maxAttempts ?? retry.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
+    let backoff: string | null = null;
+    if (o.backoff !== undefined) {
+      checkKeys(o.backoff, BACKOFF_KEYS, `${at}options.backoff`);
+      validateRetryPolicy({ ...retry, ...o.backoff, maxAttempts });
+      backoff = JSON.stringify(o.backoff);
+    }
+    const payload = serializePayload(item.payload, maxPayloadBytes);
+    const concurrency = concurrencyFor(item, defaults, at);
+    const timeout = o.timeoutMs ?? defaults.timeoutMs;
+    const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
+    const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey };
+  }
+
+  #validateTaskOptions(name: string, o: TaskOptions): void {
+    const at = `tasks.${name}.`;
+    checkKeys(o, TASK_OPTION_KEYS, `tasks.${name}`);
+    if (o.backoff !== undefined) checkKeys(o.backoff, BACKOFF_KEYS, `${at}backoff`);
+    if (o.queue !== undefined) validateName(o.queue, `${at}queue`);
+    if (o.priority !== undefined) validateInteger(o.priority, `${at}priority`, MIN_PRIORITY, MAX_PRIORITY);
+    if (o.maxAttempts !== undefined) validateInteger(o.maxAttempts, `${at}maxAttempts`, 1, MAX_ATTEMPTS_LIMIT);
+    if (o.backoff !== undefined) validateRetryPolicy({ ...this.defaults.retry, ...o.backoff });
+    if (o.timeoutMs !== undefined) validateInteger(o.timeoutMs, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
+    if (o.concurrency !== undefined) {
+      const key = typeof o.concurrency.key === "function" ? "computed" : o.concurrency.key;
+      validateConcurrency({ ...o.concurrency, key }, at);
+    }
+  }
+}
+
+/** The item's own concurrency, else its task's (the key computed from the payload when the task gives a function). */
+function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskOptions, at: string): ConcurrencySpec | null {
+  const own = item.options?.concurrency;
+  if (own !== undefined) return validateConcurrency(own, `${at}options.`);
+  const task = defaults.concurrency;
+  if (task === undefined) return null;
+  let key: unknown = task.key;
+  if (typeof task.key === "function") {
+    try {
+      key = task.key(item.payload);
+    } catch (error) {
+      throw new InvalidArgumentError(`${at}concurrency key function of task ${shown(item.task)} threw: ${clipped(String(error))}`);
+    }
+  }
+  return validateConcurrency({ ...task, key }, at);
+}
+
+const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
+const ITEM_KEYS = ["task", "payload", "options"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs", "idempotencyKey"] as const;
