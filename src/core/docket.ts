@@ -24,7 +24,8 @@ import {
   validateName,
   validateTime,
 } from "./validate.ts";
-import { Worker, type WorkerOptions } from "./worker.ts";
+import { Worker, type WorkerOptions } from "../worker/index.ts";
+import type { WorkerHost } from "../client/host.ts";
 import { PayloadLimit } from "./payload-limit.ts";
 
 const EVENT_TYPES: ReadonlySet<string> = new Set<DocketEventType>([
@@ -672,7 +673,38 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     checkObject(options, "worker(options)");
-    return new Worker(this, options);
+    return new Worker(this.#workerHost(), options);
+  }
+
+  /** What a worker of this docket sees of it. */
+  #workerHost(): WorkerHost {
+    return {
+      adapter: this.adapter,
+      clock: this.clock,
+      random: this.random,
+      defaultQueue: this.defaultQueue,
+      taskQueues: () => this.taskQueues(),
+      payloadLimit: () => this.payloadLimit().catch(() => this.maxPayloadBytes),
+      planFailure: (job, now) => this.planFailure(job, now),
+      listens: (type) => this.listens(type),
+      publish: (event) => this.publish(event),
+      onEnqueued: (listener) => this.onEnqueued(listener),
+      onCancelled: (listener) => this.onCancelled(listener),
+      reclaimExpired: () => this.reclaimExpired(),
+      maintain: async (failed) => {
+        try {
+          await this.purgeFinished();
+        } catch (error) {
+          failed(error as Error, "purge");
+        }
+        try {
+          return (await this.repairKeys()).repaired;
+        } catch (error) {
+          failed(error as Error, "repair");
+          return [];
+        }
+      },
+    };
   }
 
   /**

@@ -11,4 +11,3 @@ export * from "./events.ts";
 export * from "./schedules.ts";
 export type { DashboardAction, DashboardHandler, DashboardOptions } from "../dashboard/index.ts";
 export type * from "./stats.ts";
-export * from "./worker.ts";

@@ -8,8 +8,11 @@
  */
 import type { Docket, TaskMap } from "../../core/docket.ts";
 import type { JobRecord } from "../../core/job.ts";
-import type { WorkerEvent, WorkerOptions } from "../../core/worker.ts";
 import { InvalidArgumentError } from "../../core/errors.ts";
+
+/** The options of `docket.worker` and the events it reports, read off Docket: an adapter imports nothing from src/worker. */
+type WorkerOptions<T extends TaskMap> = Parameters<Docket<T>["worker"]>[0];
+type WorkerEvent = Parameters<NonNullable<WorkerOptions<TaskMap>["onEvent"]>>[0];
 
 /** What `drain` runs: the worker options that say which jobs and how, and a bound on the attempts. */
 export interface DrainOptions<T extends TaskMap> extends Pick<WorkerOptions<T>, "handlers" | "fallback" | "queues" | "timeoutMs" | "onEvent"> {
