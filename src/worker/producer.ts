@@ -17,6 +17,17 @@ export const ERROR_BACKOFF_BASE_MS = 100;
 /** Longest pause between tries after failures in a row. */
 export const ERROR_BACKOFF_MAX_MS = 30_000;
 
+/**
+ * The claim loop between claims:
+ * - awake: claiming (or about to); a wake-up makes it `woken`.
+ * - woken: a wake-up came while awake: the next sleep between claims returns
+ *   at once (→ awake).
+ * - sleeping: waiting up to pollMs for work; a wake-up or a stop ends it (→ awake).
+ * - backingOff: pausing after a failed claim; only a stop ends it early (→
+ *   awake, or woken if it was woken before the pause).
+ */
+type LoopRest = "awake" | "woken" | "sleeping" | "backingOff";
+
 export interface ProducerParts {
   readonly host: WorkerHost;
   readonly life: Lifecycle;
@@ -50,10 +61,9 @@ export interface ProducerConfig {
 export class Producer {
   readonly #parts: ProducerParts;
   readonly #config: ProducerConfig;
-  /** The loop's sleep in progress: ends it (with `wakeable`, on any wake-up; else only on a stop). */
-  #wake: (() => void) | null = null;
-  /** A wake-up arrived while the loop was awake: its next wakeable sleep returns at once. */
-  #wakePending = false;
+  /** Where the loop is between claims (see LoopRest); `#endSleep` ends the sleep while sleeping or backing off. */
+  #rest: LoopRest = "awake";
+  #endSleep: (() => void) | null = null;
   /** A wake-up is scheduled for the next macrotask turn (`wakeNextTurn`). */
   #wakeScheduled = false;
   /** When the last claim admitted due scheduled jobs; whether the next claim must stage; the timer that will ask it to. */
@@ -127,8 +137,8 @@ export class Producer {
 
   /** Ends the loop's sleep now, or makes its next sleep return at once. */
   wake(): void {
-    if (this.#wake) this.#wake();
-    else this.#wakePending = true;
+    if (this.#rest === "awake") this.#rest = "woken";
+    else if (this.#rest === "sleeping" || (this.#rest === "backingOff" && this.#parts.life.stopping)) this.#endSleep!();
   }
 
   /**
@@ -186,21 +196,24 @@ export class Producer {
     }
   }
 
-  /** Sleeps up to `ms`; a stop ends it at once, and so does a wake-up when `wakeable`. */
+  /** Sleeps up to `ms` (see LoopRest for what ends it sooner). */
   #sleep(ms: number, wakeable: boolean): Promise<void> {
-    if (wakeable && this.#wakePending) {
-      this.#wakePending = false;
+    if (wakeable && this.#rest === "woken") {
+      this.#rest = "awake";
       return Promise.resolve();
     }
+    // A wake-up that came before a backoff pause still counts after it.
+    const after: LoopRest = this.#rest === "woken" ? "woken" : "awake";
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.#wake = null;
+        this.#endSleep = null;
+        this.#rest = after;
         resolve();
-      }
-      this.#wake = wakeable ? done : () => (self.#parts.life.stopping ? done() : undefined);
+      };
+      const timer = setTimeout(done, ms);
+      this.#rest = wakeable ? "sleeping" : "backingOff";
+      this.#endSleep = done;
     });
   }
 }
