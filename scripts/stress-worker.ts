@@ -26,7 +26,7 @@ import { appendFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { Docket } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
-import type { WorkerEvent } from "../src/core/worker.ts";
+import type { WorkerEvent } from "../src/worker/index.ts";
 
 export interface StressWorkerConfig {
   index: number;

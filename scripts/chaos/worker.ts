@@ -11,7 +11,7 @@
 import { appendFileSync } from "node:fs";
 import { Docket } from "../../src/client/docket.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
-import type { WorkerEvent } from "../../src/core/worker.ts";
+import type { WorkerEvent } from "../../src/worker/index.ts";
 
 export interface ChaosWorkerConfig {
   adapter: "sqlite" | "postgres" | "mysql";

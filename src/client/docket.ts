@@ -14,7 +14,8 @@ import { toJob, type Job, type JobRecord, type TaskMap } from "../core/job.ts";
 import { jobRetryPolicy, planJobFailure, type FailurePlan, type RetryPolicy } from "../core/retry.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, checkObject, validateName } from "../core/validate.ts";
-import { Worker, type WorkerOptions } from "../core/worker.ts";
+import { Worker, type WorkerOptions } from "../worker/index.ts";
+import type { WorkerHost } from "../worker/host.ts";
 import { dashboard, type DashboardHandler, type DashboardOptions } from "../dashboard/index.ts";
 import { LocalBus } from "./bus.ts";
 import { deadLetters, type DeadLetters } from "./dead-letters.ts";
@@ -23,7 +24,7 @@ import { resolveOptions, type DocketOptions } from "./options.ts";
 import { PayloadLimit } from "./payload-limit.ts";
 import { docketSchedules, Scheduler, type Schedules } from "./schedules.ts";
 import { readStats, type DocketStats, type StatsOptions } from "./stats.ts";
-import { purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
+import { maintain, purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
 import { TaskRegistry, type EnqueueItem, type EnqueueOptions, type TaskOptions } from "./tasks.ts";
 import { getByIdempotencyKey, getJob, listJobs, validateId, waitFor, type ListOptions, type WaitOptions } from "./reads.ts";
 
@@ -304,7 +305,26 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** A worker that runs this docket's jobs. Call `start()` on it. */
   worker(options: WorkerOptions<T>): Worker<T> {
     checkObject(options, "worker(options)");
-    return new Worker(this, options);
+    return new Worker(this.#workerHost(), options);
+  }
+
+  /** What a worker of this docket sees of it. */
+  #workerHost(): WorkerHost {
+    return {
+      adapter: this.adapter,
+      clock: this.clock,
+      random: this.random,
+      defaultQueue: this.defaultQueue,
+      taskQueues: () => this.taskQueues(),
+      payloadLimit: () => this.payloadLimit().catch(() => this.maxPayloadBytes),
+      planFailure: (job, now) => this.planFailure(job, now),
+      listens: (type) => this.listens(type),
+      publish: (event) => this.publish(event),
+      onEnqueued: (listener) => this.onEnqueued(listener),
+      onCancelled: (listener) => this.onCancelled(listener),
+      reclaimExpired: () => this.reclaimExpired(),
+      maintain: (failed) => maintain(this.#sweeperHost, failed),
+    };
   }
 
   /**

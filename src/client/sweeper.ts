@@ -77,3 +77,22 @@ export async function repairKeys(host: SweeperHost, options: { limit?: number })
   const limit = validateInteger(options.limit ?? 100, "limit", 1, 100_000);
   return { repaired: await host.adapter.repairKeys({ now: host.clock.now(), limit }) };
 }
+
+/**
+ * A worker's slow maintenance pass: purges finished jobs past their
+ * retention, then repairs keys. A step that throws is passed to `failed`
+ * and the next step still runs. Resolves to the keys repaired; never rejects.
+ */
+export async function maintain(host: SweeperHost, failed: (error: Error, step: "purge" | "repair") => void): Promise<string[]> {
+  try {
+    await purgeFinished(host, {});
+  } catch (error) {
+    failed(error as Error, "purge");
+  }
+  try {
+    return (await repairKeys(host, {})).repaired;
+  } catch (error) {
+    failed(error as Error, "repair");
+    return [];
+  }
+}

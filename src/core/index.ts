@@ -8,4 +8,3 @@ export * from "./job.ts";
 export type * from "./adapter.ts";
 export type { DocketEvent, DocketEventType, EventOf, EventOperation } from "./events.ts";
 export { parseCron, latestTick, nextTick, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "./schedules.ts";
-export * from "./worker.ts";

@@ -28,7 +28,7 @@ import {
 } from "@opentelemetry/api";
 import type { Docket, EnqueueTracing, TaskMap } from "../client/docket.ts";
 import type { JobRecord } from "../core/job.ts";
-import type { Handler, JobContext } from "../core/worker.ts";
+import type { Handler, JobContext } from "../worker/index.ts";
 
 export interface OpenTelemetryOptions {
   /** Default: the global tracer provider's "docket" tracer. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Docket, ManualClock } from "../../src/index.ts";
-import { drain, memoryAdapter } from "../../src/adapters/memory/index.ts";
+import { drain, memoryAdapter } from "../../src/memory.ts";
 
 /** docket/memory's test helper: drain(docket, { handlers }) runs what is claimable now, through a real worker, and counts. */
 describe("docket/memory drain", () => {

@@ -1,3 +1,2 @@
-/** The `docket/memory` entry: the in-process adapter (no database) and the test helper that drains its jobs. */
+/** The in-process adapter (no database); `docket/memory` (src/memory.ts) exports it with the `drain` test helper. */
 export { memoryAdapter, MemoryAdapter } from "./memory-adapter.ts";
-export { drain, type DrainOptions, type DrainResult } from "./drain.ts";

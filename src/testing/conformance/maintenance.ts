@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { DocketAdapter } from "../../core/adapter.ts";
 import { Docket } from "../../client/docket.ts";
-import type { WorkerEvent } from "../../core/worker.ts";
+import type { WorkerEvent } from "../../worker/index.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { eventually, insert } from "./helpers.ts";
 import { keyStates } from "./keys.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { SettleItem } from "../../core/adapter.ts";
 import { Docket } from "../../client/docket.ts";
-import type { WorkerEvent } from "../../core/worker.ts";
+import type { WorkerEvent } from "../../worker/index.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { withFaults } from "./faults.ts";
 import { LEASE_MS, claim, eventually, insert, token } from "./helpers.ts";

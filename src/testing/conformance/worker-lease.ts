@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Docket } from "../../client/docket.ts";
-import type { WorkerEvent } from "../../core/worker.ts";
+import type { WorkerEvent } from "../../worker/index.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { eventually, sleep } from "./helpers.ts";
 

@@ -6,11 +6,11 @@
  * worker and returns what happened. Works on any adapter; meant for
  * `memoryAdapter()` in application tests. Needs real timers (the worker's).
  */
-import type { DocketAdapter } from "../../core/adapter.ts";
-import type { Clock } from "../../core/clock.ts";
-import type { JobRecord, TaskMap } from "../../core/job.ts";
-import type { Worker, WorkerEvent, WorkerOptions } from "../../core/worker.ts";
-import { InvalidArgumentError } from "../../core/errors.ts";
+import type { DocketAdapter } from "../core/adapter.ts";
+import type { Clock } from "../core/clock.ts";
+import type { JobRecord, TaskMap } from "../core/job.ts";
+import type { Worker, WorkerEvent, WorkerOptions } from "../worker/index.ts";
+import { InvalidArgumentError } from "../core/errors.ts";
 
 /** What `drain` runs: the worker options that say which jobs and how, and a bound on the attempts. */
 export interface DrainOptions<T extends TaskMap> extends Pick<WorkerOptions<T>, "handlers" | "fallback" | "queues" | "timeoutMs" | "onEvent"> {

@@ -1,5 +1,6 @@
-import { InvalidArgumentError } from "./errors.ts";
-import type { Job } from "./job.ts";
+/** The worker's log: the WorkerLogger option, its validation, and one-line formatting of what a worker reports. */
+import { InvalidArgumentError } from "../core/errors.ts";
+import type { Job } from "../core/job.ts";
 
 /**
  * Where a worker reports what it survived and how attempts ended. `console`

@@ -1,0 +1,191 @@
+/**
+ * The executor: runs one attempt — the handler with its context (signal,
+ * progress), under the job's timeout, its result serialized or its failure
+ * described — and keeps at most `concurrency` handlers running, feeding free
+ * slots from the local buffer.
+ */
+import type { WorkerHost } from "./host.ts";
+import { LeaseLostError } from "../core/errors.ts";
+import { toJob, type Job, type JobRecord } from "../core/job.ts";
+import type { LazyAbort } from "../core/lazy-abort.ts";
+import { describeThrown } from "../core/thrown.ts";
+import { serializePayload } from "../core/validate.ts";
+import type { Attempt, InFlight, Outcome } from "./attempt.ts";
+import type { Emitter } from "./emitter.ts";
+import type { LocalBuffer } from "./local-buffer.ts";
+import type { Lifecycle } from "./state.ts";
+
+/** What a handler gets besides its payload. */
+export interface JobContext<P = unknown> {
+  job: Job<P>;
+  /**
+   * Aborted when the worker stops (graceful shutdown), when the job's lease
+   * is lost (cancelled, or reclaimed after missed heartbeats), or when the
+   * job's timeout passes. A handler should stop soon after; whatever it
+   * returns then is not recorded.
+   */
+  signal: AbortSignal;
+  /**
+   * Records `value` (JSON, bounded like payloads) as the job's progress,
+   * readable through `docket.get` while it runs. Fenced by the lease: when
+   * the attempt no longer holds it, rejects with LeaseLostError and writes nothing.
+   */
+  progress(value: unknown): Promise<void>;
+}
+
+export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
+
+/** The abort reason of a handler that ran past its timeout. */
+export class JobTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`attempt timed out after ${timeoutMs} ms (timeoutMs)`);
+    this.name = "JobTimeoutError";
+  }
+}
+
+export interface ExecutorParts {
+  readonly host: WorkerHost;
+  readonly life: Lifecycle;
+  readonly inFlight: InFlight;
+  readonly buffer: LocalBuffer;
+  readonly emitter: Emitter;
+  /** Wakes the claim loop now / on the next macrotask turn (see Producer). */
+  readonly wake: () => void;
+  readonly wakeNextTurn: () => void;
+  /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
+  readonly record: (attempt: Attempt, outcome: Outcome) => Promise<void>;
+}
+
+export interface ExecutorConfig {
+  readonly handlers: ReadonlyMap<string, Handler<unknown>>;
+  readonly fallback: Handler<unknown> | null;
+  /** The default time limit of an attempt, or null. */
+  readonly timeoutMs: number | null;
+  readonly concurrency: number;
+  /** Whether claims may overlap outcome writes (the adapter does not block the thread). */
+  readonly overlap: boolean;
+}
+
+/**
+ * Guarantees: a handler that throws anything (or returns a rejected promise,
+ * or passes its timeout) is a failed attempt with the reason stored, never a
+ * crashed worker; a handler's slot frees when it settles, before its outcome
+ * is written; an attempt lost meanwhile (at a heartbeat) writes no outcome.
+ */
+export class Executor {
+  readonly #parts: ExecutorParts;
+  readonly #config: ExecutorConfig;
+  /** Handlers running now (at most `concurrency`); a handler's outcome may still be unrecorded after it leaves. */
+  #active = 0;
+
+  constructor(parts: ExecutorParts, config: ExecutorConfig) {
+    this.#parts = parts;
+    this.#config = config;
+  }
+
+  /** Starts buffered jobs, in claim order, while handlers are free (and the buffer is open). */
+  startBuffered(): void {
+    const buffer = this.#parts.buffer;
+    while (this.#active < this.#config.concurrency) {
+      const attempt = buffer.take();
+      if (attempt === undefined) return;
+      this.#run(attempt);
+    }
+  }
+
+  #run(attempt: Attempt): void {
+    const { inFlight, buffer } = this.#parts;
+    const key = attempt.key;
+    if (inFlight.get(key) !== attempt) return; // lost while buffered: reported at the heartbeat
+    attempt.phase = "running";
+    this.#active++;
+    let freed = false;
+    // The handler's slot frees when the handler settles; its outcome is written in a later batch.
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      this.#active--;
+      buffer.finished();
+      this.startBuffered();
+      // The buffer ran low: claim more now, while this outcome is written.
+      if (this.#config.overlap && buffer.low(buffer.size())) this.#parts.wakeNextTurn();
+    };
+    attempt.done = this.#execute(attempt, free).finally(() => {
+      inFlight.delete(key);
+      free();
+      // On a blocking adapter the claim waits for the next turn, so timers run between the outcome write and it.
+      if (buffer.low(buffer.size())) this.#config.overlap ? this.#parts.wake() : this.#parts.wakeNextTurn();
+    });
+  }
+
+  async #execute(attempt: Attempt, free: () => void): Promise<void> {
+    const { record, controller } = attempt;
+    const job = toJob(record);
+    this.#parts.emitter.emit({ type: "started", job });
+    const ran = await this.#runHandler(job, controller, record);
+    free();
+    if (!this.#parts.inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there
+    attempt.phase = "settling";
+    const outcome: Outcome =
+      "result" in ran
+        ? { kind: "succeeded", result: ran.result }
+        : this.#parts.life.stopping && controller.aborted && !(controller.reason instanceof JobTimeoutError)
+          ? { kind: "released" }
+          : { kind: "failed", error: ran.failure, timedOut: ran.timedOut === true };
+    await this.#parts.record(attempt, outcome);
+  }
+
+  /**
+   * Runs the handler under the job's timeout: its return value as JSON text
+   * (null for undefined), or the failure reason (a throw, a timeout, a value
+   * that cannot be stored). Never throws.
+   */
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
+    const handler = this.#config.handlers.get(job.task) ?? this.#config.fallback;
+    if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
+    const host = this.#parts.host;
+    const timeoutMs = job.timeoutMs ?? this.#config.timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timeout: JobTimeoutError | null = null;
+    const progress = async (value: unknown): Promise<void> => {
+      const text = serializePayload(value, await host.payloadLimit());
+      const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now() };
+      if (!(await host.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
+    };
+    try {
+      const context: JobContext = {
+        job,
+        get signal() {
+          return controller.signal;
+        },
+        progress,
+      };
+      const run = Promise.resolve().then(() => handler(job.payload, context));
+      let value: unknown;
+      if (timeoutMs === null) {
+        value = await run;
+      } else {
+        const timedOut = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            timeout = new JobTimeoutError(timeoutMs);
+            controller.abort(timeout);
+            reject(timeout);
+          }, timeoutMs);
+        });
+        run.catch(() => undefined); // a handler that fails after its timeout is already recorded
+        value = await Promise.race([run, timedOut]);
+      }
+      try {
+        return { result: value === undefined ? null : serializePayload(value, await host.payloadLimit()) };
+      } catch (error) {
+        return { failure: `the handler's return value cannot be stored as its result: ${(error as Error).message}` };
+      }
+    } catch (thrown) {
+      // Compared by identity: `instanceof` on a thrown Proxy runs its traps.
+      if (timeout !== null && thrown === timeout) return { failure: (timeout as JobTimeoutError).message, timedOut: true };
+      return { failure: describeThrown(thrown) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,7 @@
+/** The worker runtime's public surface: the Worker class, its options, events and handler types. */
+export { Worker } from "./worker.ts";
+export type { WorkerOptions } from "./options.ts";
+export type { WorkerEvent, WorkerOperation } from "./emitter.ts";
+export { JobTimeoutError, type Handler, type JobContext } from "./executor.ts";
+export type { WorkerLogger } from "./log.ts";
+export { describeThrown } from "../core/thrown.ts";

@@ -1,0 +1,219 @@
+/**
+ * The producer: the claim loop that fills the local buffer, its sleeps and
+ * wake-ups (enqueue notices, freed handler slots, a stop), and when a claim
+ * also stages due scheduled jobs.
+ */
+import type { WorkerHost } from "./host.ts";
+import type { JobRecord } from "../core/job.ts";
+import { errorBackoffDelay } from "../core/retry.ts";
+import { nextTurn } from "../core/turn.ts";
+import { track, type InFlight } from "./attempt.ts";
+import type { Emitter } from "./emitter.ts";
+import type { LocalBuffer } from "./local-buffer.ts";
+import type { Lifecycle } from "./state.ts";
+
+/** First pause after a failed claim or outcome write; doubles per failure in a row. */
+export const ERROR_BACKOFF_BASE_MS = 100;
+/** Longest pause between tries after failures in a row. */
+export const ERROR_BACKOFF_MAX_MS = 30_000;
+
+/**
+ * The claim loop between claims:
+ * - awake: claiming (or about to); a wake-up makes it `woken`.
+ * - woken: a wake-up came while awake: the next sleep between claims returns
+ *   at once (→ awake).
+ * - sleeping: waiting up to pollMs for work; a wake-up or a stop ends it (→ awake).
+ * - backingOff: pausing after a failed claim; only a stop ends it early (→
+ *   awake, or woken if it was woken before the pause).
+ */
+type LoopRest = "awake" | "woken" | "sleeping" | "backingOff";
+
+export interface ProducerParts {
+  readonly host: WorkerHost;
+  readonly life: Lifecycle;
+  readonly inFlight: InFlight;
+  readonly buffer: LocalBuffer;
+  readonly emitter: Emitter;
+  /** Starts buffered jobs while handlers are free. */
+  readonly startBuffered: () => void;
+  /** Outcomes queued or being written (see `#held`). */
+  readonly recording: () => number;
+}
+
+export interface ProducerConfig {
+  readonly name: string;
+  readonly queues: readonly string[];
+  /** The tasks to claim, or undefined for every task (a fallback handler). */
+  readonly tasks: readonly string[] | undefined;
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly pollMs: number;
+  /** Whether the next claim may overlap the write of finished jobs' outcomes: not when statements block the thread. */
+  readonly overlap: boolean;
+}
+
+/**
+ * Claims while the worker runs. Guarantees: failed claims back off
+ * exponentially (with jitter) and reset on success; the loop yields to the
+ * event loop between claims, so timers run during a backlog; a claim stages
+ * due jobs at most every pollMs unless one is asked for sooner.
+ */
+export class Producer {
+  readonly #parts: ProducerParts;
+  readonly #config: ProducerConfig;
+  /** Where the loop is between claims (see LoopRest); `#endSleep` ends the sleep while sleeping or backing off. */
+  #rest: LoopRest = "awake";
+  #endSleep: (() => void) | null = null;
+  /** A wake-up is scheduled for the next macrotask turn (`wakeNextTurn`). */
+  #wakeScheduled = false;
+  /** When the last claim admitted due scheduled jobs; whether the next claim must stage; the timer that will ask it to. */
+  #lastStage = Number.NEGATIVE_INFINITY;
+  #stageRequested = false;
+  #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+
+  constructor(parts: ProducerParts, config: ProducerConfig) {
+    this.#parts = parts;
+    this.#config = config;
+  }
+
+  /** Runs the claim loop until the worker stops; resolves when it has ended. */
+  async run(): Promise<void> {
+    const { life, buffer, emitter, host } = this.#parts;
+    const { concurrency } = this.#config;
+    let failures = 0;
+    while (!life.stopping) {
+      this.#parts.startBuffered();
+      const prefetch = buffer.size();
+      const room = concurrency + prefetch - this.#held(prefetch);
+      let full = false;
+      if (room > 0 && buffer.low(prefetch)) {
+        const claimed = await this.#claim(room);
+        if (!Array.isArray(claimed)) {
+          const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, host.random);
+          emitter.emit({ type: "error", error: claimed.error, operation: "claim", retryInMs: pause });
+          await this.#sleep(pause, false);
+          continue;
+        }
+        failures = 0;
+        for (const record of claimed) buffer.add(track(this.#parts.inFlight, record));
+        this.#parts.startBuffered();
+        full = claimed.length === room;
+      }
+      if (life.stopping) break;
+      // A full batch means more may be waiting: a finishing job wakes the loop once the buffer runs low.
+      if (!full || !buffer.low(prefetch) || this.#held(prefetch) >= concurrency + prefetch) {
+        await this.#sleep(this.#config.pollMs, true);
+      }
+      // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
+      else await nextTurn();
+    }
+  }
+
+  /** Jobs this worker takes became ready (`due`: some must be staged by the next claim first): wakes the loop. */
+  ready(due: boolean): void {
+    if (due) this.#stageRequested = true;
+    this.wake();
+  }
+
+  /** Asks the next claim to admit due scheduled jobs at `at` (a retry this worker scheduled), waking the loop then. */
+  requestStage(at: number): void {
+    if (!this.#parts.life.started || this.#parts.life.stopping) return;
+    if (this.#stageTimer && this.#stageTimer.at <= at) return;
+    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    const delay = Math.max(0, at - this.#parts.host.clock.now());
+    const timer = setTimeout(() => {
+      this.#stageTimer = null;
+      this.#stageRequested = true;
+      this.wake();
+    }, delay);
+    this.#stageTimer = { at, timer };
+  }
+
+  /** Cancels a pending stage request's timer (the worker stopped). */
+  clearStageTimer(): void {
+    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    this.#stageTimer = null;
+  }
+
+  /** Ends the loop's sleep now, or makes its next sleep return at once. */
+  wake(): void {
+    if (this.#rest === "awake") this.#rest = "woken";
+    else if (this.#rest === "sleeping" || (this.#rest === "backingOff" && this.#parts.life.stopping)) this.#endSleep!();
+  }
+
+  /**
+   * Wakes the claim loop on the next macrotask turn (once, however often it
+   * is called meanwhile): a handler that frees its slot must not resume the
+   * loop inside its own turn, or a synchronous driver (SQLite) would chain
+   * claims and handlers without ever letting timers run.
+   */
+  wakeNextTurn(): void {
+    if (this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    void nextTurn().then(() => {
+      this.#wakeScheduled = false;
+      this.wake();
+    });
+  }
+
+  /**
+   * The attempts that count against the claim loop's room: every one held
+   * (buffered, running, retrying its outcome's write) except up to
+   * `prefetch` finished ones whose outcomes are queued or being written, so
+   * the next claim overlaps their write. A worker holds at most
+   * concurrency + 2 × prefetch leases. On a blocking adapter every held
+   * attempt counts: claims and outcome writes take turns.
+   */
+  #held(prefetch: number): number {
+    const size = this.#parts.inFlight.size;
+    return this.#config.overlap ? size - Math.min(this.#parts.recording(), prefetch) : size;
+  }
+
+  /** The claimed jobs, or what the claim threw. */
+  async #claim(limit: number): Promise<JobRecord[] | { error: Error }> {
+    const { host } = this.#parts;
+    const config = this.#config;
+    const now = host.clock.now();
+    const stage = this.#stageRequested || now - this.#lastStage >= config.pollMs;
+    try {
+      const claimed = await host.adapter.claim({
+        queues: config.queues,
+        tasks: config.tasks && [...config.tasks],
+        limit,
+        now,
+        leaseToken: crypto.randomUUID(),
+        leaseExpiresAt: now + config.leaseMs,
+        worker: config.name,
+        stage,
+      });
+      if (stage) {
+        this.#lastStage = now;
+        this.#stageRequested = false;
+      }
+      return claimed;
+    } catch (error) {
+      return { error: error as Error };
+    }
+  }
+
+  /** Sleeps up to `ms` (see LoopRest for what ends it sooner). */
+  #sleep(ms: number, wakeable: boolean): Promise<void> {
+    if (wakeable && this.#rest === "woken") {
+      this.#rest = "awake";
+      return Promise.resolve();
+    }
+    // A wake-up that came before a backoff pause still counts after it.
+    const after: LoopRest = this.#rest === "woken" ? "woken" : "awake";
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#endSleep = null;
+        this.#rest = after;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#rest = wakeable ? "sleeping" : "backingOff";
+      this.#endSleep = done;
+    });
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The public Worker: built from its options and a WorkerHost, it wires the
+ * runtime's parts (producer, local buffer, executor, completer, lease
+ * keeper, sweeps) and runs them between `start()` and `stop()`.
+ */
+import type { TaskMap, WorkerHost } from "./host.ts";
+import { InvalidArgumentError } from "../core/errors.ts";
+import { shown } from "../core/shown.ts";
+import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "../core/signals.ts";
+import { checkKeys, validateInteger } from "../core/validate.ts";
+import type { InFlight } from "./attempt.ts";
+import { Completer } from "./completer.ts";
+import { Emitter } from "./emitter.ts";
+import { Executor } from "./executor.ts";
+import { LEASE_CHECK_MAX_MS, LeaseKeeper } from "./lease-keeper.ts";
+import { LocalBuffer } from "./local-buffer.ts";
+import { oneLine, WorkerLog } from "./log.ts";
+import { resolveOptions, type WorkerConfig, type WorkerOptions } from "./options.ts";
+import { Producer } from "./producer.ts";
+import { Lifecycle } from "./state.ts";
+import { Sweeps } from "./sweeps.ts";
+
+/**
+ * Runs handlers for claimed jobs. Guarantees:
+ * - a job is run only after its claim committed, under a lease this worker
+ *   heartbeats until the handler settles (also while stopping); every write
+ *   about it is fenced by that lease;
+ * - only jobs of tasks it has handlers for are claimed (all tasks with `fallback`);
+ * - a handler that throws anything (or returns a rejected promise, or
+ *   passes its timeout) is a failed attempt with the reason stored, never a
+ *   crashed worker;
+ * - an outcome write that fails (connection lost) is retried with backoff
+ *   while the lease is still ours, heartbeating it meanwhile;
+ * - failed claims back off exponentially (with jitter) and reset on success;
+ * - the claim loop yields to the event loop between claims, so timers
+ *   (heartbeats, sweeps, the application's) run during a backlog;
+ * - `stop()` aborts in-flight handlers, waits up to `shutdownTimeoutMs`
+ *   (heartbeating them), then releases unfinished jobs back to ready (not
+ *   counted as an attempt).
+ */
+export class Worker<T extends TaskMap = TaskMap> {
+  readonly #host: WorkerHost;
+  readonly #config: WorkerConfig;
+  readonly #life = new Lifecycle();
+  readonly #inFlight: InFlight = new Map();
+  readonly #emitter: Emitter;
+  readonly #buffer: LocalBuffer;
+  readonly #producer: Producer;
+  readonly #executor: Executor;
+  readonly #completer: Completer;
+  readonly #leases: LeaseKeeper;
+  readonly #sweeps: Sweeps;
+  /** Handled tasks registered to queues this worker does not take from: warned about at the first start. */
+  #unreachable: readonly [task: string, queue: string][];
+  #loop: Promise<void> | null = null;
+  #timers: ReturnType<typeof setInterval>[] = [];
+  /** Timer passes under way (stop() waits for them). */
+  readonly #passes = new Set<Promise<void>>();
+  #unsubscribe: (() => void) | null = null;
+
+  constructor(host: WorkerHost, options: WorkerOptions<T>) {
+    const config = resolveOptions(host, options);
+    this.#host = host;
+    this.#config = config;
+    this.name = config.name;
+    this.#unreachable = config.unreachable;
+    const overlap = host.adapter.blocking !== true;
+    const life = this.#life;
+    const inFlight = this.#inFlight;
+    const emitter = (this.#emitter = new Emitter(host, config.onEvent, new WorkerLog(config.logger)));
+    const buffer = (this.#buffer = new LocalBuffer({ concurrency: config.concurrency, fixed: config.fixedPrefetch, blocking: !overlap, now: () => host.clock.now() }));
+    const leases = (this.#leases = new LeaseKeeper({ host, inFlight, emitter }, config.leaseMs));
+    this.#sweeps = new Sweeps(host, emitter);
+    const producer = (this.#producer = new Producer(
+      { host, life, inFlight, buffer, emitter, startBuffered: () => this.#executor.startBuffered(), recording: () => this.#completer.recording },
+      {
+        name: config.name,
+        queues: config.queues,
+        tasks: config.fallback ? undefined : [...config.handlers.keys()],
+        concurrency: config.concurrency,
+        leaseMs: config.leaseMs,
+        pollMs: config.pollMs,
+        overlap,
+      },
+    ));
+    const completer = (this.#completer = new Completer({
+      host,
+      life,
+      inFlight,
+      emitter,
+      requestStage: (at) => producer.requestStage(at),
+      reportLost: (records, reason) => leases.reportLost(records, reason),
+    }));
+    this.#executor = new Executor(
+      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), record: (a, o) => completer.record(a, o) },
+      { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, overlap },
+    );
+  }
+
+  /** This worker's name (WorkerOptions.name), stored with the jobs it claims. */
+  readonly name: string;
+
+  /** Jobs currently being handled by this worker. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Starts claiming. Idempotent while running. */
+  start(): Promise<void> {
+    if (this.#life.started) return Promise.resolve();
+    this.#life.to("running");
+    const config = this.#config;
+    if (this.#unreachable.length > 0) {
+      const tasks = this.#unreachable.map(([task, queue]) => `task ${JSON.stringify(task)} is registered to queue ${JSON.stringify(queue)}`).join("; ");
+      const queues = config.queues.map((q) => JSON.stringify(q)).join(", ");
+      this.#emitter.log.warn(oneLine(`${tasks}, which this worker does not take from (queues ${queues}): such jobs run here only if enqueued with one of its queues`, 1000));
+      this.#unreachable = [];
+    }
+    this.#buffer.open();
+    this.#timers = [
+      setInterval(() => this.#pass(() => this.#leases.heartbeat()), config.heartbeatMs),
+      setInterval(() => this.#pass(() => this.#sweeps.pass()), config.reclaimMs),
+      setInterval(() => this.#pass(() => this.#leases.checkLeases()), Math.min(config.pollMs, LEASE_CHECK_MAX_MS)),
+    ];
+    const host = this.#host;
+    const unsubscribeErrors = host.adapter.onError?.((error) => this.#emitter.emit({ type: "error", error, operation: "connection" }));
+    const unsubscribeEnqueues = host.onEnqueued((queues, due) => {
+      if (config.queues.some((q) => queues.has(q))) this.#producer.ready(due);
+    });
+    const unsubscribeCancels = host.onCancelled((id) => this.#leases.cancelled(id));
+    const unsubscribeReady = host.adapter.onReady?.((notice) => {
+      if (notice.queue !== null && !config.queues.includes(notice.queue)) return;
+      this.#producer.ready(notice.due);
+    });
+    this.#unsubscribe = () => {
+      unsubscribeErrors?.();
+      unsubscribeEnqueues();
+      unsubscribeCancels();
+      unsubscribeReady?.();
+    };
+    this.#loop = this.#producer.run();
+    return Promise.resolve();
+  }
+
+  /**
+   * Graceful stop: no new claims; in-flight handlers are aborted and get up
+   * to `timeoutMs` to finish (their results are recorded as usual, and their
+   * leases heartbeated meanwhile); jobs whose handler is still running after
+   * that are released back to ready. Resolves when no job of this worker is
+   * left running.
+   */
+  async stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    checkKeys(options, ["timeoutMs"], "stop(options)");
+    const life = this.#life;
+    if (!life.started) return;
+    const timeoutMs = validateInteger(options.timeoutMs ?? this.#config.shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
+    // A second stop() during a stop runs the same steps; only the first moves the state.
+    if (life.state === "running") {
+      life.to("draining");
+      this.#buffer.drain();
+    }
+    this.#producer.wake();
+    await this.#loop;
+    this.#producer.clearStageTimer();
+    // Jobs never started go back at once, in one batch.
+    const buffered = this.#buffer.mode === "draining" ? this.#buffer.release().filter((a) => this.#inFlight.get(a.key) === a) : [];
+    await Promise.all(buffered.map((a) => this.#completer.record(a, { kind: "released" })));
+    for (const a of this.#inFlight.values()) a.controller.abort(new Error("worker stopping"));
+    const all = Promise.all([...this.#inFlight.values()].map((a) => a.done));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+    // Outcome writes still retrying stop here; their leases expire and the sweep decides.
+    if (life.state === "draining") life.to("releasing");
+    for (const a of [...this.#inFlight.values()]) {
+      if (a.phase === "running") await this.#completer.write(a, { kind: "released" });
+      else this.#inFlight.delete(a.key);
+    }
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    // A timer's pass still under way (a sweep, a purge) ends before stop() does: the adapter may be closed next.
+    await Promise.allSettled([...this.#passes]);
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    if (life.state === "releasing") life.to("stopped");
+  }
+
+  /**
+   * Stops gracefully on the first SIGINT or SIGTERM (or `signals`), in Node
+   * and Deno, so in-flight jobs finish or are released instead of waiting
+   * for their leases to expire. After the stop, `onStopped` runs; without
+   * one, the signal is delivered again so the process ends as it would have
+   * (unless the application listens to it too). A second signal during the
+   * stop gets the runtime's default behaviour. Returns an unsubscribe function.
+   */
+  stopOnSignals(options: { signals?: readonly ShutdownSignal[]; onStopped?: (signal: ShutdownSignal) => unknown } = {}): () => void {
+    checkKeys(options, ["signals", "onStopped"], "stopOnSignals(options)");
+    const signals = options.signals ?? SHUTDOWN_SIGNALS;
+    if (!Array.isArray(signals) || signals.length === 0 || signals.some((s) => typeof s !== "string" || !/^SIG[A-Z0-9]+$/.test(s))) {
+      throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${shown(signals)}`);
+    }
+    return onceOnSignals(signals, (signal) => {
+      this.#emitter.log.warn(`${signal} received, stopping (in-flight jobs finish or are released)`);
+      void this.stop()
+        .then(() => (options.onStopped ? options.onStopped(signal) : reraise(signal)))
+        .catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "release" }));
+    });
+  }
+
+  /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
+  #pass(run: () => Promise<void>): void {
+    const pass: Promise<void> = run()
+      .catch(() => undefined)
+      .finally(() => this.#passes.delete(pass));
+    this.#passes.add(pass);
+  }
+}
