@@ -33,8 +33,7 @@ export interface ConnectOptions {
 }
 
 /** What `connect` of a store of type `S` accepts. */
-// deno-lint-ignore no-explicit-any
-export type ConnectOptionsOf<S extends TestStore<any>> = S extends TestStore<infer O> ? O : never;
+export type ConnectOptionsOf<S extends TestStore> = S extends TestStore<infer O> ? O : never;
 
 /**
  * What a case may need beyond the DocketAdapter contract:
@@ -49,8 +48,7 @@ export const CASE_NEEDS = ["sql", "processes"] as const;
 export type CaseNeed = (typeof CASE_NEEDS)[number];
 
 /** A storage under test: makes fresh stores of type `S`. A third-party adapter provides one of these. */
-// deno-lint-ignore no-explicit-any
-export interface AdapterTarget<S extends TestStore<any> = TestStore> {
+export interface AdapterTarget<S extends TestStore = TestStore> {
   readonly name: string;
   /**
    * The needs (CASE_NEEDS) its stores meet; cases that need anything else
@@ -61,15 +59,13 @@ export interface AdapterTarget<S extends TestStore<any> = TestStore> {
 }
 
 /** The needs of `testCase` that `target` does not provide (empty: the case runs on it). */
-// deno-lint-ignore no-explicit-any
-export function unmetNeeds(target: AdapterTarget<any>, testCase: ConformanceCase<any>): CaseNeed[] {
+export function unmetNeeds<S extends TestStore>(target: AdapterTarget<S>, testCase: ConformanceCase<S>): CaseNeed[] {
   if (target.provides === undefined) return [];
   return (testCase.needs ?? []).filter((need) => !target.provides!.includes(need));
 }
 
 /** What every conformance case receives, on a store of type `S`. */
-// deno-lint-ignore no-explicit-any
-export interface CaseContext<S extends TestStore<any> = TestStore> {
+export interface CaseContext<S extends TestStore = TestStore> {
   /** An adapter on the case's fresh store, migrated unless the case is `unmigrated`. */
   readonly adapter: DocketAdapter;
   /** Time as the case controls it; `docket()` uses it. */
@@ -84,8 +80,7 @@ export interface CaseContext<S extends TestStore<any> = TestStore> {
 }
 
 /** A case for stores of type `S` (a portable case: any TestStore). */
-// deno-lint-ignore no-explicit-any
-export interface ConformanceCase<S extends TestStore<any> = TestStore> {
+export interface ConformanceCase<S extends TestStore = TestStore> {
   /** Reads as behaviour: "claim › does not claim a job scheduled in the future". */
   readonly name: string;
   /** Cases that run handlers on real timers take longer; runners may give them a longer timeout. */
@@ -103,8 +98,7 @@ export interface ConformanceCase<S extends TestStore<any> = TestStore> {
  * failure, and at once when the target does not meet the case's needs
  * (runners skip those: see `unmetNeeds`).
  */
-// deno-lint-ignore no-explicit-any
-export async function runCase<S extends TestStore<any>>(target: AdapterTarget<S>, testCase: ConformanceCase<S>): Promise<void> {
+export async function runCase<S extends TestStore>(target: AdapterTarget<S>, testCase: ConformanceCase<S>): Promise<void> {
   const unmet = unmetNeeds(target, testCase);
   if (unmet.length > 0) throw new Error(`${testCase.name}: needs ${unmet.join(", ")}, which the ${target.name} target does not provide (skip it)`);
   const store = await target.open();

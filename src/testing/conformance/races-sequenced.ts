@@ -16,16 +16,14 @@ import { LEASE_MS, insert, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
 
 /** Two adapters, each on its own connection to the case's store. */
-// deno-lint-ignore no-explicit-any
-export interface Sessions<S extends TestStore<any> = TestStore> {
+export interface Sessions<S extends TestStore = TestStore> {
   t: CaseContext<S>;
   s1: DocketAdapter;
   s2: DocketAdapter;
 }
 
 /** A race: its scenario, which returns a description of the violation it observed (or null), and the guard it pins. */
-// deno-lint-ignore no-explicit-any
-export interface Race<X extends Sessions<any> = Sessions> {
+export interface Race<X extends Sessions = Sessions> {
   id: string;
   name: string;
   guard: string;
@@ -47,8 +45,7 @@ export async function keyViolation(adapter: DocketAdapter, key: string, limit: n
   return null;
 }
 
-// deno-lint-ignore no-explicit-any
-export async function runningJob(t: CaseContext<any>, extra: Partial<ReturnType<typeof newJob>> = {}): Promise<JobRecord> {
+export async function runningJob(t: CaseContext, extra: Partial<ReturnType<typeof newJob>> = {}): Promise<JobRecord> {
   await insert(t, { ...KEY, ...extra });
   const now = t.clock.now();
   const [job] = await t.adapter.claim({ queues: [extra.queue ?? "default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
@@ -56,8 +53,7 @@ export async function runningJob(t: CaseContext<any>, extra: Partial<ReturnType<
   return job;
 }
 
-// deno-lint-ignore no-explicit-any
-export const fenced = (t: CaseContext<any>, j: JobRecord) => ({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() });
+export const fenced = (t: CaseContext, j: JobRecord) => ({ id: j.id, leaseToken: j.leaseToken!, now: t.clock.now() });
 
 export const claimOf = (a: DocketAdapter, now: number) => a.claim({ queues: ["default"], limit: 5, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS, stage: false });
 

@@ -180,7 +180,7 @@ const SEQUENCED_MUTANTS: Record<string, Mutant> = {
   R3: holdersIn(["running"]),
   R6: holdersIn(["ready", "running", "scheduled"]),
   R8: { instrument: { plugins: [runningCountedInAnyState()] } },
-  // The seed's bug: claim first, then hand back what the cap does not allow.
+  // The cap checked only after the claim: claim first, then hand back what the cap does not allow.
   R9: {
     instrument: { plugins: mutationById("cap-unchecked").plugins!() },
     wrap(adapter) {
@@ -206,7 +206,7 @@ export async function sessions(t: KyselyCaseContext, name: string, mutant?: Muta
 }
 
 /** The case that runs `race` against `mutant` and expects it to report a violation. */
-function mutantCase(race: Race<HeldSessions>, mutant: Mutant): KyselyConformanceCase {
+function mutantCase(race: Race<HeldSessions> | Race, mutant: Mutant): KyselyConformanceCase {
   const name = `races › ${race.id} is caught when ${race.guard} is removed`;
   return {
     name,
@@ -232,9 +232,11 @@ export function raceCasesOf(races: readonly HeldRace[]): KyselyConformanceCase[]
   });
 }
 
-/** The mutant case of each sequenced race in `races` that `mutants` has one for (each must). */
+/** The mutant case of each race of `races` that `mutants` names (by race id); a mutant that names no race is an error. */
 export function mutantCasesOf(races: readonly Race[], mutants: Record<string, Mutant>): KyselyConformanceCase[] {
-  return races.filter((race) => race.id in mutants).map((race) => mutantCase(race as Race<HeldSessions>, mutants[race.id]!));
+  const unknown = Object.keys(mutants).filter((id) => !races.some((race) => race.id === id));
+  if (unknown.length > 0) throw new Error(`mutants for races that do not exist: ${unknown.join(", ")}`);
+  return races.filter((race) => race.id in mutants).map((race) => mutantCase(race, mutants[race.id]!));
 }
 
 export const raceCases: KyselyConformanceCase[] = [...raceCasesOf(HELD_RACES), ...mutantCasesOf(SEQUENCED_RACES, SEQUENCED_MUTANTS)];
