@@ -17,8 +17,7 @@ export type TargetName = "sqlite" | "postgres" | "mysql";
 export type ConformanceTargetName = TargetName | "memory";
 
 /** A target and what disposing of it takes; by default a SQL (kysely) target, whose stores take `instrument` and offer `application()`. */
-// deno-lint-ignore no-explicit-any
-export interface DisposableTarget<S extends TestStore<any> = KyselyTestStore> extends AdapterTarget<S> {
+export interface DisposableTarget<S extends TestStore = KyselyTestStore> extends AdapterTarget<S> {
   dispose(): Promise<void>;
 }
 
