@@ -6,7 +6,7 @@
  */
 import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
-import { StatementCounter } from "../src/testing/statement-counter.ts";
+import { StatementCounter } from "../src/testing/kysely/statement-counter.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
 import { loopDelayMonitor, wallNow } from "./children.ts";
 

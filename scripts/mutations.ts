@@ -14,7 +14,7 @@
  * any count is below 95% of N.
  */
 import { checkModel, checkSchedules, failureReport } from "../src/testing/property.ts";
-import { MUTATIONS, type Mutation } from "../src/testing/mutations.ts";
+import { MUTATIONS, type Mutation } from "../src/testing/kysely/mutations.ts";
 import { dropPropertyDatabases, openPropertyEnv, propertyRuns } from "../test/support/property-env.ts";
 import { DEFAULT_MODEL_RUNS, DEFAULT_SCHEDULE_RUNS } from "../test/support/property.ts";
 

@@ -1,7 +1,7 @@
 import { sql, CompiledQuery, type Kysely } from "kysely";
 import { describe, expect, it } from "vitest";
 import { Docket } from "../src/client/docket.ts";
-import { tapDialect } from "../src/testing/tapped-driver.ts";
+import { tapDialect } from "../src/testing/kysely/tapped-driver.ts";
 import { openTarget, type TargetName } from "./support/targets.ts";
 import { settleOne } from "../src/testing/lease-writes.ts";
 

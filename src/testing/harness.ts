@@ -1,90 +1,71 @@
+/**
+ * The portable conformance harness: what a target, a store and a case are,
+ * and `runCase`. It needs a DocketAdapter and nothing else (no SQL, no
+ * query builder); the cases that need the SQL store's instrument seam or an
+ * application's own query-builder connection are in the kit's SQL entry.
+ */
 import type { DocketAdapter } from "../core/adapter.ts";
 import { ManualClock } from "../core/clock.ts";
 import { Docket, type DocketOptions, type TaskMap } from "../client/docket.ts";
-import type { InstrumentOptions } from "../adapters/kysely/engine.ts";
-import type { Kysely } from "kysely";
 
 /**
  * One isolated, empty store (its own table prefix, schema or database) on
- * which a test can open several connections.
+ * which a test can open several connections. `O`: what its `connect`
+ * accepts beyond ConnectOptions (the SQL entry's stores take an `instrument`).
  */
-export interface TestStore {
+export interface TestStore<O extends ConnectOptions = ConnectOptions> {
   /** The table prefix the store's adapters use. */
   readonly tablePrefix: string;
   /** Where the store lives (a SQLite file, a server URL), for tests that open it from another process. Optional. */
   readonly location?: string;
-  /**
-   * A new adapter on its own connection (pool of its own) to this store. Not
-   * migrated. `instrument` is passed to the adapter (statement hooks in race tests).
-   */
-  connect(options?: ConnectOptions): Promise<DocketAdapter>;
+  /** A new adapter on its own connection (pool of its own) to this store. Not migrated. */
+  connect(options?: O): Promise<DocketAdapter>;
   /** Runs one raw statement on an admin connection; `{jobs}` is replaced by the jobs table name. */
   execute(sql: string): Promise<void>;
   /** Closes the admin connection and drops what the store created. */
-  close(): Promise<void>;
-  /**
-   * What an application holds beside docket: its own kysely instance on the
-   * store's database, and an adapter to this store set up to work with it
-   * (on SQLite, sharing its database handle), not migrated. The transaction
-   * cases need it; a target without it fails them.
-   */
-  application?(): Promise<ApplicationConnection>;
-}
-
-export interface ApplicationConnection {
-  // deno-lint-ignore no-explicit-any
-  readonly db: Kysely<any>;
-  readonly adapter: DocketAdapter;
-  /**
-   * The application's driver-level handles that hold no open transaction
-   * (its pool, one of its connections, its database handle), each labelled,
-   * and `release` to give back what was borrowed. The transaction cases pass
-   * each as `transaction:` and expect a refusal; a target without it fails them.
-   */
-  outsideTransaction?(): Promise<{ handles: [label: string, handle: object][]; release(): Promise<void> }>;
-  /** Closes the adapter, then the application's kysely instance. */
   close(): Promise<void>;
 }
 
 /** Options every adapter factory accepts. */
 export interface ConnectOptions {
-  instrument?: InstrumentOptions;
   /** Another table prefix than the store's (cases that check how a prefix is validated). */
   tablePrefix?: string;
 }
 
+/** What `connect` of a store of type `S` accepts. */
+export type ConnectOptionsOf<S extends TestStore> = S extends TestStore<infer O> ? O : never;
+
 /**
  * What a case may need beyond the DocketAdapter contract:
  * - "sql": raw statements on the store (`t.execute`, e.g. an admin edit the
- *   contract has no call for) or an application's own kysely connection
- *   (`store.application()`, enqueue in the caller's transaction);
- * - "statementHooks": kysely's instrument seam (`connect({ instrument })`:
- *   statement hooks that hold a session at a statement, statement counts,
- *   and the mutants that remove a guard by rewriting queries);
+ *   contract has no call for), or an application's own SQL connection;
  * - "processes": the store opened from another process (`store.location`).
+ * (Cases that hold a session at a statement, count statements or remove a
+ * guard by rewriting queries need the SQL store's instrument seam: they are
+ * in the kit's SQL entry, typed for its stores, and run only there.)
  */
-export const CASE_NEEDS = ["sql", "statementHooks", "processes"] as const;
+export const CASE_NEEDS = ["sql", "processes"] as const;
 export type CaseNeed = (typeof CASE_NEEDS)[number];
 
-/** A storage under test: makes fresh stores. A third-party adapter provides one of these. */
-export interface AdapterTarget {
+/** A storage under test: makes fresh stores of type `S`. A third-party adapter provides one of these. */
+export interface AdapterTarget<S extends TestStore = TestStore> {
   readonly name: string;
   /**
    * The needs (CASE_NEEDS) its stores meet; cases that need anything else
-   * are skipped by the runners. Absent: every need (a kysely SQL adapter).
+   * are skipped by the runners. Absent: every need (a SQL adapter).
    */
   readonly provides?: readonly CaseNeed[];
-  open(): Promise<TestStore>;
+  open(): Promise<S>;
 }
 
 /** The needs of `testCase` that `target` does not provide (empty: the case runs on it). */
-export function unmetNeeds(target: AdapterTarget, testCase: ConformanceCase): CaseNeed[] {
+export function unmetNeeds<S extends TestStore>(target: AdapterTarget<S>, testCase: ConformanceCase<S>): CaseNeed[] {
   if (target.provides === undefined) return [];
   return (testCase.needs ?? []).filter((need) => !target.provides!.includes(need));
 }
 
-/** What every conformance case receives. */
-export interface CaseContext {
+/** What every conformance case receives, on a store of type `S`. */
+export interface CaseContext<S extends TestStore = TestStore> {
   /** An adapter on the case's fresh store, migrated unless the case is `unmigrated`. */
   readonly adapter: DocketAdapter;
   /** Time as the case controls it; `docket()` uses it. */
@@ -92,13 +73,14 @@ export interface CaseContext {
   /** A Docket on `adapter` and `clock`. */
   docket<T extends TaskMap = TaskMap>(options?: Omit<DocketOptions<T>, "adapter">): Docket<T>;
   /** Another adapter on its own connection to the same store; closed when the case ends. */
-  connect(options?: ConnectOptions): Promise<DocketAdapter>;
+  connect(options?: ConnectOptionsOf<S>): Promise<DocketAdapter>;
   /** A raw admin statement on the store (see TestStore.execute). */
   execute(sql: string): Promise<void>;
-  readonly store: TestStore;
+  readonly store: S;
 }
 
-export interface ConformanceCase {
+/** A case for stores of type `S` (a portable case: any TestStore). */
+export interface ConformanceCase<S extends TestStore = TestStore> {
   /** Reads as behaviour: "claim › does not claim a job scheduled in the future". */
   readonly name: string;
   /** Cases that run handlers on real timers take longer; runners may give them a longer timeout. */
@@ -107,7 +89,7 @@ export interface ConformanceCase {
   readonly unmigrated?: boolean;
   /** What it needs beyond the adapter contract (see CASE_NEEDS); runners skip it on a target that does not provide one. */
   readonly needs?: readonly CaseNeed[];
-  run(t: CaseContext): Promise<void>;
+  run(t: CaseContext<S>): Promise<void>;
 }
 
 /**
@@ -116,7 +98,7 @@ export interface ConformanceCase {
  * failure, and at once when the target does not meet the case's needs
  * (runners skip those: see `unmetNeeds`).
  */
-export async function runCase(target: AdapterTarget, testCase: ConformanceCase): Promise<void> {
+export async function runCase<S extends TestStore>(target: AdapterTarget<S>, testCase: ConformanceCase<S>): Promise<void> {
   const unmet = unmetNeeds(target, testCase);
   if (unmet.length > 0) throw new Error(`${testCase.name}: needs ${unmet.join(", ")}, which the ${target.name} target does not provide (skip it)`);
   const store = await target.open();
@@ -126,7 +108,7 @@ export async function runCase(target: AdapterTarget, testCase: ConformanceCase):
     opened.push(adapter);
     if (!testCase.unmigrated) await adapter.migrate();
     const clock = new ManualClock();
-    const context: CaseContext = {
+    const context: CaseContext<S> = {
       adapter,
       clock,
       store,

@@ -12,7 +12,7 @@ import { applyJobOp, diffJob, isTerminal, toModelJob, type JobOp, type ModelJob 
  */
 export type HistoryEvent = OperationEvent | HandlerEvent;
 
-/** One adapter call. `ops` is its per-job projection: what it did (or tried) to each job. */
+/** One adapter call, with `effects`, its per-job projection: what it did (or tried) to each job and what the adapter returned. */
 export interface OperationEvent {
   readonly kind: "operation";
   readonly worker: string;
@@ -90,7 +90,7 @@ export interface RunLimits {
 
 /** One named check. Returns human-readable violations (empty when it holds). */
 export interface Invariant {
-  /** "I1", "I6", … as in DESIGN.md, or "S1" for a schema/row rule. */
+  /** "I1", "I6", … as in docs/design.md (Invariants), or "S1" for a schema/row rule. */
   readonly id: string;
   readonly name: string;
   check(run: RunRecord): string[];

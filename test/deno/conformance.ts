@@ -1,5 +1,6 @@
-import { conformanceCases, runCase, unmetNeeds } from "../../src/testing/index.ts";
+import { runCase, unmetNeeds } from "../../src/testing/index.ts";
 import { openTarget, type ConformanceTargetName } from "./targets.ts";
+import { casesFor } from "../support/cases.ts";
 
 /**
  * The Deno binding of the runner-agnostic conformance suite: one Deno.test
@@ -15,7 +16,7 @@ export async function defineConformance(name: ConformanceTargetName): Promise<vo
     return;
   }
   Deno.test.afterAll(() => target.dispose());
-  for (const c of conformanceCases()) {
+  for (const c of casesFor(name)) {
     const unmet = unmetNeeds(target, c);
     if (unmet.length > 0) {
       Deno.test({ name: `${name}: ${c.name} [skipped: needs ${unmet.join(", ")}]`, ignore: true, fn: () => {} });

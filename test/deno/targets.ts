@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { nodeSqliteDatabase, sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
-import type { ConnectOptions, TestStore } from "../../src/testing/harness.ts";
+import type { KyselyConnectOptions as ConnectOptions, KyselyTestStore } from "../../src/testing/kysely/harness.ts";
 import { DatabaseSync } from "./node-sqlite.ts";
 import { openTarget as openNodeTarget, REQUIRE_ALL, type ConformanceTargetName, type DisposableTarget, type TargetName } from "../support/targets.ts";
 
@@ -28,7 +28,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
   const dir = await Deno.makeTempDir({ prefix: "docket-deno-test-" });
   return {
     name: "sqlite",
-    async open(): Promise<TestStore> {
+    async open(): Promise<KyselyTestStore> {
       const tablePrefix = nextPrefix();
       const filename = join(dir, `${tablePrefix}.db`);
       const admin = new DatabaseSync(filename);

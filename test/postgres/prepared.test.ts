@@ -4,7 +4,7 @@ import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
-import { tapDialect } from "../../src/testing/tapped-driver.ts";
+import { tapDialect } from "../../src/testing/kysely/tapped-driver.ts";
 
 const pg = (await import("pg")).default;
 const created = await createPgTestDatabase("docket_prepared", "the postgres prepared-statement tests");

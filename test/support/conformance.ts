@@ -1,6 +1,7 @@
 import { afterAll, describe, it } from "vitest";
-import { conformanceCases, runCase, unmetNeeds } from "../../src/testing/index.ts";
+import { runCase, unmetNeeds } from "../../src/testing/index.ts";
 import { openTarget, type ConformanceTargetName } from "./targets.ts";
+import { casesFor } from "./cases.ts";
 
 /**
  * Registers the whole conformance suite for one adapter as vitest tests. A
@@ -12,7 +13,7 @@ export async function defineConformance(name: ConformanceTargetName): Promise<vo
   if (!target) return;
   describe(name, () => {
     afterAll(() => target.dispose());
-    for (const c of conformanceCases()) {
+    for (const c of casesFor(name)) {
       const unmet = unmetNeeds(target, c);
       if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
       else it(c.name, () => runCase(target, c), c.slow ? 60_000 : 20_000);

@@ -4,15 +4,10 @@ import { join } from "node:path";
 import { CompiledQuery, type Dialect, type KyselyPlugin } from "kysely";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 import { KyselyStore } from "../../src/adapters/kysely/store.ts";
-import {
-  StatementScheduler,
-  scheduledDialect,
-  settleByPolling,
-  settleOnFinish,
-  settleWithin,
-} from "../../src/testing/schedule/scheduled-dialect.ts";
+import { StatementScheduler, settleByPolling, settleOnFinish, settleWithin } from "../../src/testing/schedule/statement-scheduler.ts";
+import { scheduledDialect } from "../../src/testing/kysely/scheduled-dialect.ts";
 import type { ScheduleEnv, ScheduledWorker } from "../../src/testing/schedule/concurrent.ts";
-import type { Mutation, MutationTarget } from "../../src/testing/mutations.ts";
+import type { Mutation, MutationTarget } from "../../src/testing/kysely/mutations.ts";
 import { MYSQL_URL, PG_URL, REQUIRE_ALL, dropPgDatabase, type TargetName } from "./targets.ts";
 
 /**

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AdapterTarget, ConnectOptions, TestStore } from "../../src/testing/harness.ts";
+import type { AdapterTarget, TestStore } from "../../src/testing/harness.ts";
+import type { KyselyConnectOptions as ConnectOptions, KyselyTestStore } from "../../src/testing/kysely/harness.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 
 /**
@@ -15,7 +16,8 @@ export type TargetName = "sqlite" | "postgres" | "mysql";
 /** Every conformance target: the SQL adapters and the in-process one. */
 export type ConformanceTargetName = TargetName | "memory";
 
-export interface DisposableTarget extends AdapterTarget {
+/** A target and what disposing of it takes; by default a SQL (kysely) target, whose stores take `instrument` and offer `application()`. */
+export interface DisposableTarget<S extends TestStore = KyselyTestStore> extends AdapterTarget<S> {
   dispose(): Promise<void>;
 }
 
@@ -63,7 +65,7 @@ export async function sqliteTarget(): Promise<DisposableTarget> {
   const dir = mkdtempSync(join(tmpdir(), "docket-test-"));
   return {
     name: "sqlite",
-    async open(): Promise<TestStore> {
+    async open(): Promise<KyselyTestStore> {
       const tablePrefix = nextPrefix();
       const filename = join(dir, `${tablePrefix}.db`);
       const admin = new Database(filename);
@@ -101,7 +103,7 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   return {
     name: "postgres",
-    async open(): Promise<TestStore> {
+    async open(): Promise<KyselyTestStore> {
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
@@ -144,7 +146,7 @@ export async function mysqlTarget(MYSQL_URL: string): Promise<DisposableTarget> 
   const admin = mysql.createPool({ uri: url, connectionLimit: 2 });
   return {
     name: "mysql",
-    async open(): Promise<TestStore> {
+    async open(): Promise<KyselyTestStore> {
       const tablePrefix = nextPrefix();
       return {
         tablePrefix,
@@ -224,7 +226,7 @@ async function serverTarget(
  * `connect()` another handle on it (a second connection, in one process).
  * It has no SQL, no kysely seam and no location another process could open.
  */
-export async function memoryTarget(): Promise<DisposableTarget> {
+export async function memoryTarget(): Promise<DisposableTarget<TestStore>> {
   const { memoryAdapter } = await import("../../src/adapters/memory/index.ts");
   return {
     name: "memory",

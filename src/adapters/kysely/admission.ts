@@ -7,6 +7,7 @@ import type { StoreContext } from "./context.ts";
 import { applyTransition, guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { upsert } from "./controls.ts";
+import { labelled } from "./labels.ts";
 
 /*
  * Concurrency keys: a key's slots are its ready and running jobs, counted
@@ -49,7 +50,7 @@ export async function countHolders(ctx: StoreContext, db: AnyDb, key: string): P
  * frees a slot, so no blocked job waits while its key has room.
  */
 export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now: number): Promise<void> {
-  const key = (await db.selectFrom(ctx.tables.keys).select("max_holders").where("name", "=", name).executeTakeFirst()) as
+  const key = (await labelled(db.selectFrom(ctx.tables.keys).select("max_holders").where("name", "=", name), "rebalance").executeTakeFirst()) as
     | { max_holders: number }
     | undefined;
   if (!key) return;
@@ -124,7 +125,7 @@ export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
       if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
       const ids = (await q.execute()).map((r) => Number(r.id));
       if (ids.length === 0) return;
-      await guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now }).execute();
+      await labelled(guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now }), "stage").execute();
     });
   }
   const keys = await due().select("concurrency_key").distinct().where("concurrency_key", "is not", null).limit(100).execute();

@@ -10,6 +10,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { stageDue } from "./admission.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow } from "./controls.ts";
+import { labelled } from "./labels.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 const CAPS_MEMORY_MS = 1000;
@@ -75,10 +76,9 @@ function claimedValues(params: ClaimParams) {
   };
 }
 
-/** A claim's SET: `claimedValues` and attempt + 1 (state first, then attempt: the race tests know a claim's write by it). */
+/** A claim's SET: `claimedValues` and attempt + 1. */
 function claimSet(params: ClaimParams): Record<string, unknown> {
-  const { state, ...rest } = claimedValues(params);
-  return { state, attempt: sql`attempt + 1`, ...rest };
+  return { ...claimedValues(params), attempt: sql`attempt + 1` };
 }
 
 /** The row a claim's SET makes of `row`, read under this transaction's lock before the UPDATE. */
@@ -162,9 +162,10 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams) {
   // version of each row it locks, and nothing can change a row this statement holds before it updates it.
   // (With the guard repeated here, or with `IN` or a join, PostgreSQL with stale statistics, e.g. a burst of
   // jobs behind a million finished ones, walked every ready job per claim: 0.7 s per claim of 500 behind 10,000.)
-  return caps.arrays
+  const claimed = caps.arrays
     ? query.where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`).returningAll()
     : guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", { now: params.now }).returningAll();
+  return labelled(claimed, "claim");
 }
 
 /**
@@ -226,7 +227,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
         if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-        for (const r of await q.execute()) {
+        for (const r of await labelled(q, "claim-candidates").execute()) {
           candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at) });
           if (readWhole) whole.set(Number(r.id), r as JobRow);
         }
@@ -243,7 +244,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       if (!passedOver) break;
     }
     if (chosen.length === 0) return [];
-    const update = guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now });
+    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];

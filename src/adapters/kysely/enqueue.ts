@@ -10,6 +10,7 @@ import { countHolders, lockKey, rebalance } from "./admission.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
+import { labelled } from "./labels.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -44,7 +45,7 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
   }
   if (!oneByOne && values.length === 1 && params.transaction === undefined) {
     // One row without RETURNING: one autocommit INSERT; its record is the values written and the id it got.
-    const res = await db.insertInto(ctx.tables.jobs).values(values[0]!).executeTakeFirstOrThrow();
+    const res = await labelled(db.insertInto(ctx.tables.jobs).values(values[0]!), "enqueue").executeTakeFirstOrThrow();
     const record = rowToRecord({ ...UNSET_COLUMNS, ...(values[0] as Omit<JobRow, "id">), id: Number(res.insertId) });
     background(engine.announceReady(db, readyQueues([record])));
     return [created(record)];
@@ -160,12 +161,12 @@ async function insertOrGetHolder(ctx: StoreContext, db: AnyDb, row: Record<strin
     let inserted: JobRecord | null = null;
     if (engine.capabilities.onConflict) {
       // ON CONFLICT DO NOTHING waits for a concurrent holder's transaction, then skips the row if it committed.
-      const rows = (await db
+      const insert = db
         .insertInto(tables.jobs)
         .values(row)
         .onConflict((oc) => oc.column("idempotency_key").where("idempotency_key", "is not", null).doNothing())
-        .returningAll()
-        .execute()) as JobRow[];
+        .returningAll();
+      const rows = (await labelled(insert, "enqueue").execute()) as JobRow[];
       inserted = rows[0] ? rowToRecord(rows[0]) : null;
     } else {
       // No ON CONFLICT: the engine must keep the transaction usable after a duplicate key (MySQL rolls back the statement only).
@@ -203,12 +204,13 @@ async function insertOne(ctx: StoreContext, db: AnyDb, row: Record<string, unkno
   const columns = Object.keys(row);
   const build = () => {
     const insert = ctx.db.insertInto(ctx.tables.jobs).values(Object.fromEntries(columns.map((c) => [c, new Slot(c)]))).returningAll();
-    if (!notice) return insert;
-    return ctx.db
+    if (!notice) return labelled(insert, "enqueue");
+    const announced = ctx.db
       .with("inserted", () => insert)
       .selectFrom("inserted")
       .selectAll()
       .select(notice.expression(new Slot(NOTICE_SLOT)).as("announced"));
+    return labelled(announced, "enqueue");
   };
   const key = `insert:${notice ? "announced:" : ""}${columns.join(",")}`;
   const values = notice ? { ...row, [NOTICE_SLOT]: notice.payload({ queue: row.queue as string, due: false }) } : row;
@@ -228,7 +230,7 @@ async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, u
   const chunks = chunkRows(values, BATCH_ROWS, engine.maxStatementBytes ? await engine.maxStatementBytes(db) : null);
   if (engine.capabilities.returning) {
     for (const chunk of chunks) {
-      const inserted = (await db.insertInto(tables.jobs).values(chunk).returningAll().execute()) as JobRow[];
+      const inserted = (await labelled(db.insertInto(tables.jobs).values(chunk).returningAll(), "enqueue").execute()) as JobRow[];
       rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
     }
   } else {
@@ -237,12 +239,12 @@ async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, u
     if (step !== null) {
       // One multi-row INSERT per chunk: its rows get ids first, first + step, … (see Engine.consecutiveInsertIds).
       for (const chunk of chunks) {
-        const first = Number((await db.insertInto(tables.jobs).values(chunk).executeTakeFirstOrThrow()).insertId);
+        const first = Number((await labelled(db.insertInto(tables.jobs).values(chunk), "enqueue").executeTakeFirstOrThrow()).insertId);
         for (let k = 0; k < chunk.length; k++) ids.push(first + k * step);
       }
     } else {
       for (const v of values) {
-        const res = await db.insertInto(tables.jobs).values(v).executeTakeFirstOrThrow();
+        const res = await labelled(db.insertInto(tables.jobs).values(v), "enqueue").executeTakeFirstOrThrow();
         ids.push(Number(res.insertId));
       }
     }

@@ -6,6 +6,7 @@ import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import type { Slot } from "./compiled.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
+import { labelled } from "./labels.ts";
 
 /**
  * A rule's states as SQL literals, not parameters: they are constants of the
@@ -134,7 +135,7 @@ export async function applyTransition(
   options: { unkeyedOnly?: boolean } = {},
 ): Promise<JobRecord | null> {
   const values = { ...set, state: TRANSITIONS[event].to, updated_at: key.now };
-  let update = guard(db.updateTable(ctx.tables.jobs).set(values), event, key);
+  let update = labelled(guard(db.updateTable(ctx.tables.jobs).set(values), event, key), event);
   if (options.unkeyedOnly) update = update.where("concurrency_key", "is", null);
   if (ctx.engine.capabilities.returning) {
     const row = (await update.returningAll().executeTakeFirst()) as JobRow | undefined;

@@ -2,6 +2,7 @@ import type { ExtendLeasesParams, HeldLeasesParams, LeaseKey } from "../../core/
 import { TRANSITIONS } from "../../core/transitions.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { guardMany } from "./guard.ts";
+import { labelled } from "./labels.ts";
 
 /** See DocketAdapter.extendLeases: one guarded statement per BATCH_ROWS leases (MariaDB: lock, update, in one transaction). */
 export async function extendLeases(ctx: StoreContext, params: ExtendLeasesParams): Promise<LeaseKey[]> {
@@ -11,7 +12,7 @@ export async function extendLeases(ctx: StoreContext, params: ExtendLeasesParams
   for (let i = 0; i < params.items.length; i += BATCH_ROWS) {
     const keys = params.items.slice(i, i + BATCH_ROWS);
     const rows = await engine.writeStatement(ctx.db, async (db) => {
-      const update = guardMany(db.updateTable(tables.jobs).set(set), "heartbeat", keys, engine.capabilities);
+      const update = labelled(guardMany(db.updateTable(tables.jobs).set(set), "heartbeat", keys, engine.capabilities), "heartbeat");
       if (engine.capabilities.returning) return (await update.returning(["id", "lease_token"]).execute()) as { id: number | string; lease_token: string }[];
       // Without RETURNING: lock the rows that pass the fence, extend them, in one transaction.
       let pick = guardMany(db.selectFrom(tables.jobs).select(["id", "lease_token"]), "heartbeat", keys, engine.capabilities);

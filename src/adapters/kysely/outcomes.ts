@@ -8,6 +8,7 @@ import { guardMany, guardOneToken } from "./guard.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
+import { labelled } from "./labels.ts";
 
 export const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
 
@@ -99,7 +100,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[]): Prom
     } else {
       // deno-lint-ignore no-explicit-any
       const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null);
-      const update = fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now }));
+      const update = labelled(fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now })), event);
       if (engine.capabilities.returning) {
         rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
       } else {
@@ -124,7 +125,8 @@ function slottedCompletion(ctx: StoreContext) {
   const complete = { kind: "complete", now, result: new Slot("result") } as unknown as SettleItem;
   const { set } = outcomeWrite(ctx.engine, complete);
   const update = ctx.db.updateTable(ctx.tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: now });
-  return guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null).returning(SETTLED_COLUMNS);
+  const fenced = guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null);
+  return labelled(fenced.returning(SETTLED_COLUMNS), "complete");
 }
 
 /** Whether two items write the same columns with the same values (as `groupKey` tells, without building it). */

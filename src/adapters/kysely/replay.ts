@@ -4,6 +4,7 @@ import { TRANSITIONS } from "../../core/transitions.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
+import { labelled } from "./labels.ts";
 
 /** The columns a replay sets besides state and updated_at: due now, a fresh attempt budget, no finish. */
 export function replaySet(now: number): Record<string, unknown> {
@@ -31,7 +32,7 @@ export function replayDead(ctx: StoreContext, params: ReplayDeadParams): Promise
     const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
     if (ids.length === 0) return [];
     const values = { ...replaySet(params.now), state: TRANSITIONS.replay.to, updated_at: params.now };
-    const update = guard(db.updateTable(tables.jobs).set(values).where("id", "in", ids), "replay", { now: params.now });
+    const update = labelled(guard(db.updateTable(tables.jobs).set(values).where("id", "in", ids), "replay", { now: params.now }), "replay");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];

@@ -3,6 +3,7 @@ import type { JobRecord } from "../../core/job.ts";
 import type { StoreContext } from "./context.ts";
 import type { Engine } from "./engine.ts";
 import { enqueue } from "./enqueue.ts";
+import { labelled } from "./labels.ts";
 
 interface ScheduleRow {
   name: string;
@@ -76,12 +77,8 @@ export async function deleteSchedule(ctx: StoreContext, name: string): Promise<b
 export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, background: (work: Promise<void>) => void): Promise<JobRecord | null> {
   const { db, engine, tables } = ctx;
   return engine.writeTransaction(db, async (trx) => {
-    const moved = await trx
-      .updateTable(tables.schedules)
-      .set({ last_tick: p.tick, updated_at: p.now })
-      .where("name", "=", p.name)
-      .where("last_tick", "<", p.tick)
-      .executeTakeFirst();
+    const write = trx.updateTable(tables.schedules).set({ last_tick: p.tick, updated_at: p.now }).where("name", "=", p.name).where("last_tick", "<", p.tick);
+    const moved = await labelled(write, "tick").executeTakeFirst();
     if (Number(moved.numUpdatedRows) !== 1) return null;
     const inTrx: Engine = { ...engine, writeTransaction: (_db, fn) => fn(trx), writeStatement: (_db, fn) => fn(trx) };
     const [job] = await enqueue({ ...ctx, db: trx, engine: inTrx }, { jobs: [p.job], now: p.now, transaction: trx }, background);

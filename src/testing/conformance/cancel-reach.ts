@@ -6,7 +6,7 @@ import { eventually } from "./helpers.ts";
 
 const HOUR = 3_600_000;
 
-/** Issue 10 item 5: a cancel reaches a running handler quickly, not at the next heartbeat (leaseMs / 3 later). */
+/** A cancel reaches a running handler quickly, not at the next heartbeat (leaseMs / 3 later). */
 export const cancelReachCases: ConformanceCase[] = [
   {
     name: "cancel › a cancel through the worker's own docket has aborted the running handler's signal when it returns",

@@ -8,7 +8,7 @@ function claimTasks(t: CaseContext, tasks: string[] | undefined, limit = 10) {
   return t.adapter.claim({ queues: ["default"], tasks, limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
 }
 
-/** Issue 8 item 13: a worker claims only the tasks it can run. */
+/** A claim restricted to tasks takes only jobs of those tasks: a worker claims only what it can run. */
 export const claimTaskCases: ConformanceCase[] = [
   {
     name: "claim › with tasks given, takes only jobs of those tasks, in claim order, and leaves the others untouched",

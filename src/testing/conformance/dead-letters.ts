@@ -36,7 +36,7 @@ async function states(t: CaseContext): Promise<Record<string, number>> {
 
 const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";
 
-/** Issue 10 item 3: bulk replay and purge of dead letters (R18, I9). */
+/** Bulk replay and purge of dead letters (R18, I9). */
 export const deadLetterCases: ConformanceCase[] = [
   {
     name: "deadLetters › replayDead replays dead jobs that died by the cutoff, oldest death first, at most limit, of the queue and task asked, and nothing else",

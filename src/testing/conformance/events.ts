@@ -7,7 +7,7 @@ import { LEASE_MS, eventually, token } from "./helpers.ts";
 
 const summary = (events: DocketEvent[]) => events.map((e) => `${e.type}${"job" in e ? ` #${e.job.id}` : ""}`);
 
-/** Issue 11 item 1: the docket-level event stream. */
+/** The docket-level event stream: each change reported once, by the call that made it. */
 export const eventCases: ConformanceCase[] = [
   {
     name: "events › enqueued (created only), cancelled, replayed and reclaimed are reported once each, by the call that won",

@@ -20,7 +20,7 @@ async function count(t: CaseContext): Promise<number> {
   return (await t.adapter.list({ limit: 100_000 })).length;
 }
 
-/** Issue 10 item 1: idempotency keys (R12, I8). */
+/** Idempotency keys: one job per held key, the holder returned to later callers (R12, I8). */
 export const idempotencyCases: ConformanceCase[] = [
   {
     name: "idempotency › an enqueue with a held key stores nothing and returns the holder with created: false; getByIdempotencyKey finds it",

@@ -9,18 +9,14 @@ import { keyCases } from "./keys.ts";
 import { keyPolicyCases } from "./keys-policy.ts";
 import { leaseCases } from "./lease.ts";
 import { migrateCases } from "./migrate.ts";
-import { raceCases } from "./races.ts";
-import { lifecycleRaceCases } from "./races-lifecycle.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
-import { transactionCases } from "./transaction.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
-import { statementCases } from "./statements.ts";
 import { timeoutCases } from "./timeouts.ts";
 import { transitionCases } from "./transitions.ts";
 import { workerCases } from "./worker.ts";
@@ -31,9 +27,10 @@ import { workerLoggingCases } from "./worker-logging.ts";
 import { statsCases } from "./stats.ts";
 import { eventCases } from "./events.ts";
 import { historyCases } from "./history.ts";
-import { scheduleCases, scheduleRaceCases } from "./schedules.ts";
+import { scheduleCases } from "./schedules.ts";
+import { sequencedRaceCases } from "./races-sequenced.ts";
 
-/** Every conformance case, in a stable order. Run each with `runCase`. */
+/** Every portable conformance case (any DocketAdapter), in a stable order. Run each with `runCase`. */
 export function conformanceCases(): ConformanceCase[] {
   return [
     ...migrateCases,
@@ -45,25 +42,21 @@ export function conformanceCases(): ConformanceCase[] {
     ...transitionCases,
     ...leaseCases,
     ...settleCases,
-    ...statementCases,
     ...retryCases,
     ...retentionCases,
     ...deadLetterCases,
     ...idempotencyCases,
-    ...transactionCases,
     ...maintenanceCases,
     ...resultCases,
     ...statsCases,
     ...eventCases,
     ...historyCases,
     ...scheduleCases,
-    ...scheduleRaceCases,
     ...cancelReachCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
-    ...raceCases,
-    ...lifecycleRaceCases,
+    ...sequencedRaceCases,
     ...concurrencyCases,
     ...workerCases,
     ...workerLeaseCases,

@@ -91,7 +91,7 @@ function throwsWith(call: () => unknown, code: string, message: RegExp): void {
   });
 }
 
-/** Issue 8 items 9–12: one rule per input, decided in the core, the same outcome on every adapter. */
+/** Input validation: one rule per input (payloads, options, names, times), decided in the core, the same outcome on every adapter. */
 export const inputCases: ConformanceCase[] = [
   {
     name: "input › every payload of the edge corpus is stored and read back, or rejected, identically on every adapter",

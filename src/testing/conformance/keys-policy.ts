@@ -11,7 +11,7 @@ function delayed(t: CaseContext, key: string, onConflict: "block" | "discard") {
   return insert(t, { ...keyed(key, onConflict), state: "scheduled", runAt: t.clock.now() + 1_000 });
 }
 
-/** Issue 8 item 8: the key policy is stored with the job and applied when a delayed, retried or replayed job falls due. */
+/** A key's conflict policy (block or discard) is stored with the job and applied when a delayed, retried or replayed job falls due. */
 export const keyPolicyCases: ConformanceCase[] = [
   {
     name: "keys › a delayed discard job whose key is full when it falls due is cancelled with the reason and never runs",

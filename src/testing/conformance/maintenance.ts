@@ -16,7 +16,7 @@ async function strandedKey(t: CaseContext, name: string, limit: number, holders:
   await t.execute(`UPDATE {jobs} SET state = 'cancelled', finished_at = ${t.clock.now()} WHERE concurrency_key = '${name}' AND state = 'ready'`);
 }
 
-/** Issue 10 item 9: a maintenance pass repairs keys left with blocked jobs and free slots (which docket's own writes never leave). */
+/** A maintenance pass repairs keys left with blocked jobs and free slots (which docket's own writes never leave). */
 export const maintenanceCases: ConformanceCase[] = [
   {
     name: "maintenance › repairKeys promotes the blocked jobs of a key a manual edit left with free slots, reports the key once, and leaves healthy keys alone",

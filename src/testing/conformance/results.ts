@@ -7,7 +7,7 @@ import { settleOne } from "../lease-writes.ts";
 
 const code = (c: string) => (e: { code?: string }) => e.code === c;
 
-/** Issue 10 item 4: results, progress and waiting for a job. */
+/** Results, progress and waiting for a job. */
 export const resultCases: ConformanceCase[] = [
   {
     name: "results › a handler's return value is stored with the succeeded job: get, the succeeded event and waitFor return it; undefined stores null",

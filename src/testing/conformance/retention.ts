@@ -18,7 +18,7 @@ async function ids(t: CaseContext): Promise<number[]> {
   return (await t.adapter.list({ limit: 10_000 })).map((j) => j.id).sort((a, b) => a - b);
 }
 
-/** Issue 9 item 6: finished jobs are deleted after their retention, in bounded batches, safely from many workers. */
+/** Retention: finished jobs are deleted after their retention, in bounded batches, safely from many workers. */
 export const retentionCases: ConformanceCase[] = [
   {
     name: "retention › purge deletes finished jobs of the given states finished before the cutoff, oldest first, at most limit, and nothing else",

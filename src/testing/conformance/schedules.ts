@@ -2,12 +2,10 @@ import assert from "node:assert/strict";
 import { Docket } from "../../client/docket.ts";
 import { InvalidArgumentError, InvalidPayloadError, NotFoundError, UnknownTaskError } from "../../core/errors.ts";
 import type { ConformanceCase } from "../harness.ts";
-import { engineWithoutTransactions, tickUnfenced } from "../mutations.ts";
-import { raceCasesOf, settle, type Race } from "./races.ts";
 
 const MINUTE = 60_000;
 
-/** Issue 11 item 5: recurring jobs. */
+/** Recurring jobs: cron schedules, their ticks, time zones and definitions. */
 export const scheduleCases: ConformanceCase[] = [
   {
     name: "schedules › a tick fires once: the pass at or after it enqueues one job due at the tick; later passes, and another docket racing it, add none",
@@ -117,45 +115,3 @@ export const scheduleCases: ConformanceCase[] = [
     },
   },
 ];
-
-/** A tick's compare-and-set: `UPDATE schedules SET last_tick = ?, … WHERE name = ? AND last_tick < ?`. */
-const TICK_WRITE = /^update [`"]?\w*schedules[`"]? set [`"]last_tick[`"]/i;
-
-/**
- * Two schedulers read the same due tick; the first is held at its tick write
- * while the second fires the tick; then the first writes. One job per tick.
- */
-const TICK_RACES: Race[] = [
-  {
-    id: "cron-tick",
-    needs: ["statementHooks"],
-    name: "two schedulers that both saw one tick due: the second to write stores nothing",
-    guard: "the tick write's compare-and-set (`last_tick < tick`)",
-    mutant: {
-      instrument: {
-        plugins: [tickUnfenced()],
-        // SQLite's single writer would run the two passes one after the other: the mutant drops its transactions too.
-        wrapEngine: engineWithoutTransactions,
-      },
-    },
-    async scenario({ t, hook, s1, s2 }) {
-      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
-      await t.docket().schedules.put("tick", { cron: "* * * * *", task: "tick" });
-      t.clock.set(Date.UTC(2030, 0, 1, 10, 1, 5));
-      const first = new Docket({ adapter: s1, clock: t.clock });
-      const second = new Docket({ adapter: s2, clock: t.clock });
-      const held = hook.holdNext(TICK_WRITE);
-      const a = first.schedules.runDue();
-      await held.reached;
-      const b = second.schedules.runDue();
-      await settle(b);
-      held.release();
-      const fired = [...(await a), ...(await b)];
-      const jobs = await t.adapter.list({ task: "tick", limit: 10 });
-      if (jobs.length !== 1) return `${jobs.length} jobs for one tick (${fired.length} passes reported firing it)`;
-      return fired.length === 1 ? null : `${fired.length} passes reported firing the tick`;
-    },
-  },
-];
-
-export const scheduleRaceCases: ConformanceCase[] = raceCasesOf(TICK_RACES);

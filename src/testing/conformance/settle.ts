@@ -7,7 +7,7 @@ import { withFaults } from "./faults.ts";
 import { LEASE_MS, claim, eventually, insert, token } from "./helpers.ts";
 import { settleOne } from "../lease-writes.ts";
 
-/** Batched outcomes (issue 9 item 3) and the prefetch buffer after a crash (item 2). */
+/** Batched outcomes, and the prefetch buffer after a crash. */
 export const settleCases: ConformanceCase[] = [
   {
     name: "settle › a batch writes only the jobs whose leases it holds: a cancelled job and a reclaimed, re-claimed one come back null and keep the winner's write",

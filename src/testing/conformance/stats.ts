@@ -4,7 +4,7 @@ import type { ConformanceCase } from "../harness.ts";
 import { LEASE_MS, token } from "./helpers.ts";
 import { settleOne } from "../lease-writes.ts";
 
-/** Issue 11 item 1: docket.stats(). */
+/** docket.stats(): counts per queue and task by state, ages, pauses and caps, leases and keys. */
 export const statsCases: ConformanceCase[] = [
   {
     name: "stats › counts per queue and task by state, oldest ready age, pause and caps, running jobs by lease expiry, keys with slots and blocked jobs",

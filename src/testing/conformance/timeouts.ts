@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ConformanceCase } from "../harness.ts";
 
-/** Issue 8 item 15 (storage): a job's timeoutMs is validated, stored and read back. */
+/** Storage of a job's timeout: its timeoutMs is validated, stored and read back. */
 export const timeoutCases: ConformanceCase[] = [
   {
     name: "enqueue › timeoutMs per job overrides the task's, is stored, and is null when neither gives one",

@@ -6,7 +6,7 @@ import { eventually, sleep } from "./helpers.ts";
 
 export const workerLeaseCases: ConformanceCase[] = [
   {
-    // Issue 8 item 6 (seed 001, bugs 1 and 3): a grace period longer than the lease time left.
+    // A stop's grace period may outlast the lease: the worker must keep the lease alive until the handler returns.
     name: "worker › a stopping worker keeps heartbeating a handler that ignores its signal: no reclaim, no second run, no key overlap",
     slow: true,
     async run(t) {
@@ -45,7 +45,7 @@ export const workerLeaseCases: ConformanceCase[] = [
     },
   },
   {
-    // Issue 8 item 7: in-flight bookkeeping keyed by job id let a stale attempt erase a fresh one.
+    // In-flight attempts are told apart by lease token, not job id: a stale attempt must not erase a fresh one of the same job.
     name: "worker › a job re-claimed by the same worker while its stale attempt still runs: the stale one is lost, the fresh one completes",
     slow: true,
     async run(t) {

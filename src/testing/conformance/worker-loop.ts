@@ -9,7 +9,7 @@ const FAST = { pollMs: 10, leaseMs: 400, heartbeatMs: 50, reclaimMs: 50, logger:
 
 export const workerLoopCases: ConformanceCase[] = [
   {
-    // Issue 8 item 2: a synchronous driver resolved every statement without a macrotask.
+    // A synchronous driver resolves every statement without a macrotask: the worker loop must still yield to timers.
     name: "worker › timers keep firing and heartbeats are written while a backlog drains",
     slow: true,
     async run(t) {
@@ -53,7 +53,7 @@ export const workerLoopCases: ConformanceCase[] = [
     },
   },
   {
-    // Issue 8 item 13: a rolling deploy must not spend attempts of new tasks on old workers.
+    // During a rolling deploy, old workers must not spend attempts of tasks they have no handler for.
     name: "worker › claims only jobs of tasks it has handlers for; a fallback worker claims every task",
     slow: true,
     async run(t) {
@@ -78,7 +78,7 @@ export const workerLoopCases: ConformanceCase[] = [
     },
   },
   {
-    // Issue 8 item 15: a hung handler in a live process held its job forever.
+    // A hung handler in a live process must not hold its job forever: its timeout aborts it.
     name: "worker › a handler past its job's timeoutMs is aborted and the attempt fails with a timeout reason",
     slow: true,
     async run(t) {
@@ -106,7 +106,7 @@ export const workerLoopCases: ConformanceCase[] = [
     },
   },
   {
-    // Issue 9 item 4 (part): an enqueue in the worker's own process wakes it.
+    // An enqueue in the worker's own process wakes it.
     name: "worker › a job enqueued through the worker's own docket starts at once, not at the next poll",
     slow: true,
     async run(t) {

@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import type { HandlerEvent, HistoryEvent, OperationEvent, RunLimits, RunRecord } from "../invariants.ts";
 import type { JobOp } from "../model/model.ts";
 import { extendLease, settleOne } from "../lease-writes.ts";
-import type { StatementScheduler, ReleasedStatement } from "./scheduled-dialect.ts";
+import type { StatementScheduler, ReleasedStatement } from "./statement-scheduler.ts";
 
 /**
  * Concurrent schedules: a few simulated workers, each on its own gated

@@ -20,7 +20,7 @@ import {
   type UnknownRow,
   type UpdateQueryNode,
 } from "kysely";
-import type { Capabilities, Engine } from "../adapters/kysely/engine.ts";
+import type { Capabilities, Engine } from "../../adapters/kysely/engine.ts";
 
 /**
  * docket's mutation switch, for tests only: each mutation removes ONE

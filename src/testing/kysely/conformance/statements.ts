@@ -1,21 +1,20 @@
 import assert from "node:assert/strict";
-import { Docket } from "../../client/docket.ts";
-import type { ConformanceCase } from "../harness.ts";
+import { Docket } from "../../../client/docket.ts";
+import type { KyselyConformanceCase } from "../harness.ts";
 import { StatementCounter } from "../statement-counter.ts";
-import { eventually } from "./helpers.ts";
+import { eventually } from "../../conformance/helpers.ts";
 
 /** Statements (BEGIN and COMMIT included) a worker may send per job while it drains a backlog of unkeyed jobs. */
 export const STATEMENTS_PER_JOB_BOUND = 2;
 
 /**
- * Issue 9 item 9: a count, not a timing. A worker's claims and outcome
- * writes are batched, so in steady state the statements it sends per job
- * stay under one bound whatever its batch size (concurrency 10 and 50).
+ * A count, not a timing: a worker's claims and outcome writes are batched,
+ * so in steady state the statements it sends per job stay under one bound
+ * whatever its batch size (concurrency 10 and 50).
  */
-export const statementCases: ConformanceCase[] = [
+export const statementCases: KyselyConformanceCase[] = [
   {
     name: "statements › a worker draining a backlog sends fewer than 2 statements per job, at concurrency 10 and 50 alike",
-    needs: ["statementHooks"],
     slow: true,
     async run(t) {
       const perJob: number[] = [];

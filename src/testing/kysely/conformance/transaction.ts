@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import type { DocketAdapter } from "../../core/adapter.ts";
-import { Docket } from "../../client/docket.ts";
-import type { ApplicationConnection, CaseContext, ConformanceCase } from "../harness.ts";
-import { LEASE_MS, eventually, sleep, token } from "./helpers.ts";
+import type { DocketAdapter } from "../../../core/adapter.ts";
+import { Docket } from "../../../client/docket.ts";
+import type { ApplicationConnection, KyselyCaseContext as CaseContext, KyselyConformanceCase } from "../harness.ts";
+import { LEASE_MS, eventually, sleep, token } from "../../conformance/helpers.ts";
 
 class Rollback extends Error {}
 
@@ -51,8 +51,8 @@ async function r14(t: CaseContext, mutate?: (adapter: DocketAdapter) => void): P
   return violation;
 }
 
-/** Issue 10 item 2: enqueue in the caller's own transaction (R14). */
-export const transactionCases: ConformanceCase[] = [
+/** Enqueue in the caller's own kysely transaction (R14): its jobs exist, and are admitted and claimed, if and only if it commits; anything else passed as `transaction` is refused before a write. */
+export const transactionCases: KyselyConformanceCase[] = [
   {
     name: "transaction › R14: a job enqueued in the application's own transaction exists, and is claimed, if and only if it commits",
     needs: ["sql"],

@@ -1,0 +1,36 @@
+import { sql, type Expression } from "kysely";
+import type { TransitionEvent } from "../../core/transitions.ts";
+
+/**
+ * What a labelled statement does: a guarded write is labelled with its
+ * transition event; the others name their step. Labels never change what a
+ * statement does; they let a reader of the SQL (a log, `pg_stat_activity`,
+ * docket/testing/kysely's statement hooks) tell docket's statements apart
+ * without parsing them.
+ */
+export type StatementLabel =
+  | TransitionEvent
+  /** An INSERT of jobs (every enqueue path). */
+  | "enqueue"
+  /** The read of a concurrency key's limit that starts its rebalance. */
+  | "rebalance"
+  /** A capped claim's candidate SELECT, after the caps' running counts. */
+  | "claim-candidates"
+  /** A schedule's tick write (compare-and-set on last_tick). */
+  | "tick";
+
+/** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
+export function labelComment(label: StatementLabel): string {
+  return `/* docket:${label} */`;
+}
+
+/**
+ * `query` with its label appended as a trailing comment (kysely's
+ * `modifyEnd`). Trailing, not leading: the statement still starts with its
+ * keyword for whatever reads it by its first word (a pooler, a test).
+ * PostgreSQL, MariaDB and SQLite accept a comment there, prepared or not.
+ */
+// deno-lint-ignore no-explicit-any
+export function labelled<Q extends { modifyEnd(modifier: Expression<any>): Q }>(query: Q, label: StatementLabel): Q {
+  return query.modifyEnd(sql.raw(labelComment(label)));
+}

@@ -1,0 +1,242 @@
+/**
+ * Deterministic two-session tests for races R1, R4, R5, R7, R12 and R18
+ * (docs/design.md). Each holds session 1 at its critical statement, found by
+ * its label (StatementHook), while session 2 runs, then checks the
+ * invariant. Each race, these and the sequenced ones of the portable kit
+ * (conformance/races-sequenced.ts), also runs against a mutant, the adapter
+ * with the guard removed through the instrument seam, and must then report
+ * the violation: proof that the test can fail.
+ */
+import assert from "node:assert/strict";
+import type { DocketAdapter } from "../../../core/adapter.ts";
+import { Docket } from "../../../client/docket.ts";
+import type { InstrumentOptions } from "../../../adapters/kysely/engine.ts";
+import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/helpers.ts";
+import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
+import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
+import { StatementHook } from "../statement-hook.ts";
+import { engineWithoutTransactions, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { extendLease, settleOne } from "../../lease-writes.ts";
+
+/**
+ * A guard removed, through the public seams only: the `instrument` option
+ * (a query rewrite, or an engine whose units of work are not transactions),
+ * and for R9 a wrapper around the public `claim`.
+ */
+export interface Mutant {
+  instrument: InstrumentOptions;
+  wrap?: (adapter: DocketAdapter) => void;
+}
+
+/** Two sessions on a kysely store; session 1's statements pass through `hook`. */
+export interface HeldSessions extends Sessions<KyselyTestStore> {
+  hook: StatementHook;
+}
+
+/** A race that holds session 1 at a labelled statement, with its mutant. */
+export interface HeldRace extends Race<HeldSessions> {
+  mutant: Mutant;
+}
+
+/** Mutation: every "transaction" runs its statements in autocommit, so nothing it locks or writes is held together. */
+export const noTransaction: Mutant = { instrument: { wrapEngine: engineWithoutTransactions } };
+
+/** Mutation: a key's admitted jobs are counted by `states` instead of ready + running. */
+const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holdersCountedIn(states)] } });
+
+const HELD_RACES: HeldRace[] = [
+  {
+    id: "R1",
+    name: "an enqueue that decided to block, racing a finishing holder, is promoted: no lost wakeup",
+    guard: "the key lock held across admission and release (one transaction each)",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      const holder = await runningJob(t);
+      const held = hook.holdNext("enqueue");
+      const now = t.clock.now();
+      const enqueue = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await held.reached;
+      const finish = settleOne(s2, { kind: "complete", ...fenced(t, holder) });
+      await settle(finish);
+      held.release();
+      await Promise.all([enqueue, finish]);
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R4",
+    name: "concurrent admissions to one key never push it past its limit",
+    guard: "the key lock serializing admission checks",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      const held = hook.holdNext("enqueue");
+      const now = t.clock.now();
+      const first = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await held.reached;
+      const second = s2.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await settle(second);
+      held.release();
+      await Promise.all([first, second]);
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R5",
+    name: "a crash between finishing a job and promoting the next loses nothing",
+    guard: "finish and promotion in one transaction",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      const held = hook.holdNext("rebalance");
+      const finish = settleOne(s1, { kind: "complete", ...fenced(t, job) });
+      await held.reached;
+      held.crash();
+      await finish.catch(() => undefined);
+      // The crashed worker never comes back: its lease expires and a sweeper reclaims the job.
+      t.clock.advance(LEASE_MS + 1);
+      await new Docket({ adapter: t.adapter, clock: t.clock }).reclaimExpired();
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R7",
+    name: "two claimers racing on a capped queue never run more than the cap",
+    guard: "the cap check and the claim in one transaction under the queue's lock",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: 2 });
+      for (let i = 0; i < 4; i++) await insert(t, { queue: "q" });
+      const now = t.clock.now();
+      const claim = (a: DocketAdapter) => a.claim({ queues: ["q"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const held = hook.holdNext("claim-candidates");
+      const first = claim(s1);
+      await held.reached;
+      const second = claim(s2);
+      await settle(second);
+      held.release();
+      await Promise.all([first, second]);
+      const running = (await t.adapter.list({ queue: "q", state: "running", limit: 100 })).length;
+      return running > 2 ? `${running} running in queue q, cap 2` : running < 2 ? `only ${running} running while jobs wait, cap 2` : null;
+    },
+  },
+  {
+    id: "R12",
+    name: "two enqueues with one idempotency key, the second committing first: one job, both callers get it, neither fails",
+    guard: "the insert that yields to a committed holder of the key (ON CONFLICT DO NOTHING, or a caught duplicate key)",
+    // SQLite's single writer also serializes the two enqueues (the second then finds the holder before inserting): its transactions go too.
+    mutant: { instrument: { plugins: idempotencyConflictsUnhandled.plugins(), wrapEngine: (e) => engineWithoutTransactions(idempotencyConflictsUnhandled.wrapEngine(e)) } },
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      const job = () => newJob({ runAt: now, idempotencyKey: "order-7" });
+      const held = hook.holdNext("enqueue");
+      const first = s1.enqueue({ jobs: [job()], now });
+      await held.reached;
+      const second = s2.enqueue({ jobs: [job()], now });
+      await settle(second);
+      held.release();
+      const [a, b] = await Promise.allSettled([first, second]);
+      for (const r of [a, b]) if (r.status === "rejected") return `a caller failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const [x] = (a as PromiseFulfilledResult<Awaited<typeof first>>).value;
+      const [y] = (b as PromiseFulfilledResult<Awaited<typeof second>>).value;
+      if (x!.id !== y!.id) return `the callers got jobs ${x!.id} and ${y!.id}`;
+      if (Number(x!.created) + Number(y!.created) !== 1) return `created: ${x!.created} and ${y!.created}`;
+      const stored = (await t.adapter.list({ limit: 10 })).length;
+      return stored === 1 ? null : `${stored} jobs stored`;
+    },
+  },
+  {
+    id: "R18",
+    name: "a bulk replay skips the dead jobs another replay holds: each job is replayed once, and no replay waits for another's rows",
+    guard: "the bulk replay's row locks, its transaction and the replay guard (state IN dead)",
+    mutant: { instrument: { plugins: [replayUnlockedUnguarded()], wrapEngine: engineWithoutTransactions } },
+    async scenario({ t, hook, s1, s2 }) {
+      const dead: number[] = [];
+      for (let i = 0; i < 6; i++) dead.push((await jobInState(t, "dead")).id);
+      const now = t.clock.advance(1);
+      const held = hook.holdNext("replay");
+      const first = s1.replayDead({ diedBefore: now, limit: 3, now });
+      await held.reached;
+      let secondDone = false;
+      const second = s2.replayDead({ diedBefore: now, limit: 10, now }).finally(() => void (secondDone = true));
+      await settle(second);
+      const waited = !secondDone;
+      held.release();
+      const [a, b] = await Promise.all([first, second]);
+      const ids = [...a, ...b].map((j) => j.id);
+      const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
+      if (twice.length > 0) return `jobs ${twice.join(", ")} replayed twice (first ${a.map((j) => j.id)}, second ${b.map((j) => j.id)})`;
+      if (ids.length !== dead.length) return `${ids.length} of ${dead.length} dead jobs replayed`;
+      // With row locks the second replay passes over the held rows; a single-writer engine runs the two one after the other.
+      if (t.adapter.capabilities?.skipLocked === true && waited) return "the second replay waited for the rows the first one holds";
+      return null;
+    },
+  },
+];
+
+/** The mutants of the portable kit's sequenced races, by race id. */
+const SEQUENCED_MUTANTS: Record<string, Mutant> = {
+  R2: { instrument: { plugins: mutationById("expire-ignores-expiry").plugins!() } },
+  R3: holdersIn(["running"]),
+  R6: holdersIn(["ready", "running", "scheduled"]),
+  R8: { instrument: { plugins: [runningCountedInAnyState()] } },
+  // The cap checked only after the claim: claim first, then hand back what the cap does not allow.
+  R9: {
+    instrument: { plugins: mutationById("cap-unchecked").plugins!() },
+    wrap(adapter) {
+      const claim = adapter.claim.bind(adapter);
+      adapter.claim = async (p) => {
+        const got = await claim(p);
+        for (const j of got) await settleOne(adapter, { kind: "release", id: j.id, leaseToken: j.leaseToken!, now: p.now });
+        return [];
+      };
+    },
+  },
+};
+
+/** Two sessions for the case `name`: session 1 behind a statement hook; both with the mutant's instrumentation when given. */
+export async function sessions(t: KyselyCaseContext, name: string, mutant?: Mutant): Promise<HeldSessions> {
+  const hook = new StatementHook({ name });
+  const m = mutant?.instrument ?? {};
+  const s1 = await t.connect({ instrument: { ...m, wrapDialect: (d) => hook.wrap(m.wrapDialect ? m.wrapDialect(d) : d) } });
+  const s2 = await t.connect({ instrument: m });
+  mutant?.wrap?.(s1);
+  mutant?.wrap?.(s2);
+  return { t, hook, s1, s2 };
+}
+
+/** The case that runs `race` against `mutant` and expects it to report a violation. */
+function mutantCase(race: Race<HeldSessions> | Race, mutant: Mutant): KyselyConformanceCase {
+  const name = `races › ${race.id} is caught when ${race.guard} is removed`;
+  return {
+    name,
+    async run(t) {
+      const violation = await race.scenario(await sessions(t, name, mutant));
+      assert.notEqual(violation, null, `${race.id}: the scenario did not detect the removed guard (${race.guard})`);
+    },
+  };
+}
+
+/** Two cases per race: the scenario holds, and it reports a violation once its guard is removed. */
+export function raceCasesOf(races: readonly HeldRace[]): KyselyConformanceCase[] {
+  return races.flatMap((race) => {
+    const name = `races › ${race.id}: ${race.name}`;
+    const holds: KyselyConformanceCase = {
+      name,
+      async run(t) {
+        const violation = await race.scenario(await sessions(t, name));
+        assert.equal(violation, null, `${race.id} violated: ${violation}`);
+      },
+    };
+    return [holds, mutantCase(race, race.mutant)];
+  });
+}
+
+/** The mutant case of each race of `races` that `mutants` names (by race id); a mutant that names no race is an error. */
+export function mutantCasesOf(races: readonly Race[], mutants: Record<string, Mutant>): KyselyConformanceCase[] {
+  const unknown = Object.keys(mutants).filter((id) => !races.some((race) => race.id === id));
+  if (unknown.length > 0) throw new Error(`mutants for races that do not exist: ${unknown.join(", ")}`);
+  return races.filter((race) => race.id in mutants).map((race) => mutantCase(race, mutants[race.id]!));
+}
+
+export const raceCases: KyselyConformanceCase[] = [...raceCasesOf(HELD_RACES), ...mutantCasesOf(SEQUENCED_RACES, SEQUENCED_MUTANTS)];
