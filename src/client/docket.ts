@@ -308,7 +308,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     return new Worker(this.#workerHost(), options);
   }
 
-  /** What a worker of this docket sees of it. */
+  /** What a worker of this docket sees of it (src/worker/host.ts). */
   #workerHost(): WorkerHost {
     return {
       adapter: this.adapter,
@@ -327,12 +327,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     };
   }
 
-  /**
-   * The largest payload, result or progress value stored, in UTF-8 bytes of
-   * its JSON: `maxPayloadBytes`, or the database's own limit where the
-   * adapter reports a lower one (MariaDB/MySQL: what fits in
-   * `max_allowed_packet`), read once.
-   */
+  /** The largest payload, result or progress value stored (UTF-8 bytes of its JSON): `maxPayloadBytes`, or the database's lower limit (read once). */
   payloadLimit(): Promise<number> {
     return this.#payloadLimit.bytes();
   }
