@@ -41,8 +41,17 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       });
       const failing = await docket.enqueue("boom", {}, { queue: "mail", maxAttempts: 1 });
       expect(job.traceContext).toMatch(/traceparent/);
-      await new Promise((r) => setTimeout(r, 120)); // the depth gauge reads 2 ready jobs
-      await reader.forceFlush();
+      // The depth gauge reads the stats every 50 ms: wait (up to 10 s, a loaded machine) until an export shows 2 ready jobs.
+      const depthSeen = () =>
+        metricsOut
+          .getMetrics()
+          .flatMap((m) => m.scopeMetrics.flatMap((s) => s.metrics))
+          .filter((m) => m.descriptor.name === "docket.queue.depth")
+          .some((m) => (m.dataPoints as { value: unknown; attributes: Record<string, unknown> }[]).some((p) => p.value === 2 && p.attributes["messaging.destination.name"] === "mail"));
+      for (const until = Date.now() + 10_000; Date.now() < until && !depthSeen(); ) {
+        await new Promise((r) => setTimeout(r, 50));
+        await reader.forceFlush();
+      }
       const worker = docket.worker({
         queues: ["mail"],
         pollMs: 20,
