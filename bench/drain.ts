@@ -7,11 +7,15 @@
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
- *     [--handler-ms 0]
+ *     [--handler-ms 0] [--queue-cap N] [--keys K --key-limit L]
  *
  * --handler-ms: each docket job's handler waits that long (a timer, as for
  * I/O), so the drain measures how claims scale across processes rather than
  * how the 2 cores are shared.
+ * --queue-cap: the drained queue has a cap of N (setQueueCap), so every claim
+ * takes the cap's accounting. --keys: job i carries concurrency key
+ * "k{i mod K}" with limit L (default 1), so claims and outcomes admit and
+ * promote under the keys' locks.
  * Systems: docket on each adapter (sqlite, postgres, mysql), and the peers of
  * bench/peers.ts on the same PostgreSQL (install them with `npm --prefix
  * bench ci`). Runs alternate: run 1 of every system, then run 2, … so a
@@ -39,6 +43,9 @@ const scenarios = (args.get("scenarios") ?? "c10x1,c50x1,c10x4").split(",").map(
 const workerExtra = args.get("worker") ?? "{}";
 const capped = args.get("capped") === "1";
 const handlerMs = Number(args.get("handler-ms") ?? 0);
+const queueCap = args.has("queue-cap") ? Number(args.get("queue-cap")) : null;
+const keys = args.has("keys") ? Number(args.get("keys")) : null;
+const keyLimit = Number(args.get("key-limit") ?? 1);
 const CHILD = fileURLToPath(new URL("./drain-child.ts", import.meta.url));
 const PEER_CHILD = fileURLToPath(new URL("./peer-child.ts", import.meta.url));
 
@@ -74,9 +81,14 @@ async function prepare(system: string, n: number, db: Database | null): Promise<
     await docket.setQueueCap("reports", 2);
     await docket.setTaskCap("report.build", 1);
   }
+  if (queueCap !== null) await docket.setQueueCap("default", queueCap);
   const t0 = performance.now();
   for (let i = 0; i < jobs; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ task: "noop", payload: { i: i + k } }));
+    const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
+      task: "noop",
+      payload: { i: i + k },
+      ...(keys === null ? {} : { options: { concurrency: { key: `k${(i + k) % keys}`, limit: keyLimit } } }),
+    }));
     await docket.enqueueMany(batch);
   }
   const enqueuePerSec = jobs / ((performance.now() - t0) / 1000);
