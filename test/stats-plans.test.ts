@@ -51,7 +51,7 @@ async function readOf(name: TargetName, db: Kysely<any>, jobs: string, q: { sql:
 }
 
 /**
- * Issue 11 item 1: `stats()` reads "in a bounded number of indexed queries
+ * `stats()` reads "in a bounded number of indexed queries
  * whatever the table size". With 60,000 jobs of history (half of them
  * keyed) beside a few hundred live ones, every statement stats() sends is
  * shown by the engine's own plan to read an index range, not the table:

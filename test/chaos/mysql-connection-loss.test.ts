@@ -9,7 +9,7 @@ const MIN_KILLS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Issue 8 item 1, on MariaDB/MySQL: a worker (child process) whose
+ * On MariaDB/MySQL: a worker (child process) whose
  * connections are killed (`KILL <id>`) again and again survives and drains
  * every job. On the shared server, so only connections to this test's own
  * database are killed, and the server is not restarted.

@@ -12,7 +12,7 @@ const RESTARTS = 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Issue 8 item 1: a PostgreSQL worker whose connections are terminated
+ * A PostgreSQL worker whose connections are terminated
  * (pg_terminate_backend) again and again, and whose server restarts twice,
  * survives, reports the errors as events and drains every job. On a private
  * server this test owns (test/support/private-postgres.ts), in a child

@@ -36,7 +36,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Issue 11 item 3: the `docket` command, on every adapter. */
+/** The `docket` command, on every adapter. */
 describe("cli", () => {
   const cases: [string, string | null][] = [
     ["sqlite", `sqlite:${join(dir, "cli.db")}`],

@@ -28,7 +28,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => browser?.close());
 
-/** Issue 11 item 2: the dashboard, end to end in headless Chromium, on every adapter. */
+/** The dashboard, end to end in headless Chromium, on every adapter. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
   describe(`${name}: dashboard in Chromium`, () => {
     let target: DisposableTarget | null = null;

@@ -9,7 +9,7 @@ import { nodeListener } from "../../src/dashboard/node.ts";
 import { openTarget, type DisposableTarget } from "../support/targets.ts";
 
 /**
- * Issue 11 item 2: the dashboard handler mounted in Express (over real HTTP,
+ * The dashboard handler mounted in Express (over real HTTP,
  * with and without a global body parser) and in Hono (its fetch API), under
  * a base path: pages render, a CSRF-protected POST replays a dead job once,
  * a POST without the token is refused.

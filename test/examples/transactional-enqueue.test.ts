@@ -20,7 +20,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Issue 10 item 2: the README's transactional-enqueue example, run as a user would, on every adapter. */
+/** The README's transactional-enqueue example, run as a user would, on every adapter. */
 describe("examples/transactional-enqueue.ts (the README example)", () => {
   const cases: [string, Record<string, string> | null][] = [
     ["sqlite", {}],

@@ -16,7 +16,7 @@ function importGraph(entry: string): Map<string, string[]> {
   return out;
 }
 
-/** Issue 11 item 4 and the house rules: what each entry point may load. */
+/** The house rules: what each entry point may load. */
 describe("import boundaries", () => {
   it("the main entry (core) imports no SQL, no driver and no OpenTelemetry: tracing costs nothing unless docket/otel is imported", () => {
     const bare = [...importGraph("src/index.ts").values()].flat();

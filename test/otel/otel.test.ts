@@ -12,7 +12,7 @@ import { openTarget } from "../support/targets.ts";
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
-/** Issue 11 item 4: spans exported by the OpenTelemetry SDK's in-memory exporter, and metrics, on every adapter. */
+/** Spans exported by the OpenTelemetry SDK's in-memory exporter, and metrics, on every adapter. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
   describe(`${name}: OpenTelemetry`, () => {
     let target: DisposableTarget | null = null;

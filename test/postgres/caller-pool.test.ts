@@ -28,7 +28,7 @@ async function until(what: string, check: () => boolean, ms = 5000): Promise<voi
   }
 }
 
-/** Issue 8 item 1, for `postgresAdapter({ pool })`: the caller's pool outlives the adapter. */
+/** For `postgresAdapter({ pool })`: the caller's pool outlives the adapter. */
 describe.skipIf(url === null)("postgres: a pool the caller passes", () => {
   let pool: Pool;
   const poolErrors: unknown[] = [];

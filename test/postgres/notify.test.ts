@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 /**
- * Issue 9 item 4: on PostgreSQL an idle worker is woken by NOTIFY when a job
+ * On PostgreSQL an idle worker is woken by NOTIFY when a job
  * becomes ready in another process (here: another adapter, its own pool),
  * long before its next poll (pollMs one hour).
  */

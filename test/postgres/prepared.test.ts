@@ -51,7 +51,7 @@ async function runOne(docket: Docket, sent: { text: string; name: string | null 
 }
 
 /**
- * Issue 9 (start latency): on PostgreSQL the statements docket runs again and
+ * Start latency: on PostgreSQL the statements docket runs again and
  * again are named statements, parsed and planned once per connection, as
  * graphile-worker's are; `preparedStatements: false` sends every one unnamed.
  */

@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 /**
- * Issue 10 item 2 on PostgreSQL: enqueue with a plain `pg` client inside
+ * On PostgreSQL: enqueue with a plain `pg` client inside
  * BEGIN (no kysely in the application); the job exists iff the client's
  * transaction commits, and the NOTIFY sent in it wakes an idle worker only
  * at commit.

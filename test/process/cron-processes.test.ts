@@ -16,7 +16,7 @@ interface Report {
 
 const scheduler = (args: string[]) => spawnGoChild<Report>(CHILD, args, "scheduler");
 
-/** Issue 11 item 5: a schedule ticking every second, fired by 4 scheduler processes at once: exactly one job per tick, no tick missed. */
+/** A schedule ticking every second, fired by 4 scheduler processes at once: exactly one job per tick, no tick missed. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
   describe(`${name}: recurring jobs across processes`, () => {
     let target: DisposableTarget | null = null;

@@ -10,7 +10,7 @@ const KEYS = Array.from({ length: 40 }, (_, i) => `order-${i}`);
 
 const producer = (args: string[]) => spawnGoChild<{ key: string; id: number; created: boolean }[]>(CHILD, args, "producer");
 
-/** Issue 10 item 1: one idempotency key enqueued at once from separate processes creates one job; every caller gets it. */
+/** One idempotency key enqueued at once from separate processes creates one job; every caller gets it. */
 for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
   describe(`${name}: idempotency keys across processes`, () => {
     let target: DisposableTarget | null = null;

@@ -8,7 +8,7 @@ import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 
 const CHILD = join(import.meta.dirname, "../support/signal-child.ts");
 
-/** Issue 8 item 14: SIGINT/SIGTERM stop the worker gracefully; its jobs are released, not left to expire. */
+/** SIGINT/SIGTERM stop the worker gracefully; its jobs are released, not left to expire. */
 describe("worker.stopOnSignals()", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     it(`on ${signal}: releases in-flight jobs to ready without spending an attempt, then ends the process by that signal`, async () => {

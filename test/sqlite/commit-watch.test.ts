@@ -26,7 +26,7 @@ async function withTwoStores(fn: (consumer: Docket, producer: Docket, file: stri
 }
 
 /**
- * Issue 9 item 4 on SQLite, which has no NOTIFY: an idle worker hears of a
+ * On SQLite, which has no NOTIFY: an idle worker hears of a
  * job another connection to the file committed (another process, here
  * another adapter) from the file's data version, long before its next poll
  * (pollMs one hour).

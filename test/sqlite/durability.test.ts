@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 
-/** Issue 8 item 16: "what a call returned as written is committed" must hold through a power loss. */
+/** "what a call returned as written is committed" must hold through a power loss. */
 describe("sqlite: durability", () => {
   const cases = [
     { options: {}, expected: 2, what: "FULL by default" },

@@ -34,7 +34,7 @@ function recording(db: Database.Database): { db: Database.Database; seen: { sql:
 }
 
 /**
- * Issue 9 items 5 and 6: on SQLite the claim, the due-job staging, the
+ * On SQLite the claim, the due-job staging, the
  * expired-lease sweep and the retention purge use indexes, not a full scan of the jobs table, and
  * the claim's UPDATE by ids goes by rowid, whatever the table's size.
  * Checked with EXPLAIN QUERY PLAN on the statements docket really runs, with
