@@ -4,7 +4,7 @@
  * reported lost. Shared by every part of the runtime.
  */
 import type { JobRecord } from "../core/job.ts";
-import { LazyAbort } from "../core/lazy-abort.ts";
+import { LazyAbort } from "./lazy-abort.ts";
 
 /** One attempt, identified by `key` (attemptKey). */
 export interface Attempt {

@@ -7,7 +7,7 @@
 import type { WorkerHost } from "./host.ts";
 import { LeaseLostError } from "../core/errors.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
-import type { LazyAbort } from "../core/lazy-abort.ts";
+import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
 import { serializePayload } from "../core/validate.ts";
 import type { Attempt, InFlight, Outcome } from "./attempt.ts";

@@ -6,7 +6,7 @@
 import type { TaskMap, WorkerHost } from "./host.ts";
 import { InvalidArgumentError } from "../core/errors.ts";
 import { shown } from "../core/shown.ts";
-import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "../core/signals.ts";
+import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { checkKeys, validateInteger } from "../core/validate.ts";
 import type { InFlight } from "./attempt.ts";
 import { Completer } from "./completer.ts";

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { LazyAbort } from "../../src/core/lazy-abort.ts";
+import { LazyAbort } from "../../src/worker/lazy-abort.ts";
 
 test("a signal read before the abort is aborted by it, with its reason", () => {
   const abort = new LazyAbort();
