@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket } from "../../src/index.ts";
+import { arrayRuns } from "../../src/adapters/kysely/array-insert.ts";
+import type { NewJob } from "../../src/core/adapter.ts";
 import { StatementCounter } from "../../src/testing/kysely/statement-counter.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 
@@ -82,5 +84,14 @@ describe.skipIf(!url)("postgres: batch enqueue", () => {
       await adapter.close();
       await pool.end();
     }
+  });
+});
+
+describe("arrayRuns", () => {
+  const job = (payload: string): NewJob => ({ task: "t", queue: "q", payload, state: "ready", priority: 0, runAt: 0, maxAttempts: 1, backoff: null });
+  it("keeps a batch in one run up to the size limit, splits past it in order, and gives a larger job a run of its own", () => {
+    const jobs = ["aaaa", "bbbb", "cccc", "d".repeat(30), "ee"].map(job);
+    expect(arrayRuns(jobs).map((r) => r.length)).toEqual([5]);
+    expect(arrayRuns(jobs, 20).map((r) => r.map((j) => j.payload[0]).join(""))).toEqual(["abc", "d", "e"]);
   });
 });

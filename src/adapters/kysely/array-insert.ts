@@ -1,36 +1,24 @@
 import { sql } from "kysely";
-import type { JobRecord } from "../../core/job.ts";
+import type { EnqueuedRecord, NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
-import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { labelled } from "./labels.ts";
 
-/** The SQL type of each jobs column a new row sets: its values travel as one array parameter of this type. */
-const COLUMN_TYPES: Readonly<Record<string, string>> = {
-  task: "text",
-  queue: "text",
-  payload: "text",
-  state: "text",
-  priority: "integer",
-  run_at: "bigint",
-  attempt: "integer",
-  max_attempts: "integer",
-  backoff: "text",
-  concurrency_key: "text",
-  on_conflict: "text",
-  timeout_ms: "bigint",
-  idempotency_key: "text",
-  trace_context: "text",
-  created_at: "bigint",
-  updated_at: "bigint",
-  finished_at: "bigint",
-  last_error: "text",
-};
-
-/** The columns a new row does not set: all null until a claim, an outcome or a handler writes them. */
-export const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
+/** The columns that differ from job to job, with their SQL types: each travels as one array parameter. */
+const ARRAY_COLUMNS = [
+  ["task", "text"],
+  ["queue", "text"],
+  ["payload", "text"],
+  ["state", "text"],
+  ["priority", "integer"],
+  ["run_at", "bigint"],
+  ["max_attempts", "integer"],
+  ["backoff", "text"],
+  ["timeout_ms", "bigint"],
+  ["trace_context", "text"],
+] as const;
 
 /**
  * UTF-16 code units of strings per statement. A code unit takes at most 3
@@ -40,23 +28,22 @@ export const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result
 const MAX_RUN_UNITS = 128 * 1024 * 1024;
 
 /**
- * `rows` in order, in runs whose strings hold at most MAX_RUN_UNITS code
- * units together (a row larger than that is a run of its own): each run is
- * one `insertArrays` statement. One run for any batch of ordinary size.
+ * `jobs` in order, in runs whose strings hold at most `maxUnits` code units
+ * together (a job larger than that is a run of its own): each run is one
+ * `insertUnkeyed` statement. One run for any batch of ordinary size.
  */
-export function arrayRuns(rows: readonly Record<string, unknown>[]): Record<string, unknown>[][] {
-  const runs: Record<string, unknown>[][] = [];
-  let run: Record<string, unknown>[] = [];
+export function arrayRuns(jobs: readonly NewJob[], maxUnits = MAX_RUN_UNITS): NewJob[][] {
+  const runs: NewJob[][] = [];
+  let run: NewJob[] = [];
   let units = 0;
-  for (const row of rows) {
-    let size = 0;
-    for (const value of Object.values(row)) if (typeof value === "string") size += value.length;
-    if (run.length > 0 && units + size > MAX_RUN_UNITS) {
+  for (const job of jobs) {
+    const size = job.task.length + job.queue.length + job.payload.length + (job.backoff?.length ?? 0) + (job.traceContext?.length ?? 0);
+    if (run.length > 0 && units + size > maxUnits) {
       runs.push(run);
       run = [];
       units = 0;
     }
-    run.push(row);
+    run.push(job);
     units += size;
   }
   if (run.length > 0) runs.push(run);
@@ -64,36 +51,80 @@ export function arrayRuns(rows: readonly Record<string, unknown>[]): Record<stri
 }
 
 /**
- * Inserts `rows` (new jobs, each with the columns of COLUMN_TYPES, the same
- * in every row) with ONE statement, `INSERT … SELECT * FROM unnest($1::text[], …)
- * RETURNING id`: one array parameter per column, whatever the number of
- * rows, so its text is constant and compiled once (and prepared, where the
- * engine names statements). Returns the rows' records in input order: the
+ * Inserts `jobs`, new jobs with neither a concurrency key nor an
+ * idempotency key, created at `now`, with ONE statement: `INSERT … SELECT
+ * t.*, 0, $now, $now FROM unnest($1::text[], …) AS t RETURNING id`, one
+ * array parameter per column that differs between jobs, whatever their
+ * number, so its text is constant, compiled once (and prepared, where the
+ * engine names statements). Returns their records in input order: the
  * values written, with the ids the rows got. Assumes, as a multi-row INSERT
  * does, that the rows get ascending ids in the order unnest yields them.
  * Only for an engine with `arrays`; atomic on its own.
  */
-export async function insertArrays(ctx: StoreContext, db: AnyDb, rows: readonly Record<string, unknown>[]): Promise<JobRecord[]> {
-  const columns = Object.keys(rows[0]!);
+export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], now: number): Promise<EnqueuedRecord[]> {
   const build = () => {
-    const arrays = columns.map((c) => {
-      const type = COLUMN_TYPES[c];
-      if (type === undefined) throw new AdapterError(`${ctx.engine.name}: no array type for jobs column ${c}`);
-      return sql`${new Slot(c)}::${sql.raw(`${type}[]`)}`;
-    });
+    const arrays = ARRAY_COLUMNS.map(([column, type]) => sql`${new Slot(column)}::${sql.raw(`${type}[]`)}`);
     const insert = ctx.db
       .insertInto(ctx.tables.jobs)
-      .columns(columns)
-      .expression(sql`select * from unnest(${sql.join(arrays)})`)
+      .columns([...ARRAY_COLUMNS.map(([column]) => column), "attempt", "created_at", "updated_at"])
+      .expression(sql`select t.*, 0, ${new Slot("now")}::bigint, ${new Slot("now")}::bigint from unnest(${sql.join(arrays)}) as t`)
       .returning("id");
     return labelled(insert, "enqueue");
   };
-  const values: Record<string, unknown[]> = {};
-  for (const c of columns) values[c] = rows.map((r) => r[c]);
-  const key = `insert-arrays:${columns.join(",")}`;
-  const result = await db.executeQuery(compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare));
+  const n = jobs.length;
+  const task = new Array<string>(n);
+  const queue = new Array<string>(n);
+  const payload = new Array<string>(n);
+  const state = new Array<string>(n);
+  const priority = new Array<number>(n);
+  const runAt = new Array<number>(n);
+  const maxAttempts = new Array<number>(n);
+  const backoff = new Array<string | null>(n);
+  const timeout = new Array<number | null>(n);
+  const trace = new Array<string | null>(n);
+  for (let i = 0; i < n; i++) {
+    const j = jobs[i]!;
+    task[i] = j.task;
+    queue[i] = j.queue;
+    payload[i] = j.payload;
+    state[i] = j.state;
+    priority[i] = j.priority;
+    runAt[i] = j.runAt;
+    maxAttempts[i] = j.maxAttempts;
+    backoff[i] = j.backoff;
+    timeout[i] = j.timeoutMs ?? null;
+    trace[i] = j.traceContext ?? null;
+  }
+  const values = { task, queue, payload, state, priority, run_at: runAt, max_attempts: maxAttempts, backoff, timeout_ms: timeout, trace_context: trace, now };
+  const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-unkeyed", build, values, ctx.engine.prepare));
   const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
-  if (ids.length !== rows.length) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${rows.length} jobs`);
-  // Object.assign, not an object spread: V8 copies these rows many times faster so.
-  return rows.map((row, i) => rowToRecord(Object.assign({ id: ids[i]! }, UNSET_COLUMNS, row as Omit<JobRow, "id">)));
+  if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
+  return jobs.map((j, i) => ({
+    id: ids[i]!,
+    task: j.task,
+    queue: j.queue,
+    payload: j.payload,
+    state: j.state,
+    priority: j.priority,
+    runAt: j.runAt,
+    attempt: 0,
+    maxAttempts: j.maxAttempts,
+    backoff: j.backoff,
+    concurrencyKey: null,
+    onConflict: null,
+    timeoutMs: j.timeoutMs ?? null,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    lastError: null,
+    idempotencyKey: null,
+    traceContext: j.traceContext ?? null,
+    result: null,
+    progress: null,
+    worker: null,
+    errors: null,
+    created: true,
+  }));
 }

@@ -11,7 +11,7 @@ import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
-import { arrayRuns, insertArrays, UNSET_COLUMNS } from "./array-insert.ts";
+import { arrayRuns, insertUnkeyed } from "./array-insert.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -25,10 +25,23 @@ import { arrayRuns, insertArrays, UNSET_COLUMNS } from "./array-insert.ts";
 export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
-  const values = rowsOf(params);
   const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey);
-  // With arrays, any batch of unkeyed jobs is one statement (array parameters); without, up to BATCH_ROWS rows are.
-  if (!oneByOne && engine.capabilities.returning && (engine.capabilities.arrays || values.length <= BATCH_ROWS)) {
+  if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
+    // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
+    const runs = arrayRuns(params.jobs);
+    const write = async (w: AnyDb) => {
+      const records: EnqueuedRecord[] = [];
+      for (const run of runs) records.push(...(await insertUnkeyed(ctx, w, run, params.now)));
+      return records;
+    };
+    const records = runs.length === 1 ? await engine.writeStatement(db, write) : await engine.writeTransaction(db, write);
+    // As below: in the caller's transaction the notice rides on it; otherwise it is sent in the background.
+    if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
+    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    return records;
+  }
+  const values = rowsOf(params);
+  if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     if (values.length === 1 && params.transaction === undefined) {
       // The common single enqueue: one statement that stores the job and, where the engine can, announces it on commit.
@@ -37,14 +50,7 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
       if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
       return records.map(created);
     }
-    const runs = engine.capabilities.arrays ? arrayRuns(values) : [values];
-    const write = async (w: AnyDb) => {
-      if (!engine.capabilities.arrays) return insertRows(ctx, w, values);
-      const records: JobRecord[] = [];
-      for (const run of runs) records.push(...(await insertArrays(ctx, w, run)));
-      return records;
-    };
-    const records = runs.length === 1 ? await engine.writeStatement(db, write) : await engine.writeTransaction(db, write);
+    const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
     // In the caller's transaction the notice rides on it. Otherwise the jobs are stored: the notice is sent
     // in the background (a failure is reported, not thrown: workers still poll), on the next turn, after
     // the claims of this process's workers that the enqueue wakes.
@@ -67,6 +73,9 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
 }
 
 const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
+
+/** The columns a new row does not set (`rowsOf`): all null until a claim, an outcome or a handler writes them. */
+const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
   const { now } = params;
