@@ -30,8 +30,8 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
     const runs = arrayRuns(params.jobs);
     const write = async (w: AnyDb) => {
-      const records: EnqueuedRecord[] = [];
-      for (const run of runs) records.push(...(await insertUnkeyed(ctx, w, run, params.now)));
+      let records: EnqueuedRecord[] = [];
+      for (const run of runs) records = records.concat(await insertUnkeyed(ctx, w, run, params.now));
       return records;
     };
     const records = runs.length === 1 ? await engine.writeStatement(db, write) : await engine.writeTransaction(db, write);
