@@ -81,10 +81,10 @@ async function openAdapter(c: StressWorkerConfig): Promise<DocketAdapter> {
 const counts: Record<string, number> = {};
 const pid = process.pid;
 const docket = new Docket({ adapter: await openAdapter(config) });
-// Timing only: how long each claim and completion call took in this process (a figure in the report).
+// Timing only: how long each claim and outcome write (settle) took in this process (a figure in the report).
 {
-  const a = docket.adapter as unknown as Record<"claim" | "complete", (...x: unknown[]) => Promise<unknown>>;
-  for (const m of ["claim", "complete"] as const) {
+  const a = docket.adapter as unknown as Record<"claim" | "settle", (...x: unknown[]) => Promise<unknown>>;
+  for (const m of ["claim", "settle"] as const) {
     const call = a[m].bind(docket.adapter);
     a[m] = async (...x: unknown[]) => {
       const s = now();

@@ -389,7 +389,7 @@ function spawnWorker(index: number, store: Store, dir: string): Child {
 
 interface Rec {
   k: "start" | "end" | "event" | "call";
-  m?: "claim" | "complete";
+  m?: "claim" | "settle";
   ms?: number;
   n?: number;
   type?: string;
@@ -547,7 +547,7 @@ try {
   const otherEvents = new Map<string, number>();
   const errors: Rec[] = [];
   const lostEvents: Rec[] = [];
-  const callMs = { claim: [] as number[], complete: [] as number[] };
+  const callMs = { claim: [] as number[], settle: [] as number[] };
   for (const r of recs) {
     if (r.k === "call") callMs[r.m!].push(r.ms!);
     else if (r.k === "start") starts.set(r.id!, [...(starts.get(r.id!) ?? []), r]);
@@ -712,7 +712,7 @@ try {
   rows.push([
     "adapter call latency (ms)",
     `claim p50 ${pct(callMs.claim, 0.5)} p99 ${pct(callMs.claim, 0.99)} (${callMs.claim.length} calls); ` +
-      `complete p50 ${pct(callMs.complete, 0.5)} p99 ${pct(callMs.complete, 0.99)} (${callMs.complete.length} calls)`,
+      `settle p50 ${pct(callMs.settle, 0.5)} p99 ${pct(callMs.settle, 0.99)} (${callMs.settle.length} calls)`,
   ]);
   rows.push(["snapshots (consistent reads)", `${stats.count}; blocked-with-room findings: ${stats.blockedWithRoom}`]);
   rows.push(["worker events", `errors ${errors.length}; spurious lost ${spurious.length}; ${[...otherEvents].map(([t, n]) => `${t} ${n}`).join(", ") || "no retry/dead/lost/released"}`]);
