@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { EnqueuedRecord, NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
+import { newJobRecord } from "../../core/new-job.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
@@ -99,32 +100,9 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
   const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-unkeyed", build, values, ctx.engine.prepare));
   const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
   if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
-  return jobs.map((j, i) => ({
-    id: ids[i]!,
-    task: j.task,
-    queue: j.queue,
-    payload: j.payload,
-    state: j.state,
-    priority: j.priority,
-    runAt: j.runAt,
-    attempt: 0,
-    maxAttempts: j.maxAttempts,
-    backoff: j.backoff,
-    concurrencyKey: null,
-    onConflict: null,
-    timeoutMs: j.timeoutMs ?? null,
-    leaseToken: null,
-    leaseExpiresAt: null,
-    createdAt: now,
-    updatedAt: now,
-    finishedAt: null,
-    lastError: null,
-    idempotencyKey: null,
-    traceContext: j.traceContext ?? null,
-    result: null,
-    progress: null,
-    worker: null,
-    errors: null,
-    created: true,
-  }));
+  return jobs.map((j, i) => {
+    const record = newJobRecord(ids[i]!, j, now) as EnqueuedRecord;
+    record.created = true;
+    return record;
+  });
 }

@@ -10,6 +10,7 @@ import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.t
 import { admit, discardReason } from "../../core/concurrency.ts";
 import { IdempotencyConflictError, InvalidArgumentError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
+import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { countHolders, rebalance } from "./guarded-write.ts";
@@ -35,7 +36,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };
-    const record = newRecord(state.nextId++, job, now);
+    const record = newJobRecord(state.nextId++, job, now);
     const c = job.concurrency;
     if (c && job.state === "ready") {
       const decision = admit(countHolders(state, c.key), c.limit, c.onConflict);
@@ -96,35 +97,4 @@ function releaseKeys(state: MemoryState, keys: ReadonlySet<string>, finishedBefo
 /** Whether `job` finished at or before `finishedBefore`, so its idempotency key's hold has ended. */
 function releasable(job: JobRecord, finishedBefore: number): boolean {
   return TERMINAL_STATES.includes(job.state) && job.finishedAt !== null && job.finishedAt <= finishedBefore;
-}
-
-/** A new job's record: every column a claim, outcome or handler writes later is null. */
-function newRecord(id: number, j: NewJob, now: number): JobRecord {
-  return {
-    id,
-    task: j.task,
-    queue: j.queue,
-    payload: j.payload,
-    state: j.state,
-    priority: j.priority,
-    runAt: j.runAt,
-    attempt: 0,
-    maxAttempts: j.maxAttempts,
-    backoff: j.backoff,
-    concurrencyKey: j.concurrency?.key ?? null,
-    onConflict: j.concurrency?.onConflict ?? null,
-    timeoutMs: j.timeoutMs ?? null,
-    leaseToken: null,
-    leaseExpiresAt: null,
-    createdAt: now,
-    updatedAt: now,
-    finishedAt: null,
-    lastError: null,
-    idempotencyKey: j.idempotencyKey ?? null,
-    traceContext: j.traceContext ?? null,
-    result: null,
-    progress: null,
-    worker: null,
-    errors: null,
-  };
 }
