@@ -316,7 +316,7 @@ export class Docket<T extends TaskMap = TaskMap> {
       random: this.random,
       defaultQueue: this.defaultQueue,
       taskQueues: () => this.taskQueues(),
-      payloadLimit: () => this.payloadLimit().catch(() => this.maxPayloadBytes),
+      payloadLimit: () => this.#payloadLimit.known() ?? this.payloadLimit().catch(() => this.maxPayloadBytes),
       planFailure: (job, now) => this.planFailure(job, now),
       listens: (type) => this.listens(type),
       publish: (event) => this.publish(event),

@@ -65,10 +65,11 @@ export async function enqueueItems<T extends TaskMap>(
   }
   const now = host.clock.now();
   const jobs = items.map((item, i) => host.tasks.newJob(item, now, label === "" ? "" : `${label}[${i}].`));
-  await host.payloadLimit.check(
+  const checking = host.payloadLimit.check(
     jobs.map((j) => j.payload),
     transaction,
   );
+  if (checking) await checking;
   const hold = host.keyHoldAfterFinishMs;
   const store = (traceContext: string | null) =>
     host.adapter.enqueue({

@@ -27,16 +27,27 @@ export class PayloadLimit {
 
   /** The limit in force, in UTF-8 bytes. */
   async bytes(transaction?: object): Promise<number> {
-    const database = await this.#read(transaction);
+    return this.#inForce(await this.#read(transaction));
+  }
+
+  /** The limit in force once the adapter's limit is known (at once when it has none), else undefined: no promise on a hot path. */
+  known(): number | undefined {
+    return this.#database === undefined ? undefined : this.#inForce(this.#database);
+  }
+
+  #inForce(database: number | null): number {
     return database === null ? this.#maxBytes : Math.min(database, this.#maxBytes);
   }
 
   /**
    * Throws PayloadTooLargeError for the first of `texts` (each already within
    * `maxPayloadBytes`) that is longer than the database stores; writes nothing.
+   * Throws at once when the adapter's limit is known; otherwise the promise rejects.
    */
-  async check(texts: readonly string[], transaction?: object): Promise<void> {
-    const database = await this.#read(transaction);
+  check(texts: readonly string[], transaction?: object): void | Promise<void> {
+    const database = this.#database;
+    // Synchronous once the adapter's limit is known: an enqueue allocates no promise for it.
+    if (database === undefined) return this.#read(transaction).then(() => this.check(texts));
     if (database === null || database >= this.#maxBytes) return;
     for (const text of texts) {
       // UTF-8 takes at most 3 bytes per UTF-16 unit: a text this short fits without being measured.

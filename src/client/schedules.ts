@@ -18,7 +18,7 @@ export interface ScheduleHost {
   readonly clock: { now(): number };
   prepareJob(item: { task: string; payload: unknown; options?: ScheduleJobOptions & { runAt?: number } }, now: number): NewJob;
   /** Throws PayloadTooLargeError when the database cannot store `payload` (JSON text within maxPayloadBytes). */
-  checkStorable(payload: string): Promise<void>;
+  checkStorable(payload: string): void | Promise<void>;
   announceScheduled(job: Job): void;
 }
 

@@ -148,7 +148,8 @@ export class Executor {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timeout: JobTimeoutError | null = null;
     const progress = async (value: unknown): Promise<void> => {
-      const text = serializePayload(value, await host.payloadLimit());
+      const limit = host.payloadLimit();
+      const text = serializePayload(value, typeof limit === "number" ? limit : await limit);
       const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now() };
       if (!(await host.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
     };
@@ -176,7 +177,9 @@ export class Executor {
         value = await Promise.race([run, timedOut]);
       }
       try {
-        return { result: value === undefined ? null : serializePayload(value, await host.payloadLimit()) };
+        if (value === undefined) return { result: null };
+        const limit = host.payloadLimit();
+        return { result: serializePayload(value, typeof limit === "number" ? limit : await limit) };
       } catch (error) {
         return { failure: `the handler's return value cannot be stored as its result: ${(error as Error).message}` };
       }

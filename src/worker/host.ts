@@ -27,10 +27,11 @@ export interface WorkerHost {
   taskQueues(): ReadonlyMap<string, string>;
   /**
    * The largest result or progress value stored, in UTF-8 bytes of its JSON.
-   * Never rejects: while the database's own limit cannot be read, the
+   * A number once known (no promise on the per-job path); a promise that
+   * never rejects before: while the database's own limit cannot be read, the
    * docket's configured maximum.
    */
-  payloadLimit(): Promise<number>;
+  payloadLimit(): number | Promise<number>;
   /** Where a failed attempt of `job` goes at `now`, by the retry policy that applies to it. Pure. */
   planFailure(job: JobRecord, now: number): FailurePlan;
   /** Whether anything listens for events of `type`: a worker builds an event for `publish` only then. */
