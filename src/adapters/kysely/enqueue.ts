@@ -6,7 +6,7 @@ import { admit, discardReason } from "../../core/concurrency.ts";
 import { nextTurn } from "../../core/turn.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
-import { countHolders, lockKey, rebalance } from "./admission.ts";
+import { promote, upsertKeys } from "./promotion.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
@@ -102,22 +102,45 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
 }
 
 /**
- * A batch with keyed or idempotent jobs, inside its transaction: keys whose
- * hold ran out are released, every concurrency key is locked and made exact,
- * then each job is looked up by its idempotency key, admitted, and inserted,
- * one by one.
+ * A batch with keyed or idempotent jobs, inside its transaction. Without
+ * idempotency keys: the batch's concurrency keys are upserted and locked in
+ * one statement, made exact and counted in bulk (`promote`), each job is
+ * admitted by the core's `admit` in batch order, and all are inserted
+ * together: a bounded number of statements per batch, whatever its jobs and
+ * keys. With idempotency keys: keys whose hold ran out are released, the
+ * concurrency keys are locked and made exact the same way, then each job is
+ * looked up by its idempotency key, admitted, and inserted, one by one.
  */
 async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParams, values: Record<string, unknown>[]): Promise<EnqueuedRecord[]> {
   const { now } = params;
   const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
   if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
-  // Every key of the batch is locked up front, in name order, so concurrent batches cannot deadlock.
+  // The stored limit of a key named twice is the last job's.
   const limits = new Map<string, number>();
   for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);
-  for (const name of [...limits.keys()].sort()) {
-    await lockKey(ctx, db, name, limits.get(name)!);
-    await rebalance(ctx, db, name, now);
+  let holders = new Map<string, number>();
+  if (limits.size > 0) {
+    await upsertKeys(ctx, db, limits);
+    const made = await promote(ctx, db, limits, now);
+    holders = made.holders;
+    await ctx.engine.announceReady(db, [...made.queues].map((queue) => ({ queue, due: false })));
   }
+  const admitted = (i: number) => {
+    const job = params.jobs[i]!;
+    const row = values[i]!;
+    if (!job.concurrency || job.state !== "ready") return row;
+    const held = holders.get(job.concurrency.key) ?? 0;
+    const decision = admit(held, job.concurrency.limit, job.concurrency.onConflict);
+    if (decision === "ready") holders.set(job.concurrency.key, held + 1);
+    if (decision === "blocked") row.state = "blocked";
+    if (decision === "discarded") {
+      row.state = "cancelled";
+      row.finished_at = now;
+      row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
+    }
+    return row;
+  };
+  if (idempotencyKeys.length === 0) return (await insertRows(ctx, db, values.map((_, i) => admitted(i)))).map(created);
   const records: EnqueuedRecord[] = [];
   for (const [i, job] of params.jobs.entries()) {
     const key = job.idempotencyKey ?? null;
@@ -127,19 +150,12 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
       records.push({ ...holder, created: false });
       continue;
     }
-    const row = values[i]!;
-    if (job.concurrency && job.state === "ready") {
-      const holders = await countHolders(ctx, db, job.concurrency.key);
-      const decision = admit(holders, job.concurrency.limit, job.concurrency.onConflict);
-      if (decision === "blocked") row.state = "blocked";
-      if (decision === "discarded") {
-        row.state = "cancelled";
-        row.finished_at = now;
-        row.last_error = discardReason(job.concurrency.key, job.concurrency.limit);
-      }
-    }
+    const counted = job.concurrency ? (holders.get(job.concurrency.key) ?? 0) : 0;
+    const row = admitted(i);
     const record = key === null ? created((await insertRows(ctx, db, [row]))[0]!) : await insertOrGetHolder(ctx, db, row, key);
     if (!record.created && record.task !== job.task) await refuse(ctx, db, records, key!, job.task, record);
+    // A concurrent holder of the idempotency key got in first: this job was not stored and holds no slot.
+    if (!record.created && job.concurrency) holders.set(job.concurrency.key, counted);
     records.push(record);
   }
   return records;

@@ -14,6 +14,12 @@ export type StatementLabel =
   | "enqueue"
   /** The read of a concurrency key's limit that starts its rebalance. */
   | "rebalance"
+  /** The lock (or upsert) of several concurrency keys' rows, in name order, by a bulk admission or outcome batch. */
+  | "lock-keys"
+  /** The count of several keys' slot holders, under their locks, before a bulk admission or promotion. */
+  | "key-holders"
+  /** A bulk promotion's read of the waiting jobs of the keys with free slots. */
+  | "promote-pick"
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
   /** A schedule's tick write (compare-and-set on last_tick). */

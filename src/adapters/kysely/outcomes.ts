@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { FailParams, SettleItem, SettleParams, SettledJob } from "../../core/adapter.ts";
-import { TRANSITIONS, type TransitionEvent } from "../../core/transitions.ts";
+import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
 import { ERROR_HISTORY } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -9,6 +9,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
 import { labelled } from "./labels.ts";
+import { lockKeys, promote } from "./promotion.ts";
 
 export const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
 
@@ -38,35 +39,31 @@ export function failureWrite(engine: Engine, params: FailParams, retry: Transiti
 
 /**
  * See DocketAdapter.settle. Jobs the caller knows to be unkeyed: one guarded
- * statement per distinct write, all in one unit of work. Keyed jobs, jobs
- * named twice (a stale attempt beside a fresh one: results are matched by
- * id), and misses (a lost race, or a key after all): one transition each,
- * with the key's promotion.
+ * statement per distinct write, all in one unit of work. Jobs the caller
+ * knows to be keyed: one transaction that locks their keys (in name order),
+ * applies one guarded statement per distinct write, and promotes the keys
+ * whose slots freed (see `promote`): a bounded number of statements however
+ * many jobs and keys. Jobs named twice (a stale attempt beside a fresh one:
+ * results are matched by id), jobs of unknown key, and misses (a lost race,
+ * or a key other than the caller said): one transition each, with the
+ * key's promotion.
  */
 export async function settle(ctx: StoreContext, params: SettleParams): Promise<(SettledJob | null)[]> {
   const { items } = params;
   const results: (SettledJob | null)[] = items.map(() => null);
   const seen = new Map<number, number>();
   for (const item of items) seen.set(item.id, (seen.get(item.id) ?? 0) + 1);
-  const groups = new Map<string, Group>();
-  // A batch's items mostly write alike (completions at one time): the previous item's group is tried first.
-  let previous: { item: SettleItem; group: Group } | null = null;
-  items.forEach((item, index) => {
-    if (item.concurrencyKey !== null || seen.get(item.id)! > 1) return;
-    let group = previous !== null && sameWrite(previous.item, item) ? previous.group : undefined;
-    if (group === undefined) {
-      const key = groupKey(item);
-      group = groups.get(key);
-      if (group === undefined) groups.set(key, (group = { ...outcomeWrite(ctx.engine, item), now: item.now, items: [], indexes: [] }));
-      previous = { item, group };
-    }
-    group.items.push(item);
-    group.indexes.push(index);
-  });
-  if (groups.size > 0) {
-    const list = [...groups.values()];
-    const run = (db: AnyDb) => settleGroups(ctx, db, list);
+  const unkeyed = groupItems(ctx, items, (item) => item.concurrencyKey === null && seen.get(item.id) === 1);
+  if (unkeyed.size > 0) {
+    const list = [...unkeyed.values()];
+    const run = (db: AnyDb) => settleGroups(ctx, db, list, null);
     const rows = await (list.length === 1 ? ctx.engine.writeStatement(ctx.db, run) : ctx.engine.writeTransaction(ctx.db, run));
+    for (const group of list) group.items.forEach((item, k) => (results[group.indexes[k]!] = rows.get(item.id) ?? null));
+  }
+  const keyed = groupItems(ctx, items, (item) => typeof item.concurrencyKey === "string" && seen.get(item.id) === 1);
+  if (keyed.size > 0) {
+    const list = [...keyed.values()];
+    const rows = await ctx.engine.writeTransaction(ctx.db, (db) => settleKeyed(ctx, db, list));
     for (const group of list) group.items.forEach((item, k) => (results[group.indexes[k]!] = rows.get(item.id) ?? null));
   }
   for (let index = 0; index < items.length; index++) {
@@ -79,6 +76,52 @@ export async function settle(ctx: StoreContext, params: SettleParams): Promise<(
   return results;
 }
 
+/** The items that `take` accepts, grouped by what they write (see `groupKey`), with their places in the batch. */
+function groupItems(ctx: StoreContext, items: readonly SettleItem[], take: (item: SettleItem) => boolean): Map<string, Group> {
+  const groups = new Map<string, Group>();
+  // A batch's items mostly write alike (completions at one time): the previous item's group is tried first.
+  let previous: { item: SettleItem; group: Group } | null = null;
+  items.forEach((item, index) => {
+    if (!take(item)) return;
+    let group = previous !== null && sameWrite(previous.item, item) ? previous.group : undefined;
+    if (group === undefined) {
+      const key = groupKey(item);
+      group = groups.get(key);
+      if (group === undefined) groups.set(key, (group = { ...outcomeWrite(ctx.engine, item), now: item.now, items: [], indexes: [] }));
+      previous = { item, group };
+    }
+    group.items.push(item);
+    group.indexes.push(index);
+  });
+  return groups;
+}
+
+/**
+ * Keyed groups inside the caller's transaction: locks the items' keys, applies
+ * each group to the jobs of those keys, then promotes the keys whose slots
+ * the moved jobs freed, and announces the queues that gained ready jobs.
+ */
+async function settleKeyed(ctx: StoreContext, db: AnyDb, groups: Group[]): Promise<Map<number, SettledJob>> {
+  const names = [...new Set(groups.flatMap((g) => g.items.map((i) => i.concurrencyKey as string)))];
+  const limits = await lockKeys(ctx, db, names);
+  const keyOf = new Map<number, string>();
+  const moved = await settleGroups(ctx, db, groups, [...limits.keys()], keyOf);
+  const freed = new Map<string, number>();
+  let now = 0;
+  for (const group of groups) {
+    now = Math.max(now, group.now);
+    if (!freesSlot(group.event)) continue;
+    for (const item of group.items) {
+      const key = keyOf.get(item.id);
+      if (typeof key === "string" && limits.has(key)) freed.set(key, limits.get(key)!);
+    }
+  }
+  if (freed.size === 0) return moved;
+  const { queues } = await promote(ctx, db, freed, now);
+  await ctx.engine.announceReady(db, [...queues].map((queue) => ({ queue, due: false })));
+  return moved;
+}
+
 /** Unkeyed items that write alike (one event, one set of columns, at one time), with their places in the batch. */
 interface Group extends Write {
   now: number;
@@ -86,20 +129,25 @@ interface Group extends Write {
   indexes: number[];
 }
 
-/** Applies each group to its jobs; the records that moved, by id. */
-async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[]): Promise<Map<number, SettledJob>> {
+/**
+ * Applies each group to its jobs: those without a key (`keys` null), or
+ * those whose key is one of `keys` (locked by the caller); the records that
+ * moved, by id (and into `keyOf`, when given, the key of each).
+ */
+async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys: readonly string[] | null, keyOf?: Map<number, string>): Promise<Map<number, SettledJob>> {
   const { tables, engine } = ctx;
   const moved = new Map<number, SettledJob>();
+  if (keys !== null && keys.length === 0) return moved;
   for (const { event, set, now, items } of groups) {
     let rows: SettledRow[];
     const token = items[0]!.leaseToken;
-    if (event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
+    if (keys === null && event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
       // The common batch, completions from one claim: compiled once, its values as slots.
       const values = { ids: [...new Set(items.map((i) => i.id))], token, now, result: (set as { result: unknown }).result };
       rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, ctx.engine.prepare))).rows as SettledRow[];
     } else {
       // deno-lint-ignore no-explicit-any
-      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null);
+      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => keys === null ? guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null) : guardMany(q, event, items, engine.capabilities).where("concurrency_key", "in", keys);
       const update = labelled(fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now })), event);
       if (engine.capabilities.returning) {
         rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
@@ -113,7 +161,10 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[]): Prom
         rows = (await db.selectFrom(tables.jobs).select(SETTLED_COLUMNS).where("id", "in", ids).execute()) as SettledRow[];
       }
     }
-    for (const r of rows) moved.set(Number(r.id), rowToSettled(r));
+    for (const r of rows) {
+      moved.set(Number(r.id), rowToSettled(r));
+      if (keyOf && typeof r.concurrency_key === "string") keyOf.set(Number(r.id), r.concurrency_key);
+    }
     if (event === "release") await engine.announceReady(db, rows.map((r) => ({ queue: r.queue, due: false })));
   }
   return moved;

@@ -76,8 +76,8 @@ export function rowToRecord(row: JobRow): JobRecord {
 }
 
 /** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
-export const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue", "result"];
-export type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue" | "result">;
+export const SETTLED_COLUMNS = ["id", "state", "attempt", "run_at", "updated_at", "finished_at", "last_error", "lease_token", "lease_expires_at", "queue", "result", "concurrency_key"];
+export type SettledRow = Pick<JobRow, "id" | "state" | "attempt" | "run_at" | "updated_at" | "finished_at" | "last_error" | "lease_token" | "lease_expires_at" | "queue" | "result" | "concurrency_key">;
 
 export function rowToSettled(row: SettledRow): SettledJob {
   if (!isJobState(row.state)) throw new AdapterError(`job ${String(row.id)} has unknown state ${row.state}`);

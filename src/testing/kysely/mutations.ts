@@ -239,9 +239,18 @@ function withStatesIn(node: OperationNode, states: readonly string[]): Operation
 
 const KEY_EQ: PredicateShape = { column: "concurrency_key", operator: "=" };
 const IDEMPOTENCY_EQ: PredicateShape = { column: "idempotency_key", operator: "=" };
-/** A key's holder count: `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`. */
-const isHolderCount = (n: SelectQueryNode) =>
-  isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_IN) && (n.selections ?? []).length === 1 && n.selections![0]!.selection.kind === "AliasNode";
+const KEY_IN: PredicateShape = { column: "concurrency_key", operator: "in" };
+/**
+ * A key's holder count, `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`, or
+ * several keys' (bulk admission and promotion), `SELECT concurrency_key, count(*) AS n … WHERE concurrency_key IN (…) AND state IN (…) GROUP BY concurrency_key`.
+ */
+const isHolderCount = (n: SelectQueryNode) => {
+  if (!isTable(fromTable(n), "jobs") || !hasPredicate(n.where, STATE_IN)) return false;
+  const selections = n.selections ?? [];
+  const counts = selections.length > 0 && selections[selections.length - 1]!.selection.kind === "AliasNode";
+  if (hasPredicate(n.where, KEY_EQ)) return counts && selections.length === 1;
+  return counts && selections.length === 2 && hasPredicate(n.where, KEY_IN) && n.groupBy !== undefined;
+};
 
 /** Race mutant: a key's holders are counted in `states` instead of the slot-holding states. */
 export function holdersCountedIn(states: readonly string[]): KyselyPlugin {

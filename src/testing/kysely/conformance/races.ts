@@ -1,5 +1,6 @@
 /**
  * Deterministic two-session tests for races R1, R4, R5, R7, R12 and R18
+ * (R1 and R5 also through the worker's batched outcome write, key known)
  * (docs/design.md). Each holds session 1 at its critical statement, found by
  * its label (StatementHook), while session 2 runs, then checks the
  * invariant. Each race, these and the sequenced ones of the portable kit
@@ -64,6 +65,24 @@ const HELD_RACES: HeldRace[] = [
     },
   },
   {
+    id: "R1 (outcome batch)",
+    name: "an enqueue that decided to block, racing a holder finished by the worker's batched outcome write (key known), is promoted",
+    guard: "the key lock held across admission and the batched release (one transaction each)",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1, s2 }) {
+      const holder = await runningJob(t);
+      const held = hook.holdNext("enqueue");
+      const now = t.clock.now();
+      const enqueue = s1.enqueue({ jobs: [newJob({ ...KEY, runAt: now })], now });
+      await held.reached;
+      const finish = settleOne(s2, { kind: "complete", ...fenced(t, holder), concurrencyKey: "k" });
+      await settle(finish);
+      held.release();
+      await Promise.all([enqueue, finish]);
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
     id: "R4",
     name: "concurrent admissions to one key never push it past its limit",
     guard: "the key lock serializing admission checks",
@@ -94,6 +113,24 @@ const HELD_RACES: HeldRace[] = [
       held.crash();
       await finish.catch(() => undefined);
       // The crashed worker never comes back: its lease expires and a sweeper reclaims the job.
+      t.clock.advance(LEASE_MS + 1);
+      await new Docket({ adapter: t.adapter, clock: t.clock }).reclaimExpired();
+      return keyViolation(t.adapter, "k", 1);
+    },
+  },
+  {
+    id: "R5 (outcome batch)",
+    name: "a crash between the worker's batched outcome write (key known) and the bulk promotion loses nothing",
+    guard: "the batched outcomes and their keys' promotion in one transaction",
+    mutant: noTransaction,
+    async scenario({ t, hook, s1 }) {
+      const job = await runningJob(t);
+      await insert(t, KEY);
+      const held = hook.holdNext("key-holders");
+      const finish = settleOne(s1, { kind: "complete", ...fenced(t, job), concurrencyKey: "k" });
+      await held.reached;
+      held.crash();
+      await finish.catch(() => undefined);
       t.clock.advance(LEASE_MS + 1);
       await new Docket({ adapter: t.adapter, clock: t.clock }).reclaimExpired();
       return keyViolation(t.adapter, "k", 1);

@@ -47,3 +47,61 @@ export const statementCases: KyselyConformanceCase[] = [
     },
   },
 ];
+
+/** Statements (BEGIN and COMMIT included) an enqueueMany of keyed jobs, or an outcome batch of keyed jobs, may send, whatever its jobs and keys (up to 500 keys). */
+export const KEYED_BATCH_STATEMENTS_BOUND = 14;
+
+/** The statements `fn` sends through a fresh connection of the case's adapter. */
+async function counted(t: Parameters<KyselyConformanceCase["run"]>[0], fn: (d: Docket, adapter: Awaited<ReturnType<typeof t.connect>>) => Promise<void>): Promise<number> {
+  const counter = new StatementCounter();
+  const adapter = await t.connect({ instrument: { wrapDialect: (d) => counter.wrap(d) } });
+  const d = new Docket({ adapter });
+  await d.enqueue("warm", null); // the adapter's one-time reads (limits, capabilities) are not the batch's
+  counter.reset();
+  await fn(d, adapter);
+  return counter.statements;
+}
+
+statementCases.push(
+  {
+    name: "statements › an enqueueMany of keyed jobs sends a bounded number of statements, whatever its jobs and keys (20 jobs on 10 keys, 1,000 on 200)",
+    async run(t) {
+      const counts: string[] = [];
+      for (const [jobs, keys] of [
+        [20, 10],
+        [1000, 200],
+      ] as const) {
+        const n = await counted(t, async (d) => {
+          const specs = Array.from({ length: jobs }, (_, i) => ({ task: "k", payload: i, options: { concurrency: { key: `key-${keys}-${i % keys}`, limit: 2 } } }));
+          const made = await d.enqueueMany(specs);
+          assert.equal(made.filter((j) => j.state === "ready").length, keys * 2, "two ready jobs per key, the rest blocked");
+        });
+        counts.push(`${jobs} jobs on ${keys} keys: ${n}`);
+        assert.ok(n <= KEYED_BATCH_STATEMENTS_BOUND, `${jobs} jobs on ${keys} keys: ${n} statements (bound ${KEYED_BATCH_STATEMENTS_BOUND})`);
+      }
+      console.log(`keyed enqueueMany statements: ${counts.join("; ")}`);
+    },
+  },
+  {
+    name: "statements › an outcome batch of keyed jobs frees and promotes their keys with a bounded number of statements (5 keys, 200 keys)",
+    async run(t) {
+      const counts: string[] = [];
+      for (const keys of [5, 200]) {
+        const seed = new Docket({ adapter: t.adapter });
+        await seed.enqueueMany(Array.from({ length: keys * 2 }, (_, i) => ({ task: `s${keys}`, payload: i, options: { concurrency: { key: `s-${keys}-${i % keys}`, limit: 1 } } })));
+        const now = Date.now();
+        const running = await t.adapter.claim({ queues: ["default"], tasks: [`s${keys}`], limit: keys, now, leaseToken: `tok-${keys}`, leaseExpiresAt: now + 60_000 });
+        assert.equal(running.length, keys);
+        const n = await counted(t, async (_d, adapter) => {
+          const settled = await adapter.settle({ items: running.map((j) => ({ kind: "complete" as const, id: j.id, leaseToken: j.leaseToken!, now, concurrencyKey: j.concurrencyKey })) });
+          assert.equal(settled.filter((s) => s !== null).length, keys);
+        });
+        const ready = await t.adapter.list({ task: `s${keys}`, state: "ready", limit: 1000 });
+        assert.equal(ready.length, keys, "each key's blocked job promoted");
+        counts.push(`${keys} keys: ${n}`);
+        assert.ok(n <= KEYED_BATCH_STATEMENTS_BOUND, `${keys} keys: ${n} statements (bound ${KEYED_BATCH_STATEMENTS_BOUND})`);
+      }
+      console.log(`keyed outcome batch statements: ${counts.join("; ")}`);
+    },
+  },
+);
