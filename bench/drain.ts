@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
- *     [--handler-ms 0] [--queue-cap N] [--keys K --key-limit L]
+ *     [--handler-ms 0] [--queue-cap N] [--keys K --key-limit L] [--controls none,keys200x1,keys20x5,cap10,cap50]
  *
  * --handler-ms: each docket job's handler waits that long (a timer, as for
  * I/O), so the drain measures how claims scale across processes rather than
@@ -15,7 +15,11 @@
  * --queue-cap: the drained queue has a cap of N (setQueueCap), so every claim
  * takes the cap's accounting. --keys: job i carries concurrency key
  * "k{i mod K}" with limit L (default 1), so claims and outcomes admit and
- * promote under the keys' locks.
+ * promote under the keys' locks. --controls runs each listed control in
+ * every run, side by side (none: no control; keysKxL: K keys of limit L;
+ * capN: a queue cap of N), and reports each one's enqueue and drain rates
+ * as ratios to "none" on the same system and scenario (median of the runs'
+ * ratios, each taken within one run).
  * Systems: docket on each adapter (sqlite, postgres, mysql), and the peers of
  * bench/peers.ts on the same PostgreSQL (install them with `npm --prefix
  * bench ci`). Runs alternate: run 1 of every system, then run 2, … so a
@@ -44,14 +48,31 @@ const workerExtra = args.get("worker") ?? "{}";
 const capped = args.get("capped") === "1";
 const handlerMs = Number(args.get("handler-ms") ?? 0);
 const queueCap = args.has("queue-cap") ? Number(args.get("queue-cap")) : null;
-const keys = args.has("keys") ? Number(args.get("keys")) : null;
-const keyLimit = Number(args.get("key-limit") ?? 1);
+/** A control the drained jobs carry: none, K concurrency keys of limit L, or a queue cap. */
+interface Control {
+  name: string;
+  keys: number | null;
+  keyLimit: number;
+  queueCap: number | null;
+}
+function parseControl(spec: string): Control {
+  if (spec === "none") return { name: spec, keys: null, keyLimit: 1, queueCap: null };
+  const k = /^keys(\d+)x(\d+)$/.exec(spec);
+  if (k) return { name: spec, keys: Number(k[1]), keyLimit: Number(k[2]), queueCap: null };
+  const c = /^cap(\d+)$/.exec(spec);
+  if (c) return { name: spec, keys: null, keyLimit: 1, queueCap: Number(c[1]) };
+  throw new Error(`bad control ${spec}: none, keysKxL or capN`);
+}
+const controls: Control[] = args.has("controls")
+  ? args.get("controls")!.split(",").map(parseControl)
+  : [{ name: "flags", keys: args.has("keys") ? Number(args.get("keys")) : null, keyLimit: Number(args.get("key-limit") ?? 1), queueCap }];
 const CHILD = fileURLToPath(new URL("./drain-child.ts", import.meta.url));
 const PEER_CHILD = fileURLToPath(new URL("./peer-child.ts", import.meta.url));
 
 export interface DrainResult {
   system: string;
   scenario: string;
+  control: string;
   run: number;
   jobsPerSec: number;
   enqueuePerSec: number;
@@ -62,7 +83,7 @@ export interface DrainResult {
 }
 
 /** Fills a fresh store of `system` with the jobs; returns the children's argv and a disposer. */
-async function prepare(system: string, n: number, db: Database | null): Promise<{ argv: (c: number) => string[]; enqueuePerSec: number; dispose: () => Promise<void> }> {
+async function prepare(system: string, n: number, db: Database | null, control: Control): Promise<{ argv: (c: number) => string[]; enqueuePerSec: number; dispose: () => Promise<void> }> {
   if (isPeer(system)) {
     const database = `docket_peer_${process.pid.toString(36)}_${n}`;
     const admin = pgAdmin;
@@ -81,7 +102,8 @@ async function prepare(system: string, n: number, db: Database | null): Promise<
     await docket.setQueueCap("reports", 2);
     await docket.setTaskCap("report.build", 1);
   }
-  if (queueCap !== null) await docket.setQueueCap("default", queueCap);
+  if (control.queueCap !== null) await docket.setQueueCap("default", control.queueCap);
+  const { keys, keyLimit } = control;
   const t0 = performance.now();
   for (let i = 0; i < jobs; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
@@ -96,8 +118,8 @@ async function prepare(system: string, n: number, db: Database | null): Promise<
   return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra, JSON.stringify({ handlerMs })], enqueuePerSec, dispose: async () => undefined };
 }
 
-async function drainOnce(db: Database | null, n: number, system: string, s: (typeof scenarios)[number], run: number): Promise<DrainResult> {
-  const { argv, enqueuePerSec, dispose } = await prepare(system, n, db);
+async function drainOnce(db: Database | null, n: number, system: string, s: (typeof scenarios)[number], control: Control, run: number): Promise<DrainResult> {
+  const { argv, enqueuePerSec, dispose } = await prepare(system, n, db, control);
   const children = Array.from({ length: s.processes }, () => startChild(argv(s.concurrency)));
   await Promise.all(children.map((c) => c.next((m) => m.ready === true)));
   const counts = children.map(() => 0);
@@ -131,6 +153,7 @@ async function drainOnce(db: Database | null, n: number, system: string, s: (typ
   return {
     system,
     scenario: s.name,
+    control: control.name,
     run,
     jobsPerSec: drained / elapsed,
     enqueuePerSec,
@@ -150,14 +173,37 @@ try {
   for (let run = 1; run <= runs; run++) {
     for (const system of systems) {
       for (const s of scenarios) {
-        const r = await drainOnce(dbs.get(system) ?? null, ++scenarioNo, system, s, run);
-        results.push(r);
-        console.error(`${system} ${s.name} run ${run}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job, event loop held ${r.loopDelayMaxMs.toFixed(0)} ms at most`);
+        for (const control of isPeer(system) ? controls.slice(0, 1) : controls) {
+          const r = await drainOnce(dbs.get(system) ?? null, ++scenarioNo, system, s, control, run);
+          results.push(r);
+          console.error(
+            `${system} ${s.name} ${control.name} run ${run}: enqueue ${r.enqueuePerSec.toFixed(0)} jobs/s, drain ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.statementsPerJob.toFixed(2)} statements/job, event loop held ${r.loopDelayMaxMs.toFixed(0)} ms at most`,
+          );
+        }
       }
     }
   }
 } finally {
   for (const db of dbs.values()) await db.dispose();
+}
+if (args.has("controls")) {
+  // Each control's rates as ratios to "none" in the same run, system and scenario; median (and spread) over the runs.
+  console.log(`| system | scenario | control | enqueue jobs/s | × none | drain jobs/s (median of ${runs}) | drain spread | × none (median of runs' ratios) | ratio spread |`);
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const system of systems) {
+    for (const s of scenarios) {
+      for (const control of isPeer(system) ? controls.slice(0, 1) : controls) {
+        const rs = results.filter((r) => r.system === system && r.scenario === s.name && r.control === control.name);
+        const base = (r: DrainResult) => results.find((b) => b.system === system && b.scenario === s.name && b.control === "none" && b.run === r.run);
+        const drainRatios = rs.map((r) => (base(r) ? r.jobsPerSec / base(r)!.jobsPerSec : Number.NaN));
+        const enqueueRatios = rs.map((r) => (base(r) ? r.enqueuePerSec / base(r)!.enqueuePerSec : Number.NaN));
+        const rate = rs.map((r) => r.jobsPerSec);
+        console.log(
+          `| ${system} | ${s.name} | ${control.name} | ${median(rs.map((r) => r.enqueuePerSec)).toFixed(0)} | ${median(enqueueRatios).toFixed(2)}× | ${median(rate).toFixed(0)} | ${Math.min(...rate).toFixed(0)}–${Math.max(...rate).toFixed(0)} | ${median(drainRatios).toFixed(3)}× | ${Math.min(...drainRatios).toFixed(3)}–${Math.max(...drainRatios).toFixed(3)} |`,
+        );
+      }
+    }
+  }
 }
 const baseline = "graphile-fast";
 const fmt = (x: number, d = 0) => (Number.isNaN(x) ? "–" : x.toFixed(d));
@@ -165,7 +211,7 @@ console.log(`| system | scenario | jobs/s (median of ${runs}) | spread | × ${ba
 console.log("|---|---|---|---|---|---|---|---|---|");
 for (const system of systems) {
   for (const s of scenarios) {
-    const rs = results.filter((r) => r.system === system && r.scenario === s.name);
+    const rs = results.filter((r) => r.system === system && r.scenario === s.name && r.control === controls[0]!.name);
     const rate = rs.map((r) => r.jobsPerSec);
     const base = results.filter((r) => r.system === baseline && r.scenario === s.name).map((r) => r.jobsPerSec);
     const ratio = base.length > 0 ? `${(median(rate) / median(base)).toFixed(2)}×` : "–";
@@ -176,6 +222,6 @@ for (const system of systems) {
 }
 if (args.get("json")) {
   const { writeFileSync } = await import("node:fs");
-  writeFileSync(args.get("json")!, JSON.stringify({ jobs, runs, scenarios: scenarios.map((s) => s.name), results }, null, 2));
+  writeFileSync(args.get("json")!, JSON.stringify({ jobs, runs, scenarios: scenarios.map((s) => s.name), controls: controls.map((c) => c.name), results }, null, 2));
 }
 process.exit(0);

@@ -23,6 +23,12 @@ export interface CompleterParts {
   readonly life: Lifecycle;
   readonly inFlight: InFlight;
   readonly emitter: Emitter;
+  /**
+   * An outcome write freed concurrency-key slots (a keyed job finished or
+   * failed): the write promoted the keys' next waiting jobs, so the claim
+   * loop should look now, not at its next poll.
+   */
+  readonly slotsFreed: () => void;
   /** A retry was scheduled at `at`: the claim loop should stage it then. */
   readonly requestStage: (at: number) => void;
   /** Reports attempts lost (see LeaseKeeper.reportLost). Never rejects. */
@@ -103,6 +109,7 @@ export class Completer {
       return;
     }
     this.#recording -= batch.length;
+    if (items.some((item, i) => item.kind !== "release" && item.concurrencyKey !== null && results[i])) this.#parts.slotsFreed();
     batch.forEach((p, i) => {
       inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;

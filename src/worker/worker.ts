@@ -89,6 +89,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       inFlight,
       emitter,
       requestStage: (at) => producer.requestStage(at),
+      slotsFreed: () => producer.ready(false),
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));
     this.#executor = new Executor(

@@ -47,13 +47,14 @@ export async function countHolders(ctx: StoreContext, db: AnyDb, key: string): P
  * slots; a due scheduled job beyond that is blocked or, when its stored
  * policy is "discard", cancelled with the reason (the core's `admit`
  * decides). Idempotent. Called in the same transaction as every write that
- * frees a slot, so no blocked job waits while its key has room.
+ * frees a slot, so no blocked job waits while its key has room. Announces
+ * the queues that gained ready jobs, and returns them.
  */
-export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now: number): Promise<void> {
+export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now: number): Promise<string[]> {
   const key = (await labelled(db.selectFrom(ctx.tables.keys).select("max_holders").where("name", "=", name), "rebalance").executeTakeFirst()) as
     | { max_holders: number }
     | undefined;
-  if (!key) return;
+  if (!key) return [];
   const limit = Number(key.max_holders);
   let holders = await countHolders(ctx, db, name);
   const waiting = (await inClaimOrder(
@@ -90,6 +91,7 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
     }
   }
   await ctx.engine.announceReady(db, [...admitted].map((queue) => ({ queue, due: false })));
+  return [...admitted];
 }
 
 /**

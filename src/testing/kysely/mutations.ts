@@ -167,8 +167,14 @@ const isStageUpdate = (n: UpdateQueryNode) => hasPredicate(n.where, DUE);
 const isKeyLock = (n: SelectQueryNode) => isTable(fromTable(n), "concurrency_keys");
 /** A slot-freeing write's first statement: `SELECT concurrency_key FROM jobs WHERE id = ?` (which key to lock and rebalance). */
 const isFreeingKeyRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && selectsOnly(n, "concurrency_key") && hasPredicate(n.where, ID_EQ);
-/** A cap's count: `SELECT count(*) FROM jobs WHERE queue|task = ? AND state = 'running'` (key holders are counted with `state IN`). */
-const isRunningCount = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, STATE_EQ);
+/** A cap's count: `SELECT count(*) AS n FROM jobs WHERE queue|task = ? AND state = 'running'` (key holders are counted with `state IN`). */
+const isRunningCount = (n: SelectQueryNode) =>
+  isTable(fromTable(n), "jobs") && hasPredicate(n.where, STATE_EQ) && !hasPredicate(n.where, KEY_EQ) && (n.selections ?? []).length === 1 && n.selections![0]!.selection.kind === "AliasNode";
+/**
+ * A bulk promotion's read of a key's blocked jobs, `… FROM jobs WHERE concurrency_key = <the key's row> AND state = 'blocked' ORDER BY … LIMIT …`
+ * (a LATERAL read on PostgreSQL, a correlated scalar read elsewhere).
+ */
+const isBlockedRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_EQ) && n.limit !== undefined;
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
 const isControlRead = (n: SelectQueryNode) => (isTable(fromTable(n), "queues") || isTable(fromTable(n), "tasks")) && hasPredicate(n.where, NAME_IN);
 
@@ -432,6 +438,14 @@ export const MUTATIONS: readonly Mutation[] = [
       "the freed slot is not given to the next blocked job (lost wakeup)",
     appliesTo: everywhere,
     plugins: () => [rewritePlugin({ select: (n) => (isFreeingKeyRead(n) ? noRows(n) : n) })],
+  },
+  {
+    id: "promotion-skipped",
+    description:
+      "the bulk promotion (an outcome batch whose keys the worker knows, a keyed enqueueMany) reads no blocked jobs: " +
+      "a slot freed by a batched outcome is not given to the key's next blocked job (lost wakeup)",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isBlockedRead(n) ? noRows(n) : n) })],
   },
   {
     id: "cap-unchecked",

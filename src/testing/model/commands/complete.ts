@@ -13,7 +13,7 @@ export class CompleteCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
-    const got = await settleOne(r.adapter, { kind: "complete", id, leaseToken, now: m.now });
+    const got = await settleOne(r.adapter, { kind: "complete", id, leaseToken, now: m.now, ...m.keyAsNamed(id, this.jobPick) });
     expectSameSettled(`complete(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "complete", leaseToken, now: m.now }), got);
     await expectSameStore(this.toString(), m, r);
   }

@@ -46,6 +46,16 @@ export class ModelState {
     return { id, leaseToken: this.pickToken(id, Math.max(0, tokenPick)) };
   }
 
+  /**
+   * The concurrency key an outcome item names for job `id`: on even picks
+   * the job's key as a worker knows it from its claim (a string, or null for
+   * none: the adapter's batched paths), on odd picks none named (undefined:
+   * the adapter reads the key itself). Both must reach the model's state.
+   */
+  keyAsNamed(id: number, pick: number): { concurrencyKey?: string | null } {
+    return pick % 2 === 0 ? { concurrencyKey: this.store.jobs.get(id)?.concurrencyKey ?? null } : {};
+  }
+
   recordToken(id: number, token: string): void {
     const all = this.tokens.get(id) ?? [];
     all.push(token);

@@ -16,7 +16,7 @@ export class FailCommand implements AsyncCommand<ModelState, RealSystem> {
   async run(m: ModelState, r: RealSystem): Promise<void> {
     const { id, leaseToken } = m.pickLeased(this.jobPick, this.tokenPick);
     const params = { id, leaseToken, now: m.now, error: "boom", retryAt: this.retryInMs === null ? null : m.now + this.retryInMs };
-    const got = await settleOne(r.adapter, { kind: "fail", ...params });
+    const got = await settleOne(r.adapter, { kind: "fail", ...params, ...m.keyAsNamed(id, this.jobPick) });
     expectSameSettled(`fail(#${id}, ${leaseToken})`, m.store.apply(id, { kind: "fail", ...params }), got);
     await expectSameStore(this.toString(), m, r);
   }
