@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { Docket } from "../../client/docket.ts";
+import type { ClaimParams, DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { LEASE_MS, eventually, insert, sleep, token } from "./helpers.ts";
@@ -12,6 +13,25 @@ async function claimIds(t: CaseContext, limit: number, constrainedLimit: number 
 }
 
 const ids = (jobs: JobRecord[]) => jobs.map((j) => j.id);
+
+/** `adapter`, telling `claimed` the jobs each claim returns as it returns them. */
+function noticingClaims(adapter: DocketAdapter, claimed: (jobs: JobRecord[]) => void): DocketAdapter {
+  const claim = async (params: ClaimParams) => {
+    const jobs = await adapter.claim(params);
+    claimed(jobs);
+    return jobs;
+  };
+  return new Proxy(adapter, {
+    get(target, property) {
+      if (property === "claim") return claim;
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** How long each handler of the worker cases runs. */
+const HANDLER_MS = 100;
 
 /** The three ways a job holds a slot another worker could use, as a worker case sets them up. */
 const CONSTRAINTS = [
@@ -83,19 +103,22 @@ export const constrainedCases: ConformanceCase[] = [
   },
   ...CONSTRAINTS.map(
     ({ what, setUp, options }): ConformanceCase => ({
-      name: `worker › prefetch never hoards a slot: 4 workers of concurrency 1 under ${what} run 4 handlers at once`,
+      name: `worker › prefetch never hoards a slot: under ${what}, 4 workers of concurrency 1 run 4 handlers at once and start each job when it is claimed`,
       slow: true,
       async run(t) {
-        const d = new Docket({ adapter: t.adapter });
+        const claimedAt = new Map<number, number>();
+        const d = new Docket({ adapter: noticingClaims(t.adapter, (jobs) => jobs.forEach((j) => claimedAt.set(j.id, Date.now()))) });
         await setUp(d);
         const total = 24;
         await d.enqueueMany(Array.from({ length: total }, (_, i) => ({ task: "slow", payload: i, options: { queue: "q", ...options } })));
         let running = 0;
         let most = 0;
         let done = 0;
-        const slow = async () => {
+        let longestWait = 0;
+        const slow = async (_payload: unknown, ctx: { job: { id: number } }) => {
+          longestWait = Math.max(longestWait, Date.now() - claimedAt.get(ctx.job.id)!);
           most = Math.max(most, ++running);
-          await sleep(60);
+          await sleep(HANDLER_MS);
           running--;
           done++;
         };
@@ -107,6 +130,8 @@ export const constrainedCases: ConformanceCase[] = [
           await Promise.all(workers.map((w) => w.stop()));
         }
         assert.equal(most, 4, `at most ${most} handlers ran at once under ${what}`);
+        // A buffered job waits for a handler of its worker to finish; a job claimed for a free handler starts at once.
+        assert.ok(longestWait < HANDLER_MS / 2, `a job waited ${longestWait} ms from its claim's return to its start under ${what}`);
         await eventually(async () => (await d.list({ state: "succeeded", limit: 100 })).length === total, 5_000, `${total} jobs succeeded`);
       },
     }),
