@@ -3,7 +3,7 @@ import { Docket } from "../../client/docket.ts";
 import type { ClaimParams, DocketAdapter } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { LEASE_MS, eventually, insert, sleep, token } from "./helpers.ts";
+import { LEASE_MS, eventually, insert, newJob, sleep, token } from "./helpers.ts";
 
 /** A claim of `limit` jobs of `queues` of which at most `constrainedLimit` (when given) may be constrained; the claimed ids in the order returned. */
 async function claimIds(t: CaseContext, limit: number, constrainedLimit: number | undefined, queues = ["default"]): Promise<number[]> {
@@ -99,6 +99,39 @@ export const constrainedCases: ConformanceCase[] = [
         );
       }
       assert.deepEqual(await t.adapter.get({ id: job.id }), job);
+    },
+  },
+  {
+    name: "claim › concurrent claims with constrainedLimit on separate connections never claim a job twice, and each takes at most its constrainedLimit constrained jobs, first",
+    slow: true,
+    async run(t) {
+      const claimers = [t.adapter, await t.connect(), await t.connect(), await t.connect()];
+      await t.adapter.setQueueControl({ queue: "capped", maxRunning: 1_000 });
+      let seed = 7;
+      const random = (n: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) % n;
+      for (let round = 0; round < 20; round++) {
+        const now = t.clock.advance(1);
+        // Rounds alternate between queues without a cap (PostgreSQL and SQLite claim in one statement) and with one.
+        const queues = round % 2 === 0 ? [`u${round}`] : [`u${round}`, "capped"];
+        const jobs = Array.from({ length: 12 }, (_, i) => {
+          const kind = random(3);
+          const queue = kind === 2 && queues.length > 1 ? "capped" : queues[0]!;
+          return newJob({ queue, runAt: now, priority: random(3), concurrency: kind === 1 ? { key: `k${round}-${i}`, limit: 1, onConflict: "block" } : null });
+        });
+        await t.adapter.enqueue({ jobs, now });
+        const asked = claimers.map(() => ({ limit: 1 + random(4), constrainedLimit: random(3) }));
+        const results = await Promise.all(
+          claimers.map((a, i) => a.claim({ queues, ...asked[i]!, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS })),
+        );
+        const claimed = results.flat().map((j) => j.id);
+        assert.equal(new Set(claimed).size, claimed.length, `round ${round}: a job was claimed twice`);
+        for (const [i, batch] of results.entries()) {
+          const constrained = batch.map((j) => j.concurrencyKey !== null || j.queue === "capped");
+          assert.ok(batch.length <= asked[i]!.limit, `round ${round}: claimer ${i} took ${batch.length} of limit ${asked[i]!.limit}`);
+          assert.ok(constrained.filter(Boolean).length <= asked[i]!.constrainedLimit, `round ${round}: claimer ${i} took ${constrained.filter(Boolean).length} constrained, constrainedLimit ${asked[i]!.constrainedLimit}`);
+          assert.deepEqual(constrained, [...constrained].sort((a, b) => Number(b) - Number(a)), `round ${round}: claimer ${i}'s constrained jobs come first`);
+        }
+      }
     },
   },
   ...CONSTRAINTS.map(
