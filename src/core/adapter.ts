@@ -95,6 +95,18 @@ export interface DocketAdapter {
    * holds are skipped, never waited for and never claimed twice: two
    * concurrent claims return disjoint sets. A job passed over (cap full)
    * keeps no trace of the attempt.
+   *
+   * At most `constrainedLimit` of the claimed jobs are constrained: jobs
+   * with a concurrency key, or of a queue or task that has a cap (a paused
+   * queue's jobs are not claimed at all). A constrained job past that number
+   * is passed over like one whose cap is full, and the jobs behind it are
+   * still taken, so the claim is the first `limit` jobs in claim order of
+   * those it may take. When `constrainedLimit` is given, the returned list
+   * holds the constrained jobs first, then the others, each part in claim
+   * order (a caller that starts the first `constrainedLimit` jobs at once
+   * starts every constrained one); otherwise it is in claim order.
+   * A `limit` or `constrainedLimit` that is not an integer >= 0 is
+   * InvalidArgumentError, before anything is written.
    */
   claim(params: ClaimParams): Promise<JobRecord[]>;
 
@@ -452,6 +464,13 @@ export interface ClaimParams {
    */
   tasks?: readonly string[];
   limit: number;
+  /**
+   * At most this many of the claimed jobs may be constrained (see `claim`).
+   * Default: `limit` (any of them may be). A worker passes the number of its
+   * handlers free to start a job now, so a job that holds a cap's or a key's
+   * slot never waits in its buffer while another worker could run it.
+   */
+  constrainedLimit?: number;
   now: number;
   leaseToken: string;
   leaseExpiresAt: number;

@@ -3,6 +3,8 @@
  * order. Adapters select candidates in CLAIM_ORDER and apply
  * `takeWithinCaps` to them; nothing here reads storage.
  */
+import { InvalidArgumentError } from "./errors.ts";
+import { shown } from "./shown.ts";
 
 /** Claim order: priority (smaller first), then runAt (earlier first), then id. Also the order a key admits its waiting jobs. */
 export const CLAIM_ORDER = ["priority", "runAt", "id"] as const;
@@ -18,40 +20,83 @@ export interface ClaimCandidate {
   queue: string;
   priority: number;
   runAt: number;
+  concurrencyKey: string | null;
+}
+
+/**
+ * What a claim may still take: the remaining cap of each capped queue and
+ * task (a queue or task absent from its map has no cap), and `constrained`,
+ * how many more constrained jobs (see `isConstrained`) it may take.
+ */
+export interface ClaimRoom {
+  queues: Map<string, number>;
+  tasks: Map<string, number>;
+  constrained: number;
+}
+
+/** Whether `c` holds a slot that another worker could use: it has a concurrency key, or its queue or task has a cap (in `room`). */
+export function isConstrained(c: Pick<ClaimCandidate, "queue" | "task" | "concurrencyKey">, room: ClaimRoom): boolean {
+  return c.concurrencyKey !== null || room.queues.has(c.queue) || room.tasks.has(c.task);
 }
 
 /**
  * The greedy cap rule, one pass: walks `candidates` (in claim order) and
- * takes each one unless its queue's or its task's room (remaining cap; a
- * queue or task absent from the maps has no cap) is used up, until `chosen`
- * holds `limit` ids. Takes room as it goes (mutating the maps) and adds
- * tasks whose room reaches 0 to `exhausted`. Stops at the first job of a
- * full task and returns true ("passed over"): the caller must look again
- * without the exhausted tasks, because the candidates' windows may hide, behind
- * that job, one that precedes the rest of the pass.
+ * takes each one unless its queue's or its task's room (remaining cap) is
+ * used up, until `chosen` holds `limit` ids. Takes room as it goes (mutating
+ * `room`) and adds tasks whose room reaches 0 to `exhausted`. Stops and
+ * returns true ("passed over") at the first job of a full task, or at the
+ * first constrained job once `room.constrained` is 0 (its task, when
+ * capped, joins `exhausted`): the caller must look again without the
+ * exhausted tasks (and, once `room.constrained` is 0, without any
+ * constrained job), because the candidates' windows may hide, behind that
+ * job, one that precedes the rest of the pass.
  */
-export function takeWithinCaps(
-  candidates: readonly ClaimCandidate[],
-  limit: number,
-  room: { queues: Map<string, number>; tasks: Map<string, number> },
-  chosen: number[],
-  exhausted: Set<string>,
-): boolean {
+export function takeWithinCaps(candidates: readonly ClaimCandidate[], limit: number, room: ClaimRoom, chosen: number[], exhausted: Set<string>): boolean {
   for (const c of candidates) {
     if (chosen.length >= limit) return false;
     const queueRoom = room.queues.get(c.queue);
     if (queueRoom !== undefined && queueRoom <= 0) continue;
     const taskRoom = room.tasks.get(c.task);
+    if (taskRoom !== undefined && taskRoom <= 0) {
+      exhausted.add(c.task);
+      return true;
+    }
+    const constrained = isConstrained(c, room);
+    if (constrained && room.constrained <= 0) {
+      if (taskRoom !== undefined) exhausted.add(c.task);
+      return true;
+    }
     if (taskRoom !== undefined) {
-      if (taskRoom <= 0) {
-        exhausted.add(c.task);
-        return true;
-      }
       room.tasks.set(c.task, taskRoom - 1);
       if (taskRoom - 1 === 0) exhausted.add(c.task);
     }
     if (queueRoom !== undefined) room.queues.set(c.queue, queueRoom - 1);
+    if (constrained) room.constrained--;
     chosen.push(c.id);
   }
   return false;
+}
+
+/**
+ * A claim's `limit` and `constrainedLimit` (when given), checked: each an
+ * integer >= 0, else InvalidArgumentError. Returns how many constrained
+ * jobs the claim may take (`constrainedLimit`, or `limit` when absent).
+ */
+export function claimLimits(params: { limit: unknown; constrainedLimit?: unknown }): number {
+  const { limit, constrainedLimit } = params;
+  if (!isCount(limit)) throw new InvalidArgumentError(`claim: limit must be an integer >= 0, got ${shown(limit)}`);
+  if (constrainedLimit === undefined) return limit;
+  if (!isCount(constrainedLimit)) throw new InvalidArgumentError(`claim: constrainedLimit must be an integer >= 0, got ${shown(constrainedLimit)}`);
+  return constrainedLimit;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** The claimed jobs in the order `claim` returns them: with `constrainedFirst`, the constrained ones first; each part in claim order. */
+export function claimedOrder<J extends { priority: number; runAt: number; id: number }>(jobs: J[], constrainedFirst: ((job: J) => boolean) | null): J[] {
+  jobs.sort(byClaimOrder);
+  if (constrainedFirst === null) return jobs;
+  return [...jobs.filter(constrainedFirst), ...jobs.filter((j) => !constrainedFirst(j))];
 }

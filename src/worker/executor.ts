@@ -83,7 +83,12 @@ export class Executor {
     this.#config = config;
   }
 
-  /** Starts buffered jobs, in claim order, while handlers are free (and the buffer is open). */
+  /** Handlers free to start a job now. */
+  get free(): number {
+    return this.#config.concurrency - this.#active;
+  }
+
+  /** Starts buffered jobs, oldest claim first, while handlers are free (and the buffer is open). */
   startBuffered(): void {
     const buffer = this.#parts.buffer;
     while (this.#active < this.#config.concurrency) {

@@ -36,6 +36,8 @@ export interface ProducerParts {
   readonly emitter: Emitter;
   /** Starts buffered jobs while handlers are free. */
   readonly startBuffered: () => void;
+  /** Handlers free to start a job now. */
+  readonly freeHandlers: () => number;
   /** Outcomes queued or being written (see `#held`). */
   readonly recording: () => number;
 }
@@ -56,7 +58,10 @@ export interface ProducerConfig {
  * Claims while the worker runs. Guarantees: failed claims back off
  * exponentially (with jitter) and reset on success; the loop yields to the
  * event loop between claims, so timers run during a backlog; a claim stages
- * due jobs at most every pollMs unless one is asked for sooner.
+ * due jobs at most every pollMs unless one is asked for sooner; a buffered
+ * job is never a constrained one (keyed, or of a capped queue or task):
+ * each claim takes at most as many constrained jobs as handlers are free
+ * beyond the buffered jobs, and those start at once (see `#claim`).
  */
 export class Producer {
   readonly #parts: ProducerParts;
@@ -87,7 +92,7 @@ export class Producer {
       const room = concurrency + prefetch - this.#held(prefetch);
       let full = false;
       if (room > 0 && buffer.low(prefetch)) {
-        const claimed = await this.#claim(room);
+        const claimed = await this.#claim(room, Math.max(0, this.#parts.freeHandlers() - buffer.length));
         if (!Array.isArray(claimed)) {
           const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, host.random);
           emitter.emit({ type: "error", error: claimed.error, operation: "claim", retryInMs: pause });
@@ -169,8 +174,14 @@ export class Producer {
     return this.#config.overlap ? size - Math.min(this.#parts.recording(), prefetch) : size;
   }
 
-  /** The claimed jobs, or what the claim threw. */
-  async #claim(limit: number): Promise<JobRecord[] | { error: Error }> {
+  /**
+   * The claimed jobs, or what the claim threw. At most `constrainedLimit`
+   * of them are constrained, and the adapter returns those first. Until the
+   * claim returns, handlers only free up and start buffered jobs, so free
+   * handlers minus buffered jobs does not shrink: buffered in order behind
+   * the jobs already waiting, the constrained ones start at once.
+   */
+  async #claim(limit: number, constrainedLimit: number): Promise<JobRecord[] | { error: Error }> {
     const { host } = this.#parts;
     const config = this.#config;
     const now = host.clock.now();
@@ -180,6 +191,7 @@ export class Producer {
         queues: config.queues,
         tasks: config.tasks && [...config.tasks],
         limit,
+        constrainedLimit,
         now,
         leaseToken: crypto.randomUUID(),
         leaseExpiresAt: now + config.leaseMs,

@@ -72,7 +72,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const leases = (this.#leases = new LeaseKeeper({ host, inFlight, emitter }, config.leaseMs));
     this.#sweeps = new Sweeps(host, emitter);
     const producer = (this.#producer = new Producer(
-      { host, life, inFlight, buffer, emitter, startBuffered: () => this.#executor.startBuffered(), recording: () => this.#completer.recording },
+      { host, life, inFlight, buffer, emitter, startBuffered: () => this.#executor.startBuffered(), freeHandlers: () => this.#executor.free, recording: () => this.#completer.recording },
       {
         name: config.name,
         queues: config.queues,

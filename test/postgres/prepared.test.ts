@@ -140,7 +140,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
     }
   });
 
-  it("the claim's generic plan (the one a prepared statement may settle on) reads the claim index, not every ready job", async () => {
+  it("the claim's generic plan (the one a prepared statement may settle on) reads the claim index, not every ready job; so do those of a claim taking no keyed job or a few", async () => {
     const texts: { text: string; values: readonly unknown[] }[] = [];
     const adapter = postgresAdapter({
       connectionString: url!,
@@ -153,19 +153,59 @@ describe.skipIf(!url)("postgres: named statements", () => {
       const docket = new Docket({ adapter });
       await docket.migrate();
       for (let i = 0; i < 5; i++) await docket.enqueueMany(Array.from({ length: 1000 }, () => ({ task: "t", payload: {} })));
-      const now = Date.now();
-      texts.length = 0;
-      expect(await adapter.claim({ queues: ["default"], limit: 100, now, leaseToken: "tok", leaseExpiresAt: now + 30_000 })).toHaveLength(100);
-      const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
+      await docket.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ task: "t", payload: {}, options: { concurrency: { key: `k${i}`, limit: 1 } } })));
       await admin.query("ANALYZE pg_jobs");
-      await admin.query(`PREPARE claim_plan AS ${claim.text}`);
       await admin.query("SET plan_cache_mode = force_generic_plan");
       const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
+      for (const [i, constrainedLimit] of [undefined, 0, 5].entries()) {
+        const now = Date.now();
+        texts.length = 0;
+        const limits = constrainedLimit === undefined ? {} : { constrainedLimit };
+        expect(await adapter.claim({ queues: ["default"], limit: 100, ...limits, now, leaseToken: `tok${i}`, leaseExpiresAt: now + 30_000 })).toHaveLength(100);
+        const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
+        await admin.query(`PREPARE claim_plan${i} AS ${claim.text}`);
+        await admin.query("BEGIN");
+        const plan = (await admin.query(`EXPLAIN EXECUTE claim_plan${i}(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+        await admin.query("ROLLBACK");
+        expect(plan, plan).not.toMatch(/Seq Scan on pg_jobs|Bitmap Heap Scan on pg_jobs/);
+        expect(plan, plan).toMatch(/Index (Only )?Scan using pg_jobs_claim/);
+      }
+    } finally {
+      await admin.end();
+      await adapter.close();
+    }
+  });
+
+  it("a claim taking no keyed job reads the claim index in order also when keyed history makes unkeyed rows rare (custom plan)", async () => {
+    const texts: { text: string; values: readonly unknown[] }[] = [];
+    const adapter = postgresAdapter({
+      connectionString: url!,
+      tablePrefix: "ph_",
+      instrument: { wrapDialect: (d) => tapDialect(d, { query: (text, values) => void texts.push({ text, values }) }) },
+    });
+    const admin = new pg.Client({ connectionString: url! });
+    await admin.connect();
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      const old = Date.now() - 86_400_000;
+      const columns = "task, queue, payload, state, priority, run_at, attempt, max_attempts, created_at, updated_at, finished_at, concurrency_key";
+      await admin.query(`INSERT INTO ph_jobs (${columns}) SELECT 'old', 'default', '{}', 'succeeded', 0, ${old}, 1, 3, ${old}, ${old}, ${old}, 'k' || (g % 100) FROM generate_series(1, 100000) g`);
+      for (let i = 0; i < 5; i++) await docket.enqueueMany(Array.from({ length: 1000 }, () => ({ task: "t", payload: {} })));
+      await admin.query("ANALYZE ph_jobs");
+      const now = Date.now();
+      texts.length = 0;
+      expect(await adapter.claim({ queues: ["default"], limit: 100, constrainedLimit: 0, now, leaseToken: "tok", leaseExpiresAt: now + 30_000 })).toHaveLength(100);
+      const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
+      await admin.query(`PREPARE claim_unkeyed AS ${claim.text}`);
+      await admin.query("SET plan_cache_mode = force_custom_plan");
+      const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
       await admin.query("BEGIN");
-      const plan = (await admin.query(`EXPLAIN EXECUTE claim_plan(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+      const plan = (await admin.query(`EXPLAIN EXECUTE claim_unkeyed(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
       await admin.query("ROLLBACK");
-      expect(plan, plan).not.toMatch(/Seq Scan on pg_jobs/);
-      expect(plan, plan).toMatch(/Index (Only )?Scan using pg_jobs_claim/);
+      // With `concurrency_key IS NULL` PostgreSQL took 1 row in 20 to be unkeyed, and read and sorted every ready job.
+      expect(plan, plan).not.toMatch(/Seq Scan on ph_jobs|Bitmap Heap Scan on ph_jobs/);
+      expect(plan, plan).toMatch(/Index (Only )?Scan using ph_jobs_claim/);
     } finally {
       await admin.end();
       await adapter.close();

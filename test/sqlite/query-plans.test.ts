@@ -66,11 +66,14 @@ describe("sqlite: query plans", () => {
       expect(claimed.length).toBe(10);
       seen.length = 0;
       await adapter.claim({ queues: ["q1"], limit: 10, now: now + 1, leaseToken: "tok3", leaseExpiresAt: now + 1000 });
+      // A worker's claims: no keyed job (all handlers busy), or a few (the one-statement claim's two picks).
+      await adapter.claim({ queues: ["q1"], limit: 10, constrainedLimit: 0, now: now + 1, leaseToken: "tok4", leaseExpiresAt: now + 1000 });
+      await adapter.claim({ queues: ["q1"], limit: 10, constrainedLimit: 2, now: now + 1, leaseToken: "tok5", leaseExpiresAt: now + 1000 });
       await adapter.listExpired({ now: now + 5_000, limit: 100 });
       await adapter.purge({ states: ["succeeded", "cancelled"], finishedBefore: now, limit: 1000 });
       const jobsTable = "docket_jobs";
       const statements = seen.filter((s) => /^(select|update|with)/i.test(s.sql) && s.sql.includes(`"${jobsTable}"`) && !/count\(\*\)/i.test(s.sql));
-      expect(statements.length).toBeGreaterThanOrEqual(5);
+      expect(statements.length).toBeGreaterThanOrEqual(7);
       const plans = statements.map((s) => ({
         sql: s.sql,
         plan: (raw.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(...(s.params as never[])) as { detail: string }[]).map((r) => r.detail).join(" | "),

@@ -3,6 +3,7 @@ import { capCases } from "./caps.ts";
 import { claimCases } from "./claim.ts";
 import { claimTaskCases } from "./claim-tasks.ts";
 import { concurrencyCases } from "./concurrency.ts";
+import { constrainedCases } from "./constrained.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { inputCases } from "./input.ts";
 import { keyCases } from "./keys.ts";
@@ -56,6 +57,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
+    ...constrainedCases,
     ...sequencedRaceCases,
     ...concurrencyCases,
     ...workerCases,
