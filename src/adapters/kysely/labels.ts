@@ -16,12 +16,10 @@ export type StatementLabel =
   | "rebalance"
   /** The lock (or upsert) of several concurrency keys' rows, in name order, by a bulk admission or outcome batch. */
   | "lock-keys"
-  /** The count of several keys' slot holders, under their locks, before a bulk admission or promotion. */
+  /** The count of several keys' slot holders (and which have due scheduled jobs), under their locks, before a bulk admission or promotion. */
   | "key-holders"
   /** A bulk promotion's read of the blocked jobs of the keys with free slots. */
   | "promote-pick"
-  /** A bulk promotion's read of which of its keys have due scheduled jobs (those are rebalanced one by one). */
-  | "due-keys"
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
   /** A schedule's tick write (compare-and-set on last_tick). */

@@ -86,9 +86,10 @@ interface Waiting {
  * blocked jobs, in claim order, up to the free slots, become ready. A key
  * that also has due scheduled jobs is made exact by `rebalance` instead
  * (they are admitted, blocked or discarded in claim order with its blocked
- * jobs; rare: staging admits due jobs at every claim). Statements: one read
- * of the keys with due jobs, one count of holders, the read of the blocked
- * jobs (see `readBlocked`) when a key has room, one UPDATE per BATCH_ROWS
+ * jobs; rare: staging admits due jobs at every claim). Statements: one count
+ * of holders (which also finds the keys with due jobs); when a key has room,
+ * on PostgreSQL one UPDATE that reads and unblocks (`unblockFirst`),
+ * elsewhere the reads of `readBlocked` and one UPDATE per BATCH_ROWS
  * promoted jobs. Returns the holders per key after promotion and the queues
  * that gained ready jobs.
  */
@@ -100,53 +101,92 @@ export async function promote(
 ): Promise<{ holders: Map<string, number>; queues: Set<string> }> {
   const names = [...limits.keys()];
   const queues = new Set<string>();
-  const due = await keysWithDueJobs(ctx, db, names, now);
-  for (const name of [...due].sort()) for (const queue of await rebalance(ctx, db, name, now)) queues.add(queue);
-  const holders = await countHoldersOf(ctx, db, names);
+  const { holders, due } = await holdersAndDue(ctx, db, names, now);
+  if (due.size > 0) {
+    const sorted = [...due].sort();
+    for (const name of sorted) for (const queue of await rebalance(ctx, db, name, now)) queues.add(queue);
+    for (const [name, n] of await countHoldersOf(ctx, db, sorted)) holders.set(name, n);
+  }
   const room = new Map<string, number>();
   for (const name of names) {
     const free = freeSlots(limits.get(name)!, holders.get(name) ?? 0);
     if (free > 0 && !due.has(name)) room.set(name, free);
   }
   if (room.size === 0) return { holders, queues };
-  const waiting = await readBlocked(ctx, db, room);
-  const byKey = new Map<string, Waiting[]>();
-  for (const w of waiting) {
-    const list = byKey.get(w.key);
-    if (list) list.push(w);
-    else byKey.set(w.key, [w]);
-  }
-  const unblock: number[] = [];
-  for (const [key, list] of byKey) {
-    const taken = list.sort(byClaimOrder).slice(0, room.get(key)!);
-    for (const w of taken) {
-      unblock.push(w.id);
-      queues.add(w.queue);
-    }
-    holders.set(key, (holders.get(key) ?? 0) + taken.length);
-  }
-  // The rows are the keys' and the keys are locked: no other writer admits them meanwhile, so every id moves.
-  for (let i = 0; i < unblock.length; i += BATCH_ROWS) {
-    const update = guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: now }), "unblock", { now }).where("id", "in", unblock.slice(i, i + BATCH_ROWS));
-    await labelled(update, "unblock").execute();
+  // The rows are the keys' and the keys are locked: no other writer admits them meanwhile.
+  const promoted = ctx.engine.capabilities.arrays ? await unblockFirst(ctx, db, room, now) : await unblockRead(ctx, db, room, now);
+  for (const w of promoted) {
+    queues.add(w.queue);
+    holders.set(w.key, (holders.get(w.key) ?? 0) + 1);
   }
   return { holders, queues };
 }
 
-/** The keys among `names` that have scheduled jobs due at `now`; one statement per BATCH_ROWS keys. */
-async function keysWithDueJobs(ctx: StoreContext, db: AnyDb, names: readonly string[], now: number): Promise<Set<string>> {
+/** Reads the first blocked jobs of each key of `room` (`readBlocked`), then unblocks them: one UPDATE per BATCH_ROWS jobs. */
+async function unblockRead(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<string, number>, now: number): Promise<Waiting[]> {
+  const byKey = new Map<string, Waiting[]>();
+  for (const w of await readBlocked(ctx, db, room)) {
+    const list = byKey.get(w.key);
+    if (list) list.push(w);
+    else byKey.set(w.key, [w]);
+  }
+  const taken = [...byKey].flatMap(([key, list]) => list.sort(byClaimOrder).slice(0, room.get(key)!));
+  const ids = taken.map((w) => w.id);
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    const update = guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: now }), "unblock", { now }).where("id", "in", ids.slice(i, i + BATCH_ROWS));
+    await labelled(update, "unblock").execute();
+  }
+  return taken;
+}
+
+/**
+ * With arrays (PostgreSQL): ONE statement, compiled once, that unblocks the
+ * first `free` blocked jobs of each key of `room` in claim order, `UPDATE …
+ * WHERE id = ANY(ARRAY(<the LATERAL read>)) AND state IN ('blocked')
+ * RETURNING`. Its read sees every row the locks of the keys protect (the
+ * statement starts after they were taken).
+ */
+async function unblockFirst(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<string, number>, now: number): Promise<Waiting[]> {
+  const entries = [...room];
+  const values = { keys: entries.map(([k]) => k), free: entries.map(([, f]) => f), now };
+  const build = () => {
+    const ids = lateralPick(ctx).clearSelect().select("w.id");
+    const update = ctx.db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: new Slot("now") });
+    return labelled(guard(update, "unblock", { now: 0 }).where(sql<boolean>`${sql.ref("id")} = any(array(${ids}))`).returning([...WAITING_COLUMNS]), "unblock");
+  };
+  const rows = (await db.executeQuery(compiledOnce(ctx.statements, "promote-unblock", build, values, ctx.engine.prepare))).rows as WaitingRow[];
+  return rows.map(toWaiting);
+}
+
+/**
+ * Each key's holders (SLOT_HOLDING_STATES) among `names`, and the keys that
+ * have scheduled jobs due at `now`: one statement per BATCH_ROWS keys. Call
+ * under the keys' locks.
+ */
+async function holdersAndDue(ctx: StoreContext, db: AnyDb, names: readonly string[], now: number): Promise<{ holders: Map<string, number>; due: Set<string> }> {
+  const holders = new Map<string, number>(names.map((n) => [n, 0]));
   const due = new Set<string>();
+  const holding = sql.join(SLOT_HOLDING_STATES.map((s) => sql.lit(s)));
+  const scheduled = sql.lit(TRANSITIONS.stage.from[0]!);
   for (let i = 0; i < names.length; i += BATCH_ROWS) {
     const q = db
       .selectFrom(ctx.tables.jobs)
-      .select("concurrency_key")
-      .distinct()
+      .select([
+        "concurrency_key",
+        sql<number>`sum(case when ${sql.ref("state")} in (${holding}) then 1 else 0 end)`.as("n"),
+        sql<number>`max(case when ${sql.ref("state")} = ${scheduled} then 1 else 0 end)`.as("due"),
+      ])
       .where("concurrency_key", "in", names.slice(i, i + BATCH_ROWS))
-      .where("state", "=", sql.lit("scheduled"))
-      .where("run_at", "<=", now);
-    for (const r of (await labelled(q, "due-keys").execute()) as { concurrency_key: string }[]) due.add(r.concurrency_key);
+      .where((eb: ExpressionBuilder<any, any>) =>
+        eb.or([eb("state", "in", SLOT_HOLDING_STATES.map((s) => sql.lit(s))), eb.and([eb("state", "=", scheduled), eb("run_at", "<=", now)])]),
+      )
+      .groupBy("concurrency_key");
+    for (const r of (await labelled(q, "key-holders").execute()) as { concurrency_key: string; n: number | string; due: number | string }[]) {
+      holders.set(r.concurrency_key, Number(r.n));
+      if (Number(r.due) === 1) due.add(r.concurrency_key);
+    }
   }
-  return due;
+  return { holders, due };
 }
 
 /** A row of the blocked jobs' read, as drivers return it. */
@@ -187,8 +227,10 @@ async function readBlocked(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<strin
       rows.push(...((await q.execute()) as WaitingRow[]));
     }
   }
-  return rows.map((r) => ({ id: Number(r.id), queue: r.queue, key: r.concurrency_key, priority: Number(r.priority), runAt: Number(r.run_at) }));
+  return rows.map(toWaiting);
 }
+
+const toWaiting = (r: WaitingRow): Waiting => ({ id: Number(r.id), queue: r.queue, key: r.concurrency_key, priority: Number(r.priority), runAt: Number(r.run_at) });
 
 /** The ids of the blocked jobs `readBlocked` wants, by correlated scalar reads (engines without LATERAL). */
 async function blockedIds(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<string, number>): Promise<number[]> {
