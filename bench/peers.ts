@@ -1,7 +1,8 @@
 /**
  * The peers docket's drain is compared with, on the same PostgreSQL:
- * graphile-worker (defaults, and its fast settings: local queue of 500 and
- * batched completions), pg-boss (defaults, and tuned: batches of 50), and a
+ * graphile-worker 0.18 (defaults, and its fast settings: local queue of 500
+ * and batched completions), pg-boss 12 (defaults, and tuned: batches
+ * of 50 fetched back to back while full), and a
  * raw-SQL ceiling (claim 100 rows with one UPDATE … SKIP LOCKED, delete them
  * with one DELETE, on 4 connections). Each setup fills a fresh database with
  * N no-op jobs; each worker runs in a child process (bench/peer-child.ts).
@@ -9,6 +10,47 @@
 /** Loads a peer from bench/node_modules; untyped, so the library's typecheck does not need them installed. */
 // deno-lint-ignore no-explicit-any
 const load = (specifier: string): Promise<any> => import(specifier);
+
+/**
+ * graphile-worker's fast settings (0.18, `preset.worker` in its index.d.ts): a
+ * local queue of 500 jobs fetched per pool, completions and failures batched
+ * (a delay of 0: those requested in one tick are written together; -1, the
+ * default, writes each alone).
+ */
+export const GRAPHILE_FAST_PRESET = { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
+
+/**
+ * pg-boss's tuned `work` options (12.x, WorkOptions in dist/types.d.ts):
+ * batches of 50, the shortest poll it accepts, and `burstWhenBatchFull`,
+ * which fetches again at once while fetches come back full (without it a
+ * worker sleeps out the poll interval after every batch, as 10.x did).
+ */
+export const PGBOSS_TUNED = { batchSize: 50, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true };
+
+/** A started graphile-worker runner of `concurrency` whose task "noop" runs `task(payload)`. */
+// deno-lint-ignore no-explicit-any
+export async function runGraphile(url: string, concurrency: number, fast: boolean, task: (payload: any) => Promise<void>): Promise<any> {
+  const { run, Logger } = await load("graphile-worker");
+  return run({
+    connectionString: url,
+    concurrency,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    taskList: { noop: task },
+    logger: new Logger(() => () => undefined),
+    ...(fast ? { preset: GRAPHILE_FAST_PRESET } : {}),
+  });
+}
+
+/** A started pg-boss instance (12.x: the named export `PgBoss`) without supervision or schedules, errors ignored. */
+// deno-lint-ignore no-explicit-any
+export async function startPgBoss(url: string, options: object): Promise<any> {
+  const { PgBoss } = await load("pg-boss");
+  const boss = new PgBoss({ connectionString: url, supervise: false, schedule: false, ...options });
+  boss.on("error", () => undefined);
+  await boss.start();
+  return boss;
+}
 
 export const PEERS = ["graphile-defaults", "graphile-fast", "pgboss-defaults", "pgboss-tuned", "raw-ceiling"] as const;
 export type PeerName = (typeof PEERS)[number];
@@ -30,15 +72,12 @@ export async function setupPeer(peer: PeerName, url: string, jobs: number): Prom
     return;
   }
   if (peer.startsWith("pgboss")) {
-    const { default: PgBoss } = await load("pg-boss");
-    const boss = new PgBoss({ connectionString: url, supervise: false, schedule: false });
-    boss.on("error", () => undefined);
-    await boss.start();
+    const boss = await startPgBoss(url, {});
     await boss.createQueue("noop");
     for (let i = 0; i < jobs; i += 1000) {
-      await boss.insert(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ name: "noop", data: { i: i + k } })));
+      await boss.insert("noop", Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ data: { i: i + k } })));
     }
-    await boss.stop({ graceful: false, wait: true });
+    await boss.stop({ graceful: false });
     return;
   }
   const pg = (await import("pg")).default;
@@ -57,34 +96,17 @@ export interface PeerWorker {
 
 export async function startPeer(peer: PeerName, url: string, concurrency: number, onDone: (n: number) => void): Promise<PeerWorker> {
   if (peer.startsWith("graphile")) {
-    const { run } = await load("graphile-worker");
-    const fast = peer === "graphile-fast";
-    const runner = await run({
-      connectionString: url,
-      concurrency,
-      noHandleSignals: true,
-      pollInterval: 1000,
-      taskList: { noop: async () => undefined },
-      logger: new (await load("graphile-worker")).Logger(() => () => undefined),
-      ...(fast ? { preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
-    });
+    const runner = await runGraphile(url, concurrency, peer === "graphile-fast", async () => undefined);
     runner.events.on("job:success", () => onDone(1));
     return { stop: () => runner.stop() };
   }
   if (peer.startsWith("pgboss")) {
-    const { default: PgBoss } = await load("pg-boss");
     const tuned = peer === "pgboss-tuned";
-    const boss = new PgBoss({ connectionString: url, supervise: false, schedule: false, max: tuned ? 4 : Math.max(4, concurrency) });
-    boss.on("error", () => undefined);
-    await boss.start();
-    const subscriptions = concurrency;
-    const options = tuned ? { batchSize: 50, pollingIntervalSeconds: 0.5 } : {};
-    for (let i = 0; i < subscriptions; i++) {
-      await boss.work("noop", options, async (jobs: unknown[]) => {
-        onDone(jobs.length);
-      });
-    }
-    return { stop: () => boss.stop({ graceful: false, wait: true }) };
+    const boss = await startPgBoss(url, { max: tuned ? 4 : Math.max(4, concurrency) });
+    await boss.work("noop", { localConcurrency: concurrency, ...(tuned ? PGBOSS_TUNED : {}) }, async (jobs: unknown[]) => {
+      onDone(jobs.length);
+    });
+    return { stop: () => boss.stop({ graceful: false }) };
   }
   const pg = (await import("pg")).default;
   const pool = new pg.Pool({ connectionString: url, max: 4 });
