@@ -21,6 +21,14 @@ const ARRAY_COLUMNS = [
   ["trace_context", "text"],
 ] as const;
 
+/** Besides ARRAY_COLUMNS, the columns a keyed job's admission decides (blocked, or cancelled by a "discard" policy, with its reason). */
+const ADMISSION_COLUMNS = [
+  ["concurrency_key", "text"],
+  ["on_conflict", "text"],
+  ["finished_at", "bigint"],
+  ["last_error", "text"],
+] as const;
+
 /**
  * UTF-16 code units of strings per statement. A code unit takes at most 3
  * UTF-8 bytes, and at most twice that in an array literal (escaped), so a
@@ -105,4 +113,31 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
     record.created = true;
     return record;
   });
+}
+
+/**
+ * Inserts admitted rows (the values `rowsOf` made, their state, finish time
+ * and reason set by admission; no idempotency key), created at `now`, with
+ * ONE statement like `insertUnkeyed`'s plus the admission columns as arrays.
+ * Returns the ids the rows got, in input order (ascending, as unnest yields
+ * them). Only for an engine with `arrays`; atomic on its own, so the caller
+ * may run it inside its transaction.
+ */
+export async function insertAdmittedRows(ctx: StoreContext, db: AnyDb, rows: readonly Record<string, unknown>[], now: number): Promise<number[]> {
+  const columns = [...ARRAY_COLUMNS, ...ADMISSION_COLUMNS];
+  const build = () => {
+    const arrays = columns.map(([column, type]) => sql`${new Slot(column)}::${sql.raw(`${type}[]`)}`);
+    const insert = ctx.db
+      .insertInto(ctx.tables.jobs)
+      .columns([...columns.map(([column]) => column), "attempt", "created_at", "updated_at"])
+      .expression(sql`select t.*, 0, ${new Slot("now")}::bigint, ${new Slot("now")}::bigint from unnest(${sql.join(arrays)}) as t`)
+      .returning("id");
+    return labelled(insert, "enqueue");
+  };
+  const values: Record<string, unknown> = { now };
+  for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? null);
+  const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-admitted", build, values, ctx.engine.prepare));
+  const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
+  if (ids.length !== rows.length) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${rows.length} jobs`);
+  return ids;
 }

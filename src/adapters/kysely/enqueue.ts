@@ -11,7 +11,7 @@ import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
-import { arrayRuns, insertUnkeyed } from "./array-insert.ts";
+import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -140,7 +140,14 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     }
     return row;
   };
-  if (idempotencyKeys.length === 0) return (await insertRows(ctx, db, values.map((_, i) => admitted(i)))).map(created);
+  if (idempotencyKeys.length === 0) {
+    const rows = values.map((_, i) => admitted(i));
+    const runs = ctx.engine.capabilities.arrays ? arrayRuns(params.jobs) : [];
+    if (runs.length !== 1) return (await insertRows(ctx, db, rows)).map(created);
+    // With arrays, a batch of ordinary size: one statement, its records the values written and the ids the rows got.
+    const ids = await insertAdmittedRows(ctx, db, rows, now);
+    return rows.map((row, i) => created(rowToRecord({ ...UNSET_COLUMNS, ...(row as Omit<JobRow, "id">), id: ids[i]! })));
+  }
   const records: EnqueuedRecord[] = [];
   for (const [i, job] of params.jobs.entries()) {
     const key = job.idempotencyKey ?? null;

@@ -50,6 +50,11 @@ export const statementCases: KyselyConformanceCase[] = [
 
 /** Statements (BEGIN and COMMIT included) an enqueueMany of keyed jobs, or an outcome batch of keyed jobs, may send, whatever its jobs and keys (up to 500 keys). */
 export const KEYED_BATCH_STATEMENTS_BOUND = 14;
+/**
+ * Statements one enqueue on a full key sends: the key's upsert (its lock), the holders' count and the INSERT,
+ * in BEGIN … COMMIT (MariaDB adds the INSERT's read-back, SQLite the two busy_timeout pragmas around BEGIN IMMEDIATE).
+ */
+export const HOT_KEY_ENQUEUE_BOUND = 7;
 
 /** The statements `fn` sends through a fresh connection of the case's adapter. */
 async function counted(t: Parameters<KyselyConformanceCase["run"]>[0], fn: (d: Docket, adapter: Awaited<ReturnType<typeof t.connect>>) => Promise<void>): Promise<number> {
@@ -79,6 +84,13 @@ statementCases.push(
         counts.push(`${jobs} jobs on ${keys} keys: ${n}`);
         assert.ok(n <= KEYED_BATCH_STATEMENTS_BOUND, `${jobs} jobs on ${keys} keys: ${n} statements (bound ${KEYED_BATCH_STATEMENTS_BOUND})`);
       }
+      // One enqueue on a hot key (full, with blocked jobs): lock, count, insert, and the transaction's BEGIN and COMMIT.
+      const hot = await counted(t, async (d) => {
+        const made = await d.enqueue("k", "hot", { concurrency: { key: "key-200-0", limit: 2 } });
+        assert.equal(made.state, "blocked");
+      });
+      counts.push(`one enqueue on a full key: ${hot}`);
+      assert.ok(hot <= HOT_KEY_ENQUEUE_BOUND, `one enqueue on a full key: ${hot} statements (bound ${HOT_KEY_ENQUEUE_BOUND})`);
       console.log(`keyed enqueueMany statements: ${counts.join("; ")}`);
     },
   },
