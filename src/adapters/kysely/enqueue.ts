@@ -12,6 +12,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
 import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
+import { newJobRecord } from "../../core/new-job.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -146,7 +147,15 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     if (runs.length !== 1) return (await insertRows(ctx, db, rows)).map(created);
     // With arrays, a batch of ordinary size: one statement, its records the values written and the ids the rows got.
     const ids = await insertAdmittedRows(ctx, db, rows, now);
-    return rows.map((row, i) => created(rowToRecord({ ...UNSET_COLUMNS, ...(row as Omit<JobRow, "id">), id: ids[i]! })));
+    return params.jobs.map((job, i) => {
+      const row = rows[i]!;
+      const record = newJobRecord(ids[i]!, job, now) as EnqueuedRecord;
+      record.state = row.state as JobState;
+      record.finishedAt = row.finished_at as number | null;
+      record.lastError = row.last_error as string | null;
+      record.created = true;
+      return record;
+    });
   }
   const records: EnqueuedRecord[] = [];
   for (const [i, job] of params.jobs.entries()) {
