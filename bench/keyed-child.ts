@@ -40,7 +40,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (m.stop) {
     await worker.stop();
     clearInterval(progress);
-    say({ done: true, runs });
-    process.exit(0);
+    // A large report to a pipe is written asynchronously: exit once it is flushed, not before.
+    process.stdout.write(JSON.stringify({ done: true, runs }) + "\n", () => process.exit(0));
   }
 }
