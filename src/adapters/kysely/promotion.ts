@@ -166,15 +166,16 @@ async function unblockFirst(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<stri
 async function holdersAndDue(ctx: StoreContext, db: AnyDb, names: readonly string[], now: number): Promise<{ holders: Map<string, number>; due: Set<string> }> {
   const holders = new Map<string, number>(names.map((n) => [n, 0]));
   const due = new Set<string>();
-  const holding = sql.join(SLOT_HOLDING_STATES.map((s) => sql.lit(s)));
+  const holding = SLOT_HOLDING_STATES.map((s) => sql.lit(s));
   const scheduled = sql.lit(TRANSITIONS.stage.from[0]!);
   for (let i = 0; i < names.length; i += BATCH_ROWS) {
+    // Built from expression nodes, not raw SQL, so docket/testing's mutations can rewrite the states counted.
     const q = db
       .selectFrom(ctx.tables.jobs)
-      .select([
+      .select((eb: ExpressionBuilder<any, any>) => [
         "concurrency_key",
-        sql<number>`sum(case when ${sql.ref("state")} in (${holding}) then 1 else 0 end)`.as("n"),
-        sql<number>`max(case when ${sql.ref("state")} = ${scheduled} then 1 else 0 end)`.as("due"),
+        eb.fn.sum<number>(eb.case().when("state", "in", holding).then(1).else(0).end()).as("n"),
+        eb.fn.max<number>(eb.case().when("state", "=", scheduled).then(1).else(0).end()).as("due"),
       ])
       .where("concurrency_key", "in", names.slice(i, i + BATCH_ROWS))
       .where((eb: ExpressionBuilder<any, any>) =>

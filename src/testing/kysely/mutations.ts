@@ -247,8 +247,9 @@ const KEY_EQ: PredicateShape = { column: "concurrency_key", operator: "=" };
 const IDEMPOTENCY_EQ: PredicateShape = { column: "idempotency_key", operator: "=" };
 const KEY_IN: PredicateShape = { column: "concurrency_key", operator: "in" };
 /**
- * A key's holder count, `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`, or
- * several keys' (bulk admission and promotion), `SELECT concurrency_key, count(*) AS n … WHERE concurrency_key IN (…) AND state IN (…) GROUP BY concurrency_key`.
+ * A key's holder count, `SELECT count(*) AS n FROM jobs WHERE concurrency_key = ? AND state IN (…)`, or several keys'
+ * (`SELECT concurrency_key, count(*) AS n … WHERE concurrency_key IN (…) AND state IN (…) GROUP BY concurrency_key`);
+ * the bulk count that also finds due jobs is isBulkHolderCount.
  */
 const isHolderCount = (n: SelectQueryNode) => {
   if (!isTable(fromTable(n), "jobs") || !hasPredicate(n.where, STATE_IN)) return false;
@@ -258,9 +259,36 @@ const isHolderCount = (n: SelectQueryNode) => {
   return counts && selections.length === 2 && hasPredicate(n.where, KEY_IN) && n.groupBy !== undefined;
 };
 
-/** Race mutant: a key's holders are counted in `states` instead of the slot-holding states. */
+/**
+ * Race mutant: a key's holders are counted in `states` instead of the slot-holding states: the `state IN (…)`
+ * of a single key's count, and of the bulk count's `sum(CASE WHEN state IN (…) THEN 1 ELSE 0 END) AS n`.
+ */
 export function holdersCountedIn(states: readonly string[]): KyselyPlugin {
-  return rewritePlugin({ select: (n) => (isHolderCount(n) && n.where ? { ...n, where: WhereNode.create(withStatesIn(n.where.where, states)) } : n) });
+  return rewritePlugin({
+    select: (n) => {
+      if (isHolderCount(n) && n.where) return { ...n, where: WhereNode.create(withStatesIn(n.where.where, states)) };
+      if (isBulkHolderCount(n)) return { ...n, selections: n.selections!.map((s) => (aliasOf(s.selection) === "n" ? (everyStatesIn(s, states) as typeof s) : s)) };
+      return n;
+    },
+  });
+}
+
+/** The bulk count of holders (and due jobs) per key: `SELECT concurrency_key, sum(CASE …) AS n, max(CASE …) AS due … GROUP BY concurrency_key`. */
+const isBulkHolderCount = (n: SelectQueryNode) =>
+  isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_IN) && n.groupBy !== undefined && (n.selections ?? []).some((s) => aliasOf(s.selection) === "due");
+
+function aliasOf(node: OperationNode): string | null {
+  if (node.kind !== "AliasNode") return null;
+  const alias = (node as unknown as { alias: OperationNode }).alias;
+  return alias.kind === "IdentifierNode" ? (alias as unknown as { name: string }).name : null;
+}
+
+/** `node` with every `state IN (…)` predicate anywhere inside it (a CASE's WHEN too) listing `states` instead. */
+function everyStatesIn(node: unknown, states: readonly string[]): unknown {
+  if (Array.isArray(node)) return node.map((x) => everyStatesIn(x, states));
+  if (node === null || typeof node !== "object") return node;
+  if ("kind" in node && isPredicate(node as OperationNode, STATE_IN)) return { ...node, rightOperand: PrimitiveValueListNode.create(states) };
+  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, everyStatesIn(v, states)]));
 }
 
 /** Race mutant: a cap's running count counts every job of the queue or task, whatever its state (the job about to be claimed too). */
