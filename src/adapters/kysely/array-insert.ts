@@ -71,15 +71,6 @@ export function arrayRuns(jobs: readonly NewJob[], maxUnits = MAX_RUN_UNITS): Ne
  * Only for an engine with `arrays`; atomic on its own.
  */
 export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], now: number): Promise<EnqueuedRecord[]> {
-  const build = () => {
-    const arrays = ARRAY_COLUMNS.map(([column, type]) => sql`${new Slot(column)}::${sql.raw(`${type}[]`)}`);
-    const insert = ctx.db
-      .insertInto(ctx.tables.jobs)
-      .columns([...ARRAY_COLUMNS.map(([column]) => column), "attempt", "created_at", "updated_at"])
-      .expression(sql`select t.*, 0, ${new Slot("now")}::bigint, ${new Slot("now")}::bigint from unnest(${sql.join(arrays)}) as t`)
-      .returning("id");
-    return labelled(insert, "enqueue");
-  };
   const n = jobs.length;
   const task = new Array<string>(n);
   const queue = new Array<string>(n);
@@ -105,9 +96,7 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
     trace[i] = j.traceContext ?? null;
   }
   const values = { task, queue, payload, state, priority, run_at: runAt, max_attempts: maxAttempts, backoff, timeout_ms: timeout, trace_context: trace, now };
-  const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-unkeyed", build, values, ctx.engine.prepare));
-  const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
-  if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
+  const ids = await unnestInsert(ctx, db, "insert-unkeyed", ARRAY_COLUMNS, values, n);
   return jobs.map((j, i) => {
     const record = newJobRecord(ids[i]!, j, now) as EnqueuedRecord;
     record.created = true;
@@ -125,6 +114,24 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
  */
 export async function insertAdmittedRows(ctx: StoreContext, db: AnyDb, rows: readonly Record<string, unknown>[], now: number): Promise<number[]> {
   const columns = [...ARRAY_COLUMNS, ...ADMISSION_COLUMNS];
+  const values: Record<string, unknown> = { now };
+  for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? null);
+  return unnestInsert(ctx, db, "insert-admitted", columns, values, rows.length);
+}
+
+/**
+ * `INSERT INTO jobs (<columns>, attempt, created_at, updated_at) SELECT t.*, 0, $now, $now FROM
+ * unnest(<one array slot per column>) AS t RETURNING id`, compiled once under `key`, with `values`
+ * (an array per column, and `now`); the ids, ascending. Throws unless exactly `n` rows were inserted.
+ */
+async function unnestInsert(
+  ctx: StoreContext,
+  db: AnyDb,
+  key: string,
+  columns: readonly (readonly [string, string])[],
+  values: Readonly<Record<string, unknown>>,
+  n: number,
+): Promise<number[]> {
   const build = () => {
     const arrays = columns.map(([column, type]) => sql`${new Slot(column)}::${sql.raw(`${type}[]`)}`);
     const insert = ctx.db
@@ -134,10 +141,8 @@ export async function insertAdmittedRows(ctx: StoreContext, db: AnyDb, rows: rea
       .returning("id");
     return labelled(insert, "enqueue");
   };
-  const values: Record<string, unknown> = { now };
-  for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? null);
-  const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-admitted", build, values, ctx.engine.prepare));
+  const result = await db.executeQuery(compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare));
   const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
-  if (ids.length !== rows.length) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${rows.length} jobs`);
+  if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
   return ids;
 }

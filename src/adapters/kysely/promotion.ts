@@ -206,27 +206,20 @@ const PLACES_PER_READ = 8;
 
 /**
  * For each key of `room` (name → free slots), its first `free` blocked
- * jobs, in claim order, read on the key index. With arrays (PostgreSQL):
- * ONE statement of constant text, compiled once, a LATERAL join from the
- * keys' array to a LIMITed read (a UNION of 200 LIMITed reads cost
- * PostgreSQL ~1 ms of planning per read). Otherwise (no LATERAL in MariaDB
- * or SQLite): one statement per BATCH_ROWS keys and PLACES_PER_READ places
- * whose columns are correlated scalar reads, the i-th blocked job's id per
- * key (`LIMIT 1 OFFSET i`), then one read of those jobs by id (a UNION of
- * 200 derived LIMITed reads took MariaDB 18 ms for 100 keys, these 3 ms).
+ * jobs, in claim order, on an engine without arrays or LATERAL (MariaDB,
+ * SQLite; PostgreSQL reads and unblocks in one statement, `unblockFirst`):
+ * one statement per BATCH_ROWS keys and PLACES_PER_READ places whose
+ * columns are correlated scalar reads on the key index, the i-th blocked
+ * job's id per key (`LIMIT 1 OFFSET i`), then one read of those jobs by id
+ * (a UNION of 200 derived LIMITed reads took MariaDB 18 ms for 100 keys,
+ * these 3 ms; on PostgreSQL such a UNION cost ~1 ms of planning per read).
  */
 async function readBlocked(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<string, number>): Promise<Waiting[]> {
+  const ids = await blockedIds(ctx, db, room);
   const rows: WaitingRow[] = [];
-  if (ctx.engine.capabilities.arrays) {
-    const entries = [...room];
-    const values = { keys: entries.map(([k]) => k), free: entries.map(([, f]) => f) };
-    rows.push(...((await db.executeQuery(compiledOnce(ctx.statements, "promote-pick", () => lateralPick(ctx), values, ctx.engine.prepare))).rows as WaitingRow[]));
-  } else {
-    const ids = await blockedIds(ctx, db, room);
-    for (let i = 0; i < ids.length; i += BATCH_ROWS) {
-      const q = db.selectFrom(ctx.tables.jobs).select([...WAITING_COLUMNS]).where("id", "in", ids.slice(i, i + BATCH_ROWS));
-      rows.push(...((await q.execute()) as WaitingRow[]));
-    }
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    const q = db.selectFrom(ctx.tables.jobs).select([...WAITING_COLUMNS]).where("id", "in", ids.slice(i, i + BATCH_ROWS));
+    rows.push(...((await q.execute()) as WaitingRow[]));
   }
   return rows.map(toWaiting);
 }
@@ -267,7 +260,7 @@ async function blockedIds(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<string
   return ids;
 }
 
-/** `readBlocked` as one statement with array slots `keys` and `free`: the keys joined LATERALly to a LIMITed read of their blocked jobs. */
+/** With array slots `keys` and `free`: the keys joined LATERALly to a LIMITed read of their first blocked jobs, in claim order (see `unblockFirst`). */
 function lateralPick(ctx: StoreContext) {
   const db = ctx.db;
   const keys = sql`unnest(${new Slot("keys")}::text[], ${new Slot("free")}::int[])`.as<"k">(sql`k(name, free)`);
