@@ -141,15 +141,22 @@ const HELD_RACES: HeldRace[] = [
     name: "two claimers racing on a capped queue never run more than the cap",
     guard: "the cap check and the claim in one transaction under the queue's lock",
     mutant: noTransaction,
+    // Session 1 holds its claim's UPDATE, having counted the queue's running jobs (none) and chosen A and B. A
+    // job C ahead of them in claim order becomes ready (staged by session 2's claim, due only at its time), and
+    // session 2 claims. Under the queue's lock session 2 counts session 1's jobs and takes none; without it,
+    // it counts none and takes C and A, and session 1 then writes B: three running.
     async scenario({ t, hook, s1, s2 }) {
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 2 });
-      for (let i = 0; i < 4; i++) await insert(t, { queue: "q" });
       const now = t.clock.now();
-      const claim = (a: DocketAdapter) => a.claim({ queues: ["q"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-      const held = hook.holdNext("claim-candidates");
-      const first = claim(s1);
+      const claim = (a: DocketAdapter, at: number) => a.claim({ queues: ["q"], limit: 2, now: at, leaseToken: token(), leaseExpiresAt: at + LEASE_MS });
+      // Session 1 met the cap: its next claim goes straight to the transaction that applies caps (one UPDATE labelled claim).
+      assert.deepEqual(await claim(s1, now), []);
+      for (let i = 0; i < 2; i++) await insert(t, { queue: "q" });
+      await insert(t, { queue: "q", state: "scheduled", runAt: now + 10, priority: -1 });
+      const held = hook.holdNext("claim");
+      const first = claim(s1, now);
       await held.reached;
-      const second = claim(s2);
+      const second = claim(s2, now + 10);
       await settle(second);
       held.release();
       await Promise.all([first, second]);
