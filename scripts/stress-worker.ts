@@ -83,13 +83,17 @@ const pid = process.pid;
 const docket = new Docket({ adapter: await openAdapter(config) });
 // Timing only: how long each claim and outcome write (settle) took in this process (a figure in the report).
 {
-  const a = docket.adapter as unknown as Record<"claim" | "settle", (...x: unknown[]) => Promise<unknown>>;
-  for (const m of ["claim", "settle"] as const) {
-    const call = a[m].bind(docket.adapter);
-    a[m] = async (...x: unknown[]) => {
+  // An outcome write that hands slots off (settleAndHandOff) counts as a settle.
+  const a = docket.adapter as unknown as Record<"claim" | "settle" | "settleAndHandOff", ((...x: unknown[]) => Promise<unknown>) | undefined>;
+  for (const method of ["claim", "settle", "settleAndHandOff"] as const) {
+    const m = method === "claim" ? "claim" : "settle";
+    const call = a[method]?.bind(docket.adapter);
+    if (call === undefined) continue;
+    a[method] = async (...x: unknown[]) => {
       const s = now();
       const r = await call(...x);
-      record({ k: "call", m, pid, ms: now() - s, n: Array.isArray(r) ? r.length : r ? 1 : 0, t: s });
+      const n = Array.isArray(r) ? r.length : r && typeof r === "object" && "settled" in r ? (r.settled as unknown[]).length : r ? 1 : 0;
+      record({ k: "call", m, pid, ms: now() - s, n, t: s });
       return r;
     };
   }

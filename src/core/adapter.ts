@@ -153,6 +153,23 @@ export interface DocketAdapter {
   settle(params: SettleParams): Promise<(SettledJob | null)[]>;
 
   /**
+   * Optional. `settle`, and with it a hand-off: the slots of capped queues
+   * that the batch's completions free are taken by the next ready jobs of
+   * those queues, in claim order, for the caller (claimed as by `claim` with
+   * `handOff`'s lease, and returned in `claimed`). Guarantees: at most
+   * `handOff.limit` jobs, none of a queue that is not among
+   * `handOff.queues`, paused or uncapped, none of a task outside
+   * `handOff.tasks` or with a cap; per queue never more than its
+   * completions in the batch freed, and never so many that its running jobs
+   * would exceed its cap as it stands when the write commits (a lowered cap
+   * is not refilled). The hand-off and the outcomes commit together, and a
+   * pause or cap change waits for them. An adapter may hand off nothing
+   * (`claimed` empty, the outcomes written as by `settle`): the caller's
+   * next claim takes the slots then.
+   */
+  settleAndHandOff?(params: SettleAndHandOffParams): Promise<{ settled: (SettledJob | null)[]; claimed: JobRecord[] }>;
+
+  /**
    * Lists running jobs whose lease expired at `now` (lease_expires_at <= now),
    * oldest expiry first, up to `limit`. Read only.
    */
@@ -529,6 +546,11 @@ export type SettleItem = (CompleteParams & { kind: "complete" }) | (FencedParams
 
 export interface SettleParams {
   items: readonly SettleItem[];
+}
+
+/** See `settleAndHandOff`: the outcomes, and the claim that takes the capped slots they free. */
+export interface SettleAndHandOffParams extends SettleParams {
+  handOff: Pick<ClaimParams, "queues" | "tasks" | "limit" | "now" | "leaseToken" | "leaseExpiresAt" | "worker">;
 }
 
 export interface PurgeParams {

@@ -24,6 +24,8 @@ export interface Attempt {
   phase: "buffered" | "running" | "settling" | "retrying";
   /** When the lease ends unless a heartbeat extends it, as last written. */
   leaseExpiresAt: number;
+  /** Its outcome's write handed the slot it freed to another job of this worker (see Completer): no claim needs to follow. */
+  handedOff?: boolean;
 }
 
 /**

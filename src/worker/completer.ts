@@ -14,9 +14,12 @@ import type { Emitter } from "./emitter.ts";
 import { attemptLabel, oneLine } from "./log.ts";
 import { ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS } from "./producer.ts";
 import type { Lifecycle } from "./state.ts";
+import type { Producer } from "./producer.ts";
 
 /** Batched outcome writes a worker keeps in flight at once. */
 const MAX_FLUSHES = 3;
+/** After a hand-off that took no job, outcome writes are plain settles for this long (ms). */
+const HAND_OFF_RETRY_MS = 1000;
 
 export interface CompleterParts {
   readonly host: WorkerHost;
@@ -31,6 +34,8 @@ export interface CompleterParts {
   readonly slotsFreed: () => void;
   /** A retry was scheduled at `at`: the claim loop should stage it then. */
   readonly requestStage: (at: number) => void;
+  /** The claim loop's room for constrained jobs, for hand-offs (see Producer.reserveConstrained). */
+  readonly handOff: Pick<Producer, "reserveConstrained" | "release" | "accept" | "handOffClaim">;
   /** Reports attempts lost (see LeaseKeeper.reportLost). Never rejects. */
   readonly reportLost: (records: readonly JobRecord[], reason: string | null) => Promise<void>;
 }
@@ -51,6 +56,10 @@ export class Completer {
   #flushScheduled = false;
   /** Outcomes queued in #pending or in a batched write under way (the claim loop's room counts them). */
   #recording = 0;
+  /** When a hand-off last took no job (see HAND_OFF_RETRY_MS). */
+  #handOffMissedAt = Number.NEGATIVE_INFINITY;
+  /** Batched writes under way that may hand slots off (see `handOffsSettled`). */
+  readonly #handOffs = new Set<Promise<unknown>>();
 
   constructor(parts: CompleterParts) {
     this.#parts = parts;
@@ -58,6 +67,16 @@ export class Completer {
 
   get recording(): number {
     return this.#recording;
+  }
+
+  /**
+   * Resolves once every write under way that may hand slots off has
+   * returned, and its jobs are in the buffer. A write starts handing off
+   * only while the worker runs, so after the worker leaves that state this
+   * bounds when the buffer stops growing.
+   */
+  async handOffsSettled(): Promise<void> {
+    while (this.#handOffs.size > 0) await Promise.allSettled([...this.#handOffs]);
   }
 
   /** Queues the attempt's outcome for the next batched write; resolves once it is recorded (or given up). */
@@ -101,9 +120,33 @@ export class Completer {
     const now = host.clock.now();
     const items = batch.map(({ attempt, outcome }) => this.#settleItem(attempt.record, outcome, now));
     let results: (SettledJob | null)[];
+    // Completions free slots: where the adapter can, the write hands capped ones straight to this worker's next jobs.
+    const handOff = this.#parts.handOff;
+    const completions = items.filter((item) => item.kind === "complete").length;
+    // After a hand-off that took nothing (no cap, or nothing ready) the next ones wait HAND_OFF_RETRY_MS: meanwhile no handler is reserved.
+    const tryHandOff = host.adapter.settleAndHandOff && completions > 0 && this.#parts.life.state === "running" && now - this.#handOffMissedAt >= HAND_OFF_RETRY_MS;
+    const reserved = tryHandOff ? handOff.reserveConstrained(completions) : 0;
+    let accepted = false;
     try {
-      results = await host.adapter.settle({ items });
+      if (reserved > 0) {
+        const writing = (async () => {
+          const written = await host.adapter.settleAndHandOff!({ items, handOff: handOff.handOffClaim(reserved, now) });
+          handOff.accept(written.claimed, reserved);
+          accepted = true;
+          return written;
+        })();
+        this.#handOffs.add(writing);
+        const written = await writing.finally(() => this.#handOffs.delete(writing));
+        results = written.settled;
+        this.#handOffMissedAt = written.claimed.length === 0 ? now : Number.NEGATIVE_INFINITY;
+        // As many completions as jobs handed over need no claim to follow them (see Attempt.handedOff).
+        let handed = written.claimed.length;
+        batch.forEach((p, i) => {
+          if (handed > 0 && items[i]!.kind === "complete" && results[i]) (p.attempt.handedOff = true), handed--;
+        });
+      } else results = await host.adapter.settle({ items });
     } catch (error) {
+      if (reserved > 0 && !accepted) handOff.release(reserved);
       this.#recording -= batch.length;
       await Promise.all(batch.map((p) => this.write(p.attempt, p.outcome, error as Error).then(p.written)));
       return;

@@ -52,6 +52,10 @@ export interface ExecutorParts {
   /** Wakes the claim loop now / on the next macrotask turn (see Producer). */
   readonly wake: () => void;
   readonly wakeNextTurn: () => void;
+  /** The claim loop's last claim found nothing (see Producer.idle). */
+  readonly idle: () => boolean;
+  /** Handlers reserved for hand-offs in flight (see Producer.reserved): buffered jobs do not start on them. */
+  readonly reserved: () => number;
   /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
   readonly record: (attempt: Attempt, outcome: Outcome) => Promise<void>;
 }
@@ -91,7 +95,7 @@ export class Executor {
   /** Starts buffered jobs, oldest claim first, while handlers are free (and the buffer is open). */
   startBuffered(): void {
     const buffer = this.#parts.buffer;
-    while (this.#active < this.#config.concurrency) {
+    while (this.#active < this.#config.concurrency - this.#parts.reserved()) {
       const attempt = buffer.take();
       if (attempt === undefined) return;
       this.#run(attempt);
@@ -113,13 +117,14 @@ export class Executor {
       buffer.finished();
       this.startBuffered();
       // The buffer ran low: claim more now, while this outcome is written.
-      if (this.#config.overlap && buffer.low(buffer.size())) this.#parts.wakeNextTurn();
+      // Not after a claim that found nothing: until this outcome is written nothing more is claimable (then the wake below).
+      if (this.#config.overlap && buffer.low(buffer.size()) && !this.#parts.idle()) this.#parts.wakeNextTurn();
     };
     attempt.done = this.#execute(attempt, free).finally(() => {
       inFlight.delete(key);
       free();
       // On a blocking adapter the claim waits for the next turn, so timers run between the outcome write and it.
-      if (buffer.low(buffer.size())) this.#config.overlap ? this.#parts.wake() : this.#parts.wakeNextTurn();
+      if (buffer.low(buffer.size()) && !attempt.handedOff) this.#config.overlap ? this.#parts.wake() : this.#parts.wakeNextTurn();
     });
   }
 

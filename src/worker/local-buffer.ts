@@ -83,6 +83,12 @@ export class LocalBuffer {
     this.#attempts.push(attempt);
   }
 
+  /** Adds attempts ahead of every buffered one (they have handlers reserved: see Producer.accept). */
+  addFirst(attempts: readonly Attempt[]): void {
+    if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");
+    this.#attempts.unshift(...attempts);
+  }
+
   /** The oldest buffered attempt, removed; undefined when empty or not open. */
   take(): Attempt | undefined {
     return this.#mode === "open" ? this.#attempts.shift() : undefined;

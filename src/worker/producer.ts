@@ -5,6 +5,10 @@
  */
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
+import type { SettleAndHandOffParams } from "../core/adapter.ts";
+
+/** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
+export type HandOffClaim = SettleAndHandOffParams["handOff"];
 import { errorBackoffDelay } from "../core/retry.ts";
 import { nextTurn } from "../core/turn.ts";
 import { track, type InFlight } from "./attempt.ts";
@@ -75,6 +79,12 @@ export class Producer {
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
   #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+  /** The last claim found nothing. */
+  #idle = false;
+  /** Room for constrained jobs that this loop's claim in flight may take. */
+  #claiming = 0;
+  /** Handlers reserved for the jobs of hand-offs in flight (`reserveConstrained`). */
+  #reserved = 0;
 
   constructor(parts: ProducerParts, config: ProducerConfig) {
     this.#parts = parts;
@@ -92,7 +102,10 @@ export class Producer {
       const room = concurrency + prefetch - this.#held(prefetch);
       let full = false;
       if (room > 0 && buffer.low(prefetch)) {
-        const claimed = await this.#claim(room, Math.max(0, this.#parts.freeHandlers() - buffer.length));
+        const constrained = this.#constrainedRoom(room);
+        this.#claiming = constrained;
+        const claimed = await this.#claim(room, constrained);
+        this.#claiming = 0;
         if (!Array.isArray(claimed)) {
           const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, host.random);
           emitter.emit({ type: "error", error: claimed.error, operation: "claim", retryInMs: pause });
@@ -100,6 +113,7 @@ export class Producer {
           continue;
         }
         failures = 0;
+        this.#idle = claimed.length === 0;
         for (const record of claimed) buffer.add(track(this.#parts.inFlight, record));
         this.#parts.startBuffered();
         full = claimed.length === room;
@@ -112,6 +126,51 @@ export class Producer {
       // A synchronous driver (SQLite) resolves every statement without a macrotask: yield, so timers run.
       else await nextTurn();
     }
+  }
+
+  /** Whether the last claim found nothing to claim: a handler that frees its slot then needs no claim before its outcome is written. */
+  get idle(): boolean {
+    return this.#idle;
+  }
+
+  /** Up to `max`: handlers free beyond the buffered jobs and the room other claims in flight hold. */
+  #constrainedRoom(max: number): number {
+    return Math.max(0, Math.min(max, this.#parts.freeHandlers() - this.#parts.buffer.length - this.#reserved - this.#claiming));
+  }
+
+  /**
+   * Reserves handlers for up to `max` constrained jobs a hand-off may claim
+   * (see `#claim` for the room). Buffered jobs do not start on reserved
+   * handlers (see `reserved`), so the hand-off's jobs start at once. Returns
+   * how many; the caller gives them back with `accept` or `release`.
+   */
+  reserveConstrained(max: number): number {
+    const n = this.#constrainedRoom(max);
+    this.#reserved += n;
+    return n;
+  }
+
+  /** Handlers reserved for hand-offs in flight: buffered jobs leave them free. */
+  get reserved(): number {
+    return this.#reserved;
+  }
+
+  /** Gives back `reserved` room that a hand-off did not use (it failed). */
+  release(reserved: number): void {
+    this.#reserved -= reserved;
+  }
+
+  /** Starts the jobs a hand-off claimed with `reserved` handlers (at most that many): ahead of the buffered jobs, at once. */
+  accept(records: readonly JobRecord[], reserved: number): void {
+    this.#parts.buffer.addFirst(records.map((record) => track(this.#parts.inFlight, record)));
+    this.#reserved -= reserved;
+    this.#parts.startBuffered();
+  }
+
+  /** The claim a hand-off of up to `limit` jobs makes at `now`: this worker's queues, tasks, lease and name. */
+  handOffClaim(limit: number, now: number): HandOffClaim {
+    const config = this.#config;
+    return { queues: config.queues, tasks: config.tasks && [...config.tasks], limit, now, leaseToken: crypto.randomUUID(), leaseExpiresAt: now + config.leaseMs, worker: config.name };
   }
 
   /** Jobs this worker takes became ready (`due`: some must be staged by the next claim first): wakes the loop. */

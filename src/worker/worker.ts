@@ -90,10 +90,11 @@ export class Worker<T extends TaskMap = TaskMap> {
       emitter,
       requestStage: (at) => producer.requestStage(at),
       slotsFreed: () => producer.ready(false),
+      handOff: producer,
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));
     this.#executor = new Executor(
-      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), record: (a, o) => completer.record(a, o) },
+      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o) },
       { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, overlap },
     );
   }
@@ -162,6 +163,8 @@ export class Worker<T extends TaskMap = TaskMap> {
     }
     this.#producer.wake();
     await this.#loop;
+    // A hand-off under way may still add jobs to the buffer: they are released with the others.
+    await this.#completer.handOffsSettled();
     this.#producer.clearStageTimer();
     // Jobs never started go back at once, in one batch.
     const buffered = this.#buffer.mode === "draining" ? this.#buffer.release().filter((a) => this.#inFlight.get(a.key) === a) : [];

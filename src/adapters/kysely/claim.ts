@@ -13,7 +13,7 @@ import type { QueueRow } from "./controls.ts";
 import { labelled } from "./labels.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
-const CAPS_MEMORY_MS = 1000;
+export const CAPS_MEMORY_MS = 1000;
 
 /** What one store remembers between claims: when a claim last met a cap on its queues or tasks. */
 export interface ClaimMemory {
@@ -80,7 +80,7 @@ function claimedValues(params: ClaimParams) {
 }
 
 /** A claim's SET: `claimedValues` and attempt + 1. */
-function claimSet(params: ClaimParams): Record<string, unknown> {
+export function claimSet(params: ClaimParams): Record<string, unknown> {
   return { ...claimedValues(params), attempt: sql`attempt + 1` };
 }
 

@@ -27,6 +27,7 @@ import type {
   SetQueueControlParams,
   SetTaskControlParams,
   SettleParams,
+  SettleAndHandOffParams,
   SettledJob,
   StatsParams,
   StoredControls,
@@ -44,6 +45,7 @@ import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
+import { handsOffInOneStatement, settleAndHandOff } from "./hand-off.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
@@ -82,6 +84,7 @@ export class KyselyStore implements DocketAdapter {
   readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
   readonly #background = new Set<Promise<void>>();
+  readonly settleAndHandOff?: (params: SettleAndHandOffParams) => Promise<{ settled: (SettledJob | null)[]; claimed: JobRecord[] }>;
 
   constructor(options: StoreOptions) {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
@@ -91,6 +94,8 @@ export class KyselyStore implements DocketAdapter {
     this.capabilities = engine.capabilities;
     this.blocking = engine.capabilities.blocking;
     if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
+    // Only where the engine hands off in one statement: elsewhere a worker's outcome writes stay plain settles.
+    if (handsOffInOneStatement(engine.capabilities)) this.settleAndHandOff = (params) => this.#run(() => settleAndHandOff(this.#ctx, this.#claims, params));
     if (engine.maxStatementBytes) {
       this.payloadLimit = (params) =>
         this.#run(async () => {
@@ -153,6 +158,7 @@ export class KyselyStore implements DocketAdapter {
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
     return this.#run(() => settle(this.#ctx, params));
   }
+
 
   listExpired(params: ListExpiredParams): Promise<JobRecord[]> {
     return this.#run(() => listExpired(this.#ctx, params));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Docket } from "../../client/docket.ts";
-import type { ClaimParams, DocketAdapter } from "../../core/adapter.ts";
+import type { ClaimParams, DocketAdapter, SettleAndHandOffParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { LEASE_MS, eventually, insert, newJob, sleep, token } from "./helpers.ts";
@@ -21,9 +21,16 @@ function noticingClaims(adapter: DocketAdapter, claimed: (jobs: JobRecord[]) => 
     claimed(jobs);
     return jobs;
   };
+  // A hand-off claims too (see DocketAdapter.settleAndHandOff).
+  const settleAndHandOff = adapter.settleAndHandOff && (async (params: SettleAndHandOffParams) => {
+    const written = await adapter.settleAndHandOff!(params);
+    claimed(written.claimed);
+    return written;
+  });
   return new Proxy(adapter, {
     get(target, property) {
       if (property === "claim") return claim;
+      if (property === "settleAndHandOff") return settleAndHandOff;
       const value = Reflect.get(target, property);
       return typeof value === "function" ? value.bind(target) : value;
     },

@@ -39,8 +39,8 @@ export function withFaults(real: DocketAdapter): FaultyAdapter {
       if (typeof value !== "function" || typeof property !== "string") return value;
       if (SYNC_MEMBERS.has(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
-        // A `settle` call is a call of each kind its items have (complete, fail, release), and `extendLeases` one of `heartbeat`.
-        const names = property === "settle" ? settledMethods(args[0]) : property === "extendLeases" ? ["heartbeat"] : [property];
+        // A `settle` (or `settleAndHandOff`) call is a call of each kind its items have (complete, fail, release), and `extendLeases` one of `heartbeat`.
+        const names = property === "settle" || property === "settleAndHandOff" ? settledMethods(args[0]) : property === "extendLeases" ? ["heartbeat"] : [property];
         for (const name of names) calls.set(name, (calls.get(name) ?? 0) + 1);
         const armed = (when: Fault["when"]) => {
           const name = names.find((n) => (faults.get(n)?.failures ?? 0) > 0 && faults.get(n)!.when === when);

@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "../harness.ts";
 import { capCases } from "./caps.ts";
+import { handOffCases } from "./hand-off.ts";
 import { claimCases } from "./claim.ts";
 import { claimTaskCases } from "./claim-tasks.ts";
 import { concurrencyCases } from "./concurrency.ts";
@@ -57,6 +58,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
+    ...handOffCases,
     ...constrainedCases,
     ...sequencedRaceCases,
     ...concurrencyCases,

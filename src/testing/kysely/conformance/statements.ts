@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { Docket } from "../../../client/docket.ts";
 import type { KyselyConformanceCase } from "../harness.ts";
 import { StatementCounter } from "../statement-counter.ts";
-import { eventually } from "../../conformance/helpers.ts";
+import { LEASE_MS, claim, eventually, insert, token } from "../../conformance/helpers.ts";
+import { handOff } from "../../conformance/hand-off.ts";
 
 /** Statements (BEGIN and COMMIT included) a worker may send per job while it drains a backlog of unkeyed jobs. */
 export const STATEMENTS_PER_JOB_BOUND = 2;
@@ -117,3 +118,26 @@ statementCases.push(
     },
   },
 );
+
+statementCases.push({
+  name: "statements › where the engine can (PostgreSQL), a completion batch in a capped queue hands its slots to the next jobs in ONE statement; elsewhere it hands off nothing",
+  async run(t) {
+    const counter = new StatementCounter();
+    const adapter = await t.connect({ instrument: { wrapDialect: (d) => counter.wrap(d) } });
+    await adapter.setQueueControl({ queue: "q", maxRunning: 2 });
+    for (let i = 0; i < 5; i++) await insert(t, { queue: "q" });
+    const first = await claim(t, 10, adapter, ["q"]);
+    assert.equal(first.length, 2);
+    const now = t.clock.now();
+    const items = first.map((j) => ({ kind: "complete" as const, id: j.id, leaseToken: j.leaseToken!, now, concurrencyKey: null }));
+    counter.reset();
+    const { settled, claimed } = await handOff(adapter, { items, handOff: { queues: ["q"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS } });
+    assert.deepEqual(settled.map((s) => s?.state), ["succeeded", "succeeded"]);
+    // The kysely store's capabilities are its engine's (KyselyStore.capabilities).
+    const caps = adapter.capabilities as { arrays?: boolean; returning?: boolean; claimStatement?: boolean };
+    if (caps.arrays && caps.returning && caps.claimStatement) {
+      assert.deepEqual(claimed.map((j) => j.id), [first[1]!.id + 1, first[1]!.id + 2]);
+      assert.equal(counter.statements, 1, "one statement completes the batch and claims the next jobs");
+    } else assert.deepEqual(claimed, []);
+  },
+});
