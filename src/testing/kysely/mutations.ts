@@ -2,6 +2,7 @@ import {
   AliasNode,
   IdentifierNode,
   LimitNode,
+  RawNode,
   OperationNodeTransformer,
   OrActionNode,
   PrimitiveValueListNode,
@@ -294,6 +295,21 @@ function everyStatesIn(node: unknown, states: readonly string[]): unknown {
 /** Race mutant: a cap's running count counts every job of the queue or task, whatever its state (the job about to be claimed too). */
 export function runningCountedInAnyState(): KyselyPlugin {
   return rewritePlugin({ select: (n) => (isRunningCount(n) ? { ...n, where: stripWhere(n.where, [STATE_EQ]) } : n) });
+}
+
+/** A hand-off's pick of a capped queue's next ready jobs (see hand-off.ts): from jobs, locked, its LIMIT `least(<freed>, greatest(0, <cap> + <freed> - (<running>)))`. */
+const isHandOffPick = (n: SelectQueryNode) =>
+  isTable(fromTable(n), "jobs") && n.limit?.limit.kind === "RawNode" && (n.limit.limit as RawNode).sqlFragments[0] === "least(" && (n.endModifiers ?? []).some((m) => m.modifier === "ForUpdate");
+
+/** Race mutant: a hand-off takes as many jobs as the cap's room it counted, `greatest(0, cap + freed - running)`, not at most the slots its completions freed. */
+export function handOffUnboundedByFreed(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => {
+      if (!isHandOffPick(n)) return n;
+      const raw = n.limit!.limit as RawNode;
+      return { ...n, limit: LimitNode.create(RawNode.create(["(", ") * 0 + greatest(0, ", " + ", " - (", "))"], raw.parameters)) };
+    },
+  });
 }
 
 const DIED_BY: PredicateShape = { column: "finished_at", operator: "<=" };
