@@ -113,7 +113,8 @@ export class Producer {
           continue;
         }
         failures = 0;
-        this.#idle = claimed.length === 0;
+        // Nothing claimable at all, not merely no room for constrained jobs (a freed handler would change that).
+        this.#idle = claimed.length === 0 && constrained > 0;
         for (const record of claimed) buffer.add(track(this.#parts.inFlight, record));
         this.#parts.startBuffered();
         full = claimed.length === room;
@@ -128,7 +129,7 @@ export class Producer {
     }
   }
 
-  /** Whether the last claim found nothing to claim: a handler that frees its slot then needs no claim before its outcome is written. */
+  /** Whether the last claim found nothing to claim though it had room for any job: a handler that frees its slot then needs no claim before its outcome is written. */
   get idle(): boolean {
     return this.#idle;
   }
