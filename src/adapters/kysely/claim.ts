@@ -254,9 +254,8 @@ async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params:
   }
 }
 
-/** Columns a candidate read adds: its task's cap, and a capped queue's running jobs. */
+/** The column a candidate read adds: its task's cap. */
 const TASK_CAP = "docket_task_cap";
-const RUNNING_NOW = "docket_running_now";
 
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
 const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
@@ -270,8 +269,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     if (capped.length > 0) memory.capsSeenAt = params.now;
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained };
-    // A capped queue's running jobs are counted by its first candidate read (`running_now`), under its lock.
-    const uncounted = new Map<string, number>(constrained > 0 ? capped.map((r) => [r.name, Number(r.max_running)]) : []);
+    // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
+    if (constrained > 0) for (const r of capped) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
     // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
     // is constrained and `constrained` of them are taken. Such a job must not hide the jobs behind it, so
     // passes repeat without the exhausted tasks (and, once no constrained job may be taken, without keyed
@@ -287,20 +286,17 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       const need = params.limit - chosen.length;
       const spent = room.constrained <= 0;
       if (spent) for (const task of room.tasks.keys()) exhausted.add(task);
-      const groups: { queues: string[]; limit: number; count?: boolean }[] = [];
+      const groups: { queues: string[]; limit: number }[] = [];
       if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
       if (!spent) for (const [queue, left] of room.queues) if (left > 0) groups.push({ queues: [queue], limit: Math.min(left, need, room.constrained) });
-      if (!spent) for (const queue of uncounted.keys()) groups.push({ queues: [queue], limit: Math.min(need, room.constrained), count: true });
       if (need <= 0 || groups.length === 0) break;
       const candidates: ClaimCandidate[] = [];
       for (const g of groups) {
         const from = db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
         let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key"]);
-        // Read with the candidates, unlocked: their tasks' caps (a capped one is then locked and counted by
-        // `taskRoom`) and, for a capped queue not yet counted, its running jobs.
+        // Read with the candidates, unlocked: their tasks' caps (a capped one is then locked and counted by `taskRoom`).
         columns = columns.select((eb) => eb.selectFrom(tables.tasks).select("max_running").where("name", "=", sql.ref(`${tables.jobs}.task`)).as(TASK_CAP));
-        if (g.count) columns = columns.select((eb) => eb.selectFrom(tables.jobs).select(eb.fn.countAll().as("n")).where("queue", "=", g.queues[0]!).where("state", "=", "running").as(RUNNING_NOW));
         let q = guard(columns, "claim", { now: params.now }).where("queue", "in", g.queues);
         if (spent) q = unkeyed(q);
         q = inClaimOrder(q).limit(g.limit);
@@ -308,13 +304,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
         if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-        const rows = await labelled(q, "claim-candidates").execute();
-        if (g.count) {
-          const queue = g.queues[0]!;
-          room.queues.set(queue, uncounted.get(queue)! - Number(rows[0]?.[RUNNING_NOW] ?? 0));
-          uncounted.delete(queue);
-        }
-        for (const { [TASK_CAP]: taskCap, [RUNNING_NOW]: _, ...r } of rows) {
+        for (const { [TASK_CAP]: taskCap, ...r } of await labelled(q, "claim-candidates").execute()) {
           candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null });
           if (taskCap !== null && taskCap !== undefined) cappedTasks.add(r.task);
           if (readWhole) whole.set(Number(r.id), r as JobRow);

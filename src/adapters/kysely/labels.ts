@@ -20,7 +20,7 @@ export type StatementLabel =
   | "key-holders"
   /** A bulk promotion's read of the blocked jobs of the keys with free slots. */
   | "promote-pick"
-  /** A capped claim's candidate SELECT; the first for a capped queue also counts its running jobs. */
+  /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
   /** A schedule's tick write (compare-and-set on last_tick). */
   | "tick";
