@@ -6,15 +6,15 @@
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
 import type { SettleAndHandOffParams } from "../core/adapter.ts";
-
-/** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
-export type HandOffClaim = SettleAndHandOffParams["handOff"];
 import { errorBackoffDelay } from "../core/retry.ts";
 import { nextTurn } from "../core/turn.ts";
 import { track, type InFlight } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
 import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
+
+/** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
+export type HandOffClaim = SettleAndHandOffParams["handOff"];
 
 /** First pause after a failed claim or outcome write; doubles per failure in a row. */
 export const ERROR_BACKOFF_BASE_MS = 100;
@@ -65,7 +65,9 @@ export interface ProducerConfig {
  * due jobs at most every pollMs unless one is asked for sooner; a buffered
  * job is never a constrained one (keyed, or of a capped queue or task):
  * each claim takes at most as many constrained jobs as handlers are free
- * beyond the buffered jobs, and those start at once (see `#claim`).
+ * beyond the buffered jobs and the room other claims in flight hold (this
+ * loop's, and the outcome writes' hand-offs: `reserveConstrained`), and
+ * those start at once (see `#claim`).
  */
 export class Producer {
   readonly #parts: ProducerParts;
