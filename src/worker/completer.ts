@@ -142,7 +142,9 @@ export class Completer {
         // As many completions as jobs handed over need no claim to follow them (see Attempt.handedOff).
         let handed = written.claimed.length;
         batch.forEach((p, i) => {
-          if (handed > 0 && items[i]!.kind === "complete" && results[i]) (p.attempt.handedOff = true), handed--;
+          if (handed <= 0 || items[i]!.kind !== "complete" || !results[i]) return;
+          p.attempt.handedOff = true;
+          handed--;
         });
       } else results = await host.adapter.settle({ items });
     } catch (error) {

@@ -2,25 +2,24 @@ import { sql } from "kysely";
 import type { ClaimParams, SettleAndHandOffParams, SettleItem, SettledJob } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
-import { TRANSITIONS } from "../../core/transitions.ts";
 import type { StoreContext } from "./context.ts";
 import type { Capabilities } from "./engine.ts";
 import { CAPS_MEMORY_MS, claimSet, type ClaimMemory } from "./claim.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
-import { guard, guardOneToken } from "./guard.ts";
+import { guard } from "./guard.ts";
 import { labelled } from "./labels.ts";
-import { outcomeWrite, settle } from "./outcomes.ts";
+import { settle, slottedCompletionUpdate } from "./outcomes.ts";
 import { inClaimOrder, rowToRecord, rowToSettled, type JobRow } from "./row.ts";
 
 /** The column that tells a hand-off statement's claimed rows from its settled ones. */
 const HANDED = "docket_handed";
 
 /**
- * See DocketAdapter.settleAndHandOff. Hands off where the engine can do it
- * in ONE statement (PostgreSQL: arrays, RETURNING, data-modifying CTEs), a
- * cap was met lately (the store's claim memory), and the batch is the
- * common one: completions of unkeyed jobs under one lease token, at one
- * time, with one result. Otherwise writes the outcomes as `settle` does and
+ * See DocketAdapter.settleAndHandOff, for an engine that can do it in ONE
+ * statement (`handsOffInOneStatement`: PostgreSQL). Hands off when a cap
+ * was met lately (the store's claim memory) and the batch is the common
+ * one: completions of unkeyed jobs under one lease token, at one time,
+ * with one result. Otherwise writes the outcomes as `settle` does and
  * hands off nothing.
  */
 export async function settleAndHandOff(
@@ -29,7 +28,7 @@ export async function settleAndHandOff(
   params: SettleAndHandOffParams,
 ): Promise<{ settled: (SettledJob | null)[]; claimed: JobRecord[] }> {
   const { items, handOff } = params;
-  if (!handsOff(ctx, memory, params)) return { settled: await settle(ctx, params), claimed: [] };
+  if (!handsOff(memory, params)) return { settled: await settle(ctx, params), claimed: [] };
   const first = items[0] as Extract<SettleItem, { kind: "complete" }>;
   const values = {
     ids: [...new Set(items.map((i) => i.id))],
@@ -61,9 +60,8 @@ export function handsOffInOneStatement(caps: Capabilities): boolean {
   return caps.arrays && caps.returning && caps.claimStatement;
 }
 
-/** Whether this batch is handed off in one statement (see `settleAndHandOff`). */
-function handsOff(ctx: StoreContext, memory: ClaimMemory, { items, handOff }: SettleAndHandOffParams): boolean {
-  if (!handsOffInOneStatement(ctx.engine.capabilities)) return false;
+/** Whether this batch is handed off (see `settleAndHandOff`; the store offers it only where `handsOffInOneStatement`). */
+function handsOff(memory: ClaimMemory, { items, handOff }: SettleAndHandOffParams): boolean {
   if (handOff.limit <= 0 || handOff.queues.length === 0 || handOff.tasks?.length === 0) return false;
   if (handOff.now - memory.capsSeenAt >= CAPS_MEMORY_MS || items.length === 0) return false;
   const first = items[0]!;
@@ -92,10 +90,7 @@ function handsOff(ctx: StoreContext, memory: ClaimMemory, { items, handOff }: Se
 function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: readonly string[] | undefined) {
   const { tables, engine } = ctx;
   const db = ctx.db;
-  const complete = { kind: "complete", now: new Slot("now"), result: new Slot("result") } as unknown as SettleItem;
-  const { set } = outcomeWrite(engine, complete);
-  const completion = db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: new Slot("now") });
-  const done = labelled(guardOneToken(completion, "complete", new Slot("ids"), new Slot("token"), engine.capabilities).where("concurrency_key", "is", null).returningAll(), "complete");
+  const done = labelled(slottedCompletionUpdate(ctx).returningAll(), "complete");
   const slotted = {
     queues,
     tasks,

@@ -170,14 +170,22 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys:
   return moved;
 }
 
-/** A batch's completion under one token, with slots for the ids, the token, the time and the result (see `compiledOnce`). */
-function slottedCompletion(ctx: StoreContext) {
+/**
+ * The completion of unkeyed jobs under one token, with slots `ids`,
+ * `token`, `now` and `result` (see `compiledOnce`), without its RETURNING:
+ * the common batch's write here, and a hand-off's `done` (hand-off.ts).
+ */
+export function slottedCompletionUpdate(ctx: StoreContext) {
   const now = new Slot("now");
   const complete = { kind: "complete", now, result: new Slot("result") } as unknown as SettleItem;
   const { set } = outcomeWrite(ctx.engine, complete);
   const update = ctx.db.updateTable(ctx.tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: now });
-  const fenced = guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null);
-  return labelled(fenced.returning(SETTLED_COLUMNS), "complete");
+  return guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null);
+}
+
+/** `slottedCompletionUpdate` returning the settled columns. */
+function slottedCompletion(ctx: StoreContext) {
+  return labelled(slottedCompletionUpdate(ctx).returning(SETTLED_COLUMNS), "complete");
 }
 
 /** Whether two items write the same columns with the same values (as `groupKey` tells, without building it). */

@@ -159,7 +159,6 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => settle(this.#ctx, params));
   }
 
-
   listExpired(params: ListExpiredParams): Promise<JobRecord[]> {
     return this.#run(() => listExpired(this.#ctx, params));
   }

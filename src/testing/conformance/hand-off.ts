@@ -47,7 +47,7 @@ export const handOffCases: ConformanceCase[] = [
       await t.adapter.setQueueControl({ queue: "q", maxRunning: 2 });
       const a = await insert(t, { queue: "q" });
       const b = await insert(t, { queue: "q" });
-      const c = await insert(t, { queue: "q" });
+      await insert(t, { queue: "q" });
       const urgent = await insert(t, { queue: "q", priority: -1 });
       const first = await claim(t, 10, t.adapter, ["q"]);
       assert.deepEqual(first.map((j) => j.id), [urgent.id, a.id]);
@@ -56,7 +56,6 @@ export const handOffCases: ConformanceCase[] = [
       noneOr(claimed, [b]);
       assert.equal((await running(t, "q")).length, 1 + claimed.length);
       assert.ok((await claim(t, 10, t.adapter, ["q"])).length <= 1 - claimed.length);
-      void c;
     },
   },
   {
