@@ -6,6 +6,7 @@
  * stats.ts; failure plans are core policy (core/retry.ts).
  */
 import type { DocketAdapter, QueueControl, TaskControl } from "../core/adapter.ts";
+import { validateRateLimit, type RateLimit } from "../core/rate-limit.ts";
 import type { Clock } from "../core/clock.ts";
 import { validateCap } from "../core/concurrency.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError } from "../core/errors.ts";
@@ -252,6 +253,22 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** At most `cap` jobs of this task run at once across all workers (null removes the cap). */
   async setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
     return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
+  }
+
+  /**
+   * At most `limit` jobs of this queue start within any window of
+   * `periodMs`, across all workers and processes (null removes the limit).
+   * A sliding window: see README "Rate limits". Stored in the database;
+   * takes effect at the next claim; starts already in the window count
+   * against a new limit.
+   */
+  async setQueueRateLimit(queue: string, limit: RateLimit | null): Promise<QueueControl> {
+    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), rateLimit: validateRateLimit(limit, "rateLimit") });
+  }
+
+  /** At most `limit` jobs of this task start within any window of `periodMs` (null removes the limit); see setQueueRateLimit. */
+  async setTaskRateLimit(task: string, limit: RateLimit | null): Promise<TaskControl> {
+    return this.adapter.setTaskControl({ task: validateName(task, "task"), rateLimit: validateRateLimit(limit, "rateLimit") });
   }
 
   /** Every stored queue and task control. */

@@ -6,6 +6,7 @@
  */
 import type { NewJob } from "../core/adapter.ts";
 import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../core/concurrency.ts";
+import { validateRateLimitSpec } from "../core/rate-limit.ts";
 import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
 import type { TaskMap } from "../core/job.ts";
 import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
@@ -61,6 +62,15 @@ export interface EnqueueOptions {
    * stored cancelled (`"discard"`). Overrides the task's concurrency.
    */
   concurrency?: { key: string; limit: number; onConflict?: OnConflict };
+  /**
+   * At most `limit` jobs with this rate key start within any window of
+   * `periodMs`, across every worker and process (a sliding window; see
+   * README "Rate limits"). A job over it stays ready, spends no attempt,
+   * and starts when the window has room. The key's stored limit is the
+   * last enqueue's. Works beside the queue's and task's rate limits, caps
+   * and concurrency keys: a job starts only when all of them allow it.
+   */
+  rateLimit?: { key: string; limit: number; periodMs: number };
   /**
    * Time limit of one attempt, in ms (integer, 1 ms to 24 h). Past it the
    * handler's signal aborts and the attempt fails with a timeout reason.
@@ -174,7 +184,8 @@ export class TaskRegistry {
     const timeout = o.timeoutMs ?? defaults.timeoutMs;
     const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
     const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey };
+    const rateLimit = o.rateLimit === undefined ? null : validateRateLimitSpec(o.rateLimit, `${at}options.`);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit };
   }
 
   #validateTaskOptions(name: string, o: TaskOptions): void {
@@ -212,4 +223,4 @@ function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskO
 
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ITEM_KEYS = ["task", "payload", "options"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "timeoutMs", "idempotencyKey"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "timeoutMs", "idempotencyKey"] as const;

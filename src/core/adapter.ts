@@ -1,6 +1,7 @@
 import type { JobRecord } from "./job.ts";
 import type { JobState } from "./states.ts";
 import type { ConcurrencySpec } from "./concurrency.ts";
+import type { RateLimit, RateLimitSpec } from "./rate-limit.ts";
 import type { DocketError } from "./errors.ts";
 
 /**
@@ -217,7 +218,7 @@ export interface DocketAdapter {
    */
   setQueueControl(params: SetQueueControlParams): Promise<QueueControl>;
 
-  /** Upserts a task's cap (null: no cap). Returns the stored control. */
+  /** Upserts a task's controls (cap, rate limit); only the given fields change. Returns the stored control. */
   setTaskControl(params: SetTaskControlParams): Promise<TaskControl>;
 
   /** Every stored queue and task control. */
@@ -380,12 +381,16 @@ export interface SetQueueControlParams {
   paused?: boolean;
   /** Absent: unchanged (null, no cap, for a new row). */
   maxRunning?: number | null;
+  /** Absent: unchanged (null, no limit, for a new row). A new limit keeps the starts already in its window. */
+  rateLimit?: RateLimit | null;
 }
 
 export interface SetTaskControlParams {
   task: string;
-  /** Null: no cap. */
-  maxRunning: number | null;
+  /** Null: no cap. Absent: unchanged (null for a new row). */
+  maxRunning?: number | null;
+  /** Null: no limit. Absent: unchanged (null for a new row). */
+  rateLimit?: RateLimit | null;
 }
 
 /** Every stored control, by queue and by task. */
@@ -435,17 +440,25 @@ export interface NewJob {
   idempotencyKey?: string | null;
   /** Stored as the job's traceContext. */
   traceContext?: string | null;
+  /**
+   * The job's rate key: the key's stored limit becomes `limit` per
+   * `periodMs` (the latest enqueue's), and a claim starts the job only
+   * within it (see RateLimitSpec).
+   */
+  rateLimit?: RateLimitSpec | null;
 }
 
 export interface QueueControl {
   queue: string;
   paused: boolean;
   maxRunning: number | null;
+  rateLimit: RateLimit | null;
 }
 
 export interface TaskControl {
   task: string;
   maxRunning: number | null;
+  rateLimit: RateLimit | null;
 }
 
 export interface EnqueueParams {
@@ -499,6 +512,12 @@ export interface ClaimParams {
    * claim loop does not read the scheduled jobs before every claim.
    */
   stage?: boolean;
+  /**
+   * Told, when a rate limit kept a ready job from this claim, the earliest
+   * time one of those limits has room again (so the caller can look again
+   * then, not sooner). Not called otherwise.
+   */
+  onRateLimited?: (at: number) => void;
 }
 
 export interface FencedParams {

@@ -21,6 +21,8 @@ export interface ClaimCandidate {
   priority: number;
   runAt: number;
   concurrencyKey: string | null;
+  /** The job's rate key (see RateLimitSpec), if any. */
+  rateKey?: string | null;
 }
 
 /**
@@ -32,17 +34,39 @@ export interface ClaimRoom {
   queues: Map<string, number>;
   tasks: Map<string, number>;
   constrained: number;
+  /** Starts left in the window of each rate-limited queue, task and rate key (absent: no limit). */
+  rates?: RateRoom;
 }
 
-/** Whether `c` holds a slot that another worker could use: it has a concurrency key, or its queue or task has a cap (in `room`). */
-export function isConstrained(c: Pick<ClaimCandidate, "queue" | "task" | "concurrencyKey">, room: ClaimRoom): boolean {
-  return c.concurrencyKey !== null || room.queues.has(c.queue) || room.tasks.has(c.task);
+/** Starts left per rate limit, and the rate keys found without any (passes repeat without their jobs). */
+export interface RateRoom {
+  queues: Map<string, number>;
+  tasks: Map<string, number>;
+  keys: Map<string, number>;
+  spentKeys: Set<string>;
+}
+
+export function rateRoomOf(): RateRoom {
+  return { queues: new Map(), tasks: new Map(), keys: new Map(), spentKeys: new Set() };
+}
+
+/**
+ * Whether `c` holds a slot that another worker could use: it has a
+ * concurrency key or a rate key, or its queue or task has a cap or a rate
+ * limit (in `room`). A rate-limited job is constrained so that its start is
+ * its claim: it never waits in a buffer holding a unit of its window.
+ */
+export function isConstrained(c: Pick<ClaimCandidate, "queue" | "task" | "concurrencyKey" | "rateKey">, room: ClaimRoom): boolean {
+  if (c.concurrencyKey !== null || (c.rateKey ?? null) !== null || room.queues.has(c.queue) || room.tasks.has(c.task)) return true;
+  return room.rates !== undefined && (room.rates.queues.has(c.queue) || room.rates.tasks.has(c.task));
 }
 
 /**
  * The greedy cap rule, one pass: walks `candidates` (in claim order) and
- * takes each one unless its queue's or its task's room (remaining cap) is
- * used up, until `chosen` holds `limit` ids. Takes room as it goes (mutating
+ * takes each one unless its queue's or its task's room (remaining cap, or
+ * remaining starts of a rate limit) is used up, until `chosen` holds
+ * `limit` ids. A job whose rate key has no starts left stops the pass as a
+ * full task does, its key added to `room.rates.spentKeys`. Takes room as it goes (mutating
  * `room`) and adds tasks whose room reaches 0 to `exhausted`. Stops and
  * returns true ("passed over") at the first job of a full task, or at the
  * first constrained job once `room.constrained` is 0 (its task, when
@@ -56,21 +80,40 @@ export function takeWithinCaps(candidates: readonly ClaimCandidate[], limit: num
     if (chosen.length >= limit) return false;
     const queueRoom = room.queues.get(c.queue);
     if (queueRoom !== undefined && queueRoom <= 0) continue;
+    const rates = room.rates;
+    const queueRate = rates?.queues.get(c.queue);
+    if (queueRate !== undefined && queueRate <= 0) continue;
     const taskRoom = room.tasks.get(c.task);
-    if (taskRoom !== undefined && taskRoom <= 0) {
+    const taskRate = rates?.tasks.get(c.task);
+    if ((taskRoom !== undefined && taskRoom <= 0) || (taskRate !== undefined && taskRate <= 0)) {
       exhausted.add(c.task);
+      return true;
+    }
+    const rateKey = c.rateKey ?? null;
+    const keyRate = rateKey === null ? undefined : rates?.keys.get(rateKey);
+    if (keyRate !== undefined && keyRate <= 0) {
+      rates!.spentKeys.add(rateKey!);
       return true;
     }
     const constrained = isConstrained(c, room);
     if (constrained && room.constrained <= 0) {
-      if (taskRoom !== undefined) exhausted.add(c.task);
+      if (taskRoom !== undefined || taskRate !== undefined) exhausted.add(c.task);
       return true;
     }
     if (taskRoom !== undefined) {
       room.tasks.set(c.task, taskRoom - 1);
       if (taskRoom - 1 === 0) exhausted.add(c.task);
     }
+    if (taskRate !== undefined) {
+      rates!.tasks.set(c.task, taskRate - 1);
+      if (taskRate - 1 === 0) exhausted.add(c.task);
+    }
     if (queueRoom !== undefined) room.queues.set(c.queue, queueRoom - 1);
+    if (queueRate !== undefined) rates!.queues.set(c.queue, queueRate - 1);
+    if (keyRate !== undefined) {
+      rates!.keys.set(rateKey!, keyRate - 1);
+      if (keyRate - 1 === 0) rates!.spentKeys.add(rateKey!);
+    }
     if (constrained) room.constrained--;
     chosen.push(c.id);
   }

@@ -19,6 +19,8 @@ export interface JobRecord {
   concurrencyKey: string | null;
   /** What happens when the key is full at admission (also when a delayed or retried job falls due); null without a key. */
   onConflict: "block" | "discard" | null;
+  /** The rate key (see EnqueueOptions.rateLimit), or null. */
+  rateKey: string | null;
   /** Time limit of one attempt in ms, or null (the worker's default applies). */
   timeoutMs: number | null;
   leaseToken: string | null;
@@ -86,6 +88,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     backoff: r.backoff,
     concurrencyKey: r.concurrencyKey,
     onConflict: r.onConflict,
+    rateKey: r.rateKey,
     timeoutMs: r.timeoutMs,
     leaseToken: r.leaseToken,
     leaseExpiresAt: r.leaseExpiresAt,

@@ -21,6 +21,7 @@ export function newJobRecord(id: number, job: NewJob, now: number): JobRecord {
     backoff: job.backoff,
     concurrencyKey: job.concurrency?.key ?? null,
     onConflict: job.concurrency?.onConflict ?? null,
+    rateKey: job.rateLimit?.key ?? null,
     timeoutMs: job.timeoutMs ?? null,
     leaseToken: null,
     leaseExpiresAt: null,

@@ -81,6 +81,8 @@ export class Producer {
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
   #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+  /** The timer that wakes the loop when a rate limit that held jobs back has room again. */
+  #rateTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   /** The last claim found nothing. */
   #idle = false;
   /** Room for constrained jobs that this loop's claim in flight may take. */
@@ -196,10 +198,24 @@ export class Producer {
     this.#stageTimer = { at, timer };
   }
 
-  /** Cancels a pending stage request's timer (the worker stopped). */
+  /** Cancels a pending stage request's timer and a rate limit's wake-up (the worker stopped). */
   clearStageTimer(): void {
     if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
     this.#stageTimer = null;
+    if (this.#rateTimer) clearTimeout(this.#rateTimer.timer);
+    this.#rateTimer = null;
+  }
+
+  /** Wakes the loop at `at`, when a rate limit that kept jobs from a claim has room again (the earliest such time asked for wins). */
+  #wakeAt(at: number): void {
+    if (!this.#parts.life.started || this.#parts.life.stopping) return;
+    if (this.#rateTimer && this.#rateTimer.at <= at) return;
+    if (this.#rateTimer) clearTimeout(this.#rateTimer.timer);
+    const timer = setTimeout(() => {
+      this.#rateTimer = null;
+      this.wake();
+    }, Math.max(0, at - this.#parts.host.clock.now()));
+    this.#rateTimer = { at, timer };
   }
 
   /** Ends the loop's sleep now, or makes its next sleep return at once. */
@@ -259,6 +275,7 @@ export class Producer {
         leaseExpiresAt: now + config.leaseMs,
         worker: config.name,
         stage,
+        onRateLimited: (at) => this.#wakeAt(at),
       });
       if (stage) {
         this.#lastStage = now;

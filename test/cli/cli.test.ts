@@ -99,7 +99,7 @@ describe("cli", () => {
 
       expect((await run("queues", "pause", "email")).stdout).toBe("queue email paused\n");
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
-      expect(JSON.parse((await run("queues", "list", "--json")).stdout).queues).toEqual([{ queue: "email", paused: true, maxRunning: 2 }]);
+      expect(JSON.parse((await run("queues", "list", "--json")).stdout).queues).toEqual([{ queue: "email", paused: true, maxRunning: 2, rateLimit: null }]);
       expect((await run("queues", "resume", "email")).stdout).toBe("queue email resumed\n");
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report\s+0 3 \* \* \*\s+Europe\/Berlin\s+report/);
       expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 1 finished job\(s\)/);

@@ -150,7 +150,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       expect((await docket.listControls()).queues).toEqual([]);
       const ok = await post(open, good, { origin: "http://x" });
       expect(ok.status).toBe(303);
-      expect((await docket.listControls()).queues).toEqual([{ queue: "q", paused: true, maxRunning: null }]);
+      expect((await docket.listControls()).queues).toEqual([{ queue: "q", paused: true, maxRunning: null, rateLimit: null }]);
       const mounted = docket.dashboard({ basePath: "/admin/queue/" });
       expect((await mounted(new Request("http://x/admin/queue/"))).status).toBe(200);
       expect((await mounted(new Request("http://x/other"))).status).toBe(404);

@@ -25,6 +25,7 @@ const ARRAY_COLUMNS = [
 const ADMISSION_COLUMNS = [
   ["concurrency_key", "text"],
   ["on_conflict", "text"],
+  ["rate_key", "text"],
   ["finished_at", "bigint"],
   ["last_error", "text"],
 ] as const;

@@ -2,14 +2,15 @@ import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
-import { byClaimOrder, claimedOrder, claimLimits, isConstrained, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { stageDue } from "./admission.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
-import type { QueueRow } from "./controls.ts";
+import type { QueueRow, TaskRow } from "./controls.ts";
+import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomAt, roomOf, type HeldLimit } from "./rate-limits.ts";
 import { labelled } from "./labels.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
@@ -46,20 +47,21 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
 }
 
 /**
- * Whether a cap stops the one-statement claim: an unpaused capped queue among
- * the claim's queues, or a capped task among its tasks (any task when the
- * claim names none), as that statement tests it.
+ * Whether a control stops the one-statement claim: an unpaused queue among
+ * the claim's queues with a cap or a rate limit or rate-keyed jobs, or a
+ * task among its tasks (any task when the claim names none) with a cap or
+ * a rate limit, as that statement tests it.
  */
 async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolean> {
   const { db, tables } = ctx;
   const build = () => {
-    let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where("max_running", "is not", null);
+    let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]));
     if (params.tasks !== undefined) tasks = tasks.where("name", "in", [...params.tasks]);
     return db
       .selectFrom(tables.queues)
       .select(sql<number>`1`.as("capped"))
       .where("name", "in", [...params.queues])
-      .where("max_running", "is not", null)
+      .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null), eb("keyed_rate", "=", 1)]))
       .where("paused", "=", 0)
       .unionAll(tasks)
       .limit(1);
@@ -91,8 +93,9 @@ function claimedRow(row: JobRow, params: ClaimParams): JobRow {
 
 /**
  * The common case as ONE statement: claims only when none of the claim's
- * queues and tasks has a cap (paused queues are skipped), so the greedy
- * cap rule has nothing to decide; returns nothing otherwise. The control
+ * queues and tasks has a cap or a rate limit, and no queue holds rate-keyed
+ * jobs (paused queues are skipped), so the greedy cap rule has nothing to
+ * decide; returns nothing otherwise. The control
  * rows of the claim's queues and tasks are share-locked in the statement,
  * so a pause or cap change waits for it (and it, after waiting, reads the
  * new setting); claims never wait for each other. With `constrained` below
@@ -157,12 +160,12 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
   const controls = db
     .with(
       (cte) => cte("ctl_q").materialized(),
-      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running"]).where("name", "in", queues)),
+      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate"]).where("name", "in", queues)),
     )
     .with(
       (cte) => cte("ctl_t").materialized(),
       (d) => {
-        let q = d.selectFrom(tables.tasks).select(["name", "max_running"]);
+        let q = d.selectFrom(tables.tasks).select(["name", "max_running", "rate_limit"]);
         if (params.tasks !== undefined) q = q.where("name", "in", [...params.tasks]);
         return lockShared(q);
       },
@@ -177,8 +180,14 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
       .where((w: ExpressionBuilder<any, any>) =>
         w.not(
           w.or([
-            w.exists(w.selectFrom("ctl_q").select("name").where("max_running", "is not", null).where("paused", "=", 0)),
-            w.exists(w.selectFrom("ctl_t").select("name").where("max_running", "is not", null)),
+            w.exists(
+              w
+                .selectFrom("ctl_q")
+                .select("name")
+                .where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null), c("keyed_rate", "=", 1)]))
+                .where("paused", "=", 0),
+            ),
+            w.exists(w.selectFrom("ctl_t").select("name").where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null)]))),
           ]),
         ),
       );
@@ -254,8 +263,19 @@ async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params:
   }
 }
 
-/** The column a candidate read adds: its task's cap. */
+/** The columns a candidate read adds: its task's cap and rate limit. */
 const TASK_CAP = "docket_task_cap";
+const TASK_RATE = "docket_task_rate";
+
+/** Whether a queue or task row has a control that a claim counts under its exclusive lock: a cap or a rate limit. */
+const counted = (r: { max_running: unknown; rate_limit?: unknown }): boolean => r.max_running !== null || (r.rate_limit ?? null) !== null;
+
+/** A rate limit a claim holds locked, where its room is kept, and its room when locked. */
+interface LimitInRoom {
+  held: HeldLimit;
+  map: Map<string, number>;
+  initial: number;
+}
 
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
 const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
@@ -265,12 +285,25 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
   return engine.writeTransaction(ctx.db, async (db) => {
     const queueRows = await lockQueueControls(ctx, db, params.queues, constrained === 0 ? "shared" : expectNoCaps ? "expectNoCaps" : "lockCapped");
     const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
-    const capped = queueRows.filter((r) => r.max_running !== null && !paused.has(r.name));
-    if (capped.length > 0) memory.capsSeenAt = params.now;
+    const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
+    if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
-    const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained };
+    const rates = rateRoomOf();
+    const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
+    const limits: LimitInRoom[] = [];
+    const hold = (held: HeldLimit | null, map: Map<string, number>) => {
+      if (held === null) return;
+      const initial = roomOf(held, params.now);
+      map.set(held.name, initial);
+      limits.push({ held, map, initial });
+    };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
-    if (constrained > 0) for (const r of capped) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
+    if (constrained > 0) {
+      for (const r of capped) {
+        if (r.max_running !== null) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
+        hold(heldLimit(tables.queues, r), rates.queues);
+      }
+    }
     // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
     // is constrained and `constrained` of them are taken. Such a job must not hide the jobs behind it, so
     // passes repeat without the exhausted tasks (and, once no constrained job may be taken, without keyed
@@ -285,42 +318,57 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     for (;;) {
       const need = params.limit - chosen.length;
       const spent = room.constrained <= 0;
-      if (spent) for (const task of room.tasks.keys()) exhausted.add(task);
+      if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) exhausted.add(task);
       const groups: { queues: string[]; limit: number }[] = [];
       if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
-      if (!spent) for (const [queue, left] of room.queues) if (left > 0) groups.push({ queues: [queue], limit: Math.min(left, need, room.constrained) });
+      if (!spent) {
+        for (const { name } of capped) {
+          const left = Math.min(room.queues.get(name) ?? Infinity, rates.queues.get(name) ?? Infinity);
+          if (left > 0) groups.push({ queues: [name], limit: Math.min(left, need, room.constrained) });
+        }
+      }
       if (need <= 0 || groups.length === 0) break;
       const candidates: ClaimCandidate[] = [];
+      const newKeys = new Set<string>();
       for (const g of groups) {
         const from = db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
-        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key"]);
-        // Read with the candidates, unlocked: their tasks' caps (a capped one is then locked and counted by `taskRoom`).
-        columns = columns.select((eb) => eb.selectFrom(tables.tasks).select("max_running").where("name", "=", sql.ref(`${tables.jobs}.task`)).as(TASK_CAP));
+        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key"]);
+        // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
+        const taskColumn = (column: string, as: string) => (eb: ExpressionBuilder<any, any>) => eb.selectFrom(tables.tasks).select(column).where("name", "=", sql.ref(`${tables.jobs}.task`)).as(as);
+        columns = columns.select(taskColumn("max_running", TASK_CAP)).select(taskColumn("rate_limit", TASK_RATE));
         let q = guard(columns, "claim", { now: params.now }).where("queue", "in", g.queues);
-        if (spent) q = unkeyed(q);
+        if (spent) q = unkeyed(q).where("rate_key", "is", null);
+        else if (rates.spentKeys.size > 0) q = q.where((eb) => eb.or([eb("rate_key", "is", null), eb("rate_key", "not in", [...rates.spentKeys])]));
         q = inClaimOrder(q).limit(g.limit);
         if (chosen.length > 0) q = q.where("id", "not in", chosen);
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
         if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-        for (const { [TASK_CAP]: taskCap, ...r } of await labelled(q, "claim-candidates").execute()) {
-          candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null });
-          if (taskCap !== null && taskCap !== undefined) cappedTasks.add(r.task);
+        for (const { [TASK_CAP]: taskCap, [TASK_RATE]: taskRate, ...r } of await labelled(q, "claim-candidates").execute()) {
+          const rateKey = r.rate_key ?? null;
+          candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey });
+          if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
+          if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
           if (readWhole) whole.set(Number(r.id), r as JobRow);
         }
       }
       if (candidates.length === 0) break;
       candidates.sort(byClaimOrder);
       const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t) && cappedTasks.has(t));
-      for (const [task, left] of await taskRoom(ctx, db, unseen, !spent)) {
-        room.tasks.set(task, left);
-        memory.capsSeenAt = params.now;
+      const tasksRoom = await taskRoom(ctx, db, unseen, !spent);
+      for (const [task, left] of tasksRoom.caps) room.tasks.set(task, left);
+      for (const [task, held] of tasksRoom.limits) {
+        if (held === null) rates.tasks.set(task, 0);
+        else hold(held, rates.tasks);
       }
+      if (tasksRoom.caps.size + tasksRoom.limits.size > 0) memory.capsSeenAt = params.now;
       for (const t of unseen) checkedTasks.add(t);
+      for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, rates.keys);
       const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
       if (!passedOver) break;
     }
+    await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
     const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
     let rows: JobRow[];
@@ -340,8 +388,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
 
 /**
  * The control rows of `queues`, locked for the rest of the transaction:
- * capped ones exclusively (in name order; their room is counted under the
- * lock), the rest shared, so claims of uncapped queues do not wait for each
+ * capped or rate-limited ones exclusively (in name order; their room is
+ * counted under the lock), the rest shared, so claims of uncapped queues do not wait for each
  * other while a pause or cap change waits for them. A row that gained a
  * cap between the two reads is reported paused: this claim leaves it alone.
  * With `expectNoCaps`, every row is read shared in one statement, and an
@@ -349,35 +397,73 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * no job of a capped queue), every row is read shared in one statement.
  */
 async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], mode: "lockCapped" | "expectNoCaps" | "shared"): Promise<QueueRow[]> {
-  const read = () => db.selectFrom(ctx.tables.queues).select(["name", "paused", "max_running"]).where("name", "in", [...queues]).orderBy("name");
+  const read = () =>
+    db
+      .selectFrom(ctx.tables.queues)
+      .select(["name", "paused", "max_running", "keyed_rate", ...RATE_COLUMNS])
+      .where("name", "in", [...queues])
+      .orderBy("name");
   if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];
   if (mode !== "lockCapped") {
     const rows = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
-    if (mode === "expectNoCaps" && rows.some((r) => r.max_running !== null && Number(r.paused) !== 1)) throw CAPS_FOUND;
+    if (mode === "expectNoCaps" && rows.some((r) => counted(r) && Number(r.paused) !== 1)) throw CAPS_FOUND;
     return rows;
   }
-  const capped = (await read().where("max_running", "is not", null).forUpdate().execute()) as QueueRow[];
+  const capped = (await read()
+    .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]))
+    .forUpdate()
+    .execute()) as QueueRow[];
   const cappedNames = new Set(capped.map((r) => r.name));
   if (queues.every((q) => cappedNames.has(q))) return capped;
   const others = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
-  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (r.max_running === null ? r : { ...r, paused: 1 }));
+  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (counted(r) ? { ...r, paused: 1 } : r));
   return [...capped, ...rest];
 }
 
 /**
- * Remaining room per capped task among `tasks`, with the task control rows
- * locked in name order; without `count` (a claim that takes no job of a
- * capped task), room 0 for each, read without locks or counts.
+ * Remaining room per capped task among `tasks` (`caps`), and the rate
+ * limits among them (`limits`), with the task control rows locked in name
+ * order; without `count` (a claim that takes no job of a capped or
+ * rate-limited task), room 0 for each cap and a null limit (no room) for
+ * each rate limit, read without locks or counts.
  */
-async function taskRoom(ctx: StoreContext, db: AnyDb, tasks: string[], count: boolean): Promise<Map<string, number>> {
-  const room = new Map<string, number>();
-  if (tasks.length === 0) return room;
-  let q = db.selectFrom(ctx.tables.tasks).select(["name", "max_running"]).where("name", "in", tasks).where("max_running", "is not", null).orderBy("name");
+async function taskRoom(
+  ctx: StoreContext,
+  db: AnyDb,
+  tasks: string[],
+  count: boolean,
+): Promise<{ caps: Map<string, number>; limits: Map<string, HeldLimit | null> }> {
+  const caps = new Map<string, number>();
+  const limits = new Map<string, HeldLimit | null>();
+  if (tasks.length === 0) return { caps, limits };
+  let q = db
+    .selectFrom(ctx.tables.tasks)
+    .select(["name", "max_running", ...RATE_COLUMNS])
+    .where("name", "in", tasks)
+    .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]))
+    .orderBy("name");
   if (count && ctx.engine.capabilities.rowLocks) q = q.forUpdate();
-  for (const r of (await q.execute()) as { name: string; max_running: number }[]) {
-    room.set(r.name, count ? Number(r.max_running) - (await countRunning(ctx, db, "task", r.name)) : 0);
+  for (const r of (await q.execute()) as TaskRow[]) {
+    if (r.max_running !== null) caps.set(r.name, count ? Number(r.max_running) - (await countRunning(ctx, db, "task", r.name)) : 0);
+    const held = heldLimit(ctx.tables.tasks, r);
+    if (held !== null) limits.set(r.name, count ? held : null);
   }
-  return room;
+  return { caps, limits };
+}
+
+/**
+ * Logs the starts this claim took of each limit it holds, and tells the
+ * caller (`onRateLimited`) when the earliest of the limits it used up has
+ * room again.
+ */
+async function logStarts(ctx: StoreContext, db: AnyDb, limits: readonly LimitInRoom[], params: ClaimParams): Promise<void> {
+  let heldUntil = Number.POSITIVE_INFINITY;
+  for (const { held, map, initial } of limits) {
+    const left = map.get(held.name)!;
+    if (initial - left > 0) await logTaken(ctx, db, held, params.now, initial - left);
+    if (left <= 0) heldUntil = Math.min(heldUntil, roomAt(held, params.now));
+  }
+  if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
 }
 
 /** How many jobs of a queue or task are running, not counting any this claim has not written yet. */

@@ -1,16 +1,45 @@
 import type { QueueControl, SetQueueControlParams, SetTaskControlParams, StoredControls, TaskControl } from "../../core/adapter.ts";
+import type { RateLimit } from "../../core/rate-limit.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 
 /** A queue control row as drivers return it. */
-export interface QueueRow {
+export interface QueueRow extends RateColumns {
   name: string;
   paused: number | boolean;
   max_running: number | string | null;
+  keyed_rate?: number | string;
+}
+
+/** A task control row as drivers return it. */
+export interface TaskRow extends RateColumns {
+  name: string;
+  max_running: number | string | null;
+}
+
+/** A rate limit's columns (queues, tasks, rate keys): the limit, its period, and its log of starts. */
+export interface RateColumns {
+  rate_limit?: number | string | null;
+  rate_period_ms?: number | string | bigint | null;
+  rate_starts?: string | null;
+}
+
+/** The columns a rate limit setting writes: a new limit keeps its log (the starts in its window still count). */
+function rateValues(limit: RateLimit | null): Record<string, unknown> {
+  return limit === null ? { rate_limit: null, rate_period_ms: null, rate_starts: null } : { rate_limit: limit.limit, rate_period_ms: limit.periodMs };
+}
+
+/** The stored rate limit of a row, or null. */
+export function rateLimitOf(r: RateColumns): RateLimit | null {
+  return r.rate_limit === null || r.rate_limit === undefined ? null : { limit: Number(r.rate_limit), periodMs: Number(r.rate_period_ms) };
 }
 
 function toQueueControl(r: QueueRow): QueueControl {
-  return { queue: r.name, paused: Number(r.paused) === 1, maxRunning: r.max_running === null ? null : Number(r.max_running) };
+  return { queue: r.name, paused: Number(r.paused) === 1, maxRunning: r.max_running === null ? null : Number(r.max_running), rateLimit: rateLimitOf(r) };
+}
+
+function toTaskControl(r: TaskRow): TaskControl {
+  return { task: r.name, maxRunning: r.max_running === null ? null : Number(r.max_running), rateLimit: rateLimitOf(r) };
 }
 
 /** See DocketAdapter.setQueueControl: one transaction, so it waits for the claims that lock the row. */
@@ -18,6 +47,7 @@ export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams
   const changes: Record<string, unknown> = {};
   if (params.paused !== undefined) changes.paused = params.paused ? 1 : 0;
   if (params.maxRunning !== undefined) changes.max_running = params.maxRunning;
+  if (params.rateLimit !== undefined) Object.assign(changes, rateValues(params.rateLimit));
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     await upsert(ctx, db, ctx.tables.queues, { name: params.queue, paused: 0, max_running: null, ...changes }, changes);
     const row = (await db.selectFrom(ctx.tables.queues).selectAll().where("name", "=", params.queue).executeTakeFirstOrThrow()) as QueueRow;
@@ -27,21 +57,21 @@ export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams
 
 /** See DocketAdapter.setTaskControl. */
 export function setTaskControl(ctx: StoreContext, params: SetTaskControlParams): Promise<TaskControl> {
-  const changes = { max_running: params.maxRunning };
+  const changes: Record<string, unknown> = {};
+  if (params.maxRunning !== undefined) changes.max_running = params.maxRunning;
+  if (params.rateLimit !== undefined) Object.assign(changes, rateValues(params.rateLimit));
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
-    await upsert(ctx, db, ctx.tables.tasks, { name: params.task, ...changes }, changes);
-    return { task: params.task, maxRunning: params.maxRunning };
+    await upsert(ctx, db, ctx.tables.tasks, { name: params.task, max_running: null, ...changes }, changes);
+    const row = (await db.selectFrom(ctx.tables.tasks).selectAll().where("name", "=", params.task).executeTakeFirstOrThrow()) as TaskRow;
+    return toTaskControl(row);
   });
 }
 
 /** See DocketAdapter.listControls. */
 export async function listControls(ctx: StoreContext): Promise<StoredControls> {
   const queues = (await ctx.db.selectFrom(ctx.tables.queues).selectAll().orderBy("name").execute()) as QueueRow[];
-  const tasks = (await ctx.db.selectFrom(ctx.tables.tasks).selectAll().orderBy("name").execute()) as { name: string; max_running: number | null }[];
-  return {
-    queues: queues.map(toQueueControl),
-    tasks: tasks.map((t) => ({ task: t.name, maxRunning: t.max_running === null ? null : Number(t.max_running) })),
-  };
+  const tasks = (await ctx.db.selectFrom(ctx.tables.tasks).selectAll().orderBy("name").execute()) as TaskRow[];
+  return { queues: queues.map(toQueueControl), tasks: tasks.map(toTaskControl) };
 }
 
 /** INSERT, or on a duplicate `name` UPDATE `changes` (nothing when empty), in the engine's spelling. */

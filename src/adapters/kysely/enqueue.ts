@@ -13,6 +13,7 @@ import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
 import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
 import { newJobRecord } from "../../core/new-job.ts";
+import { storeRateKeys } from "./rate-limits.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -26,7 +27,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
-  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey);
+  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit);
   if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
     const runs = arrayRuns(params.jobs);
@@ -92,6 +93,7 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     backoff: j.backoff,
     concurrency_key: j.concurrency?.key ?? null,
     on_conflict: j.concurrency?.onConflict ?? null,
+    rate_key: j.rateLimit?.key ?? null,
     timeout_ms: j.timeoutMs ?? null,
     idempotency_key: j.idempotencyKey ?? null,
     trace_context: j.traceContext ?? null,
@@ -103,7 +105,8 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
 }
 
 /**
- * A batch with keyed or idempotent jobs, inside its transaction. Without
+ * A batch with keyed, rate-keyed or idempotent jobs, inside its transaction.
+ * Rate keys' limits are stored first (see `storeRateKeys`). Without
  * idempotency keys: the batch's concurrency keys are upserted and locked in
  * one statement, made exact and counted in bulk (`promote`), each job is
  * admitted by the core's `admit` in batch order, and all are inserted
@@ -116,6 +119,7 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
   const { now } = params;
   const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
   if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
+  await storeRateKeys(ctx, db, params.jobs);
   // The stored limit of a key named twice is the last job's.
   const limits = new Map<string, number>();
   for (const j of params.jobs) if (j.concurrency) limits.set(j.concurrency.key, j.concurrency.limit);

@@ -82,7 +82,8 @@ function handsOff(memory: ClaimMemory, { items, handOff }: SettleAndHandOffParam
  * queues among the completed jobs' (so a pause or cap change waits, and
  * this statement reads the newest setting), with how many slots the batch
  * frees in each; `picked` takes per queue the first ready jobs in claim
- * order, not of a capped task, at most the freed slots and never past the
+ * order, not of a capped or rate-limited task nor rate-keyed (a queue with
+ * a rate limit, or that holds rate-keyed jobs, is not handed off), at most the freed slots and never past the
  * cap: `cap + freed − running`, running counted in the statement's snapshot
  * where the completed jobs still run; at most `handLimit` in all. `claimed`
  * claims them. Returns every completed and claimed row, told apart by HANDED.
@@ -110,7 +111,8 @@ function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: r
   // deno-lint-ignore no-explicit-any
   let next: any = guard(d.selectFrom(tables.jobs).select(["id", "priority", "run_at"]), "claim", { now: 0 })
     .where("queue", "=", sql.ref("ctl.name"))
-    .where("task", "not in", d.selectFrom("ctl_t").select("name").where("max_running", "is not", null));
+    .where("task", "not in", d.selectFrom("ctl_t").select("name").where((eb: any) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)])))
+    .where("rate_key", "is", null);
   if (tasks !== undefined) next = next.where("task", "in", [...tasks]);
   next = inClaimOrder(next)
     .limit(sql<number>`least(${sql.ref("ctl.freed")}, greatest(0, ${sql.ref("ctl.max_running")} + ${sql.ref("ctl.freed")} - (${running})))`)
@@ -121,7 +123,7 @@ function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: r
     .with(
       (cte: any) => cte("ctl_t").materialized(),
       (w: any) => {
-        let q = w.selectFrom(tables.tasks).select(["name", "max_running"]);
+        let q = w.selectFrom(tables.tasks).select(["name", "max_running", "rate_limit"]);
         if (tasks !== undefined) q = q.where("name", "in", [...tasks]);
         return engine.shareLock(q);
       },
@@ -137,6 +139,8 @@ function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: r
             .where("name", "in", [...queues])
             .where("name", "in", w.selectFrom("done").select("queue"))
             .where("max_running", "is not", null)
+            .where("rate_limit", "is", null)
+            .where("keyed_rate", "=", 0)
             .where("paused", "=", 0),
         ),
     )

@@ -23,10 +23,12 @@ export interface TableNames {
   migrations: string;
   /** Concurrency keys and their limits. */
   keys: string;
-  /** Per-queue controls: pause and cap. */
+  /** Per-queue controls: pause, cap and rate limit. */
   queues: string;
-  /** Per-task controls: cap. */
+  /** Per-task controls: cap and rate limit. */
   tasks: string;
+  /** Rate keys and their limits. */
+  rateKeys: string;
   /** Recurring jobs. */
   schedules: string;
 }
@@ -38,6 +40,7 @@ export function tableNames(prefix: string): TableNames {
     jobs: `${prefix}jobs`,
     migrations: `${prefix}migrations`,
     keys: `${prefix}concurrency_keys`,
+    rateKeys: `${prefix}rate_keys`,
     queues: `${prefix}queues`,
     tasks: `${prefix}tasks`,
     schedules: `${prefix}schedules`,

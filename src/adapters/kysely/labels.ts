@@ -23,7 +23,11 @@ export type StatementLabel =
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
   /** A schedule's tick write (compare-and-set on last_tick). */
-  | "tick";
+  | "tick"
+  /** A claim's lock of the rate keys its candidates name, with their limits and logs. */
+  | "rate-lock"
+  /** A claim's rewrite of a rate limit's log of starts, under the limit's lock. */
+  | "rate-log";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -21,6 +21,7 @@ export interface JobRow {
   backoff: string | null;
   concurrency_key: string | null;
   on_conflict: string | null;
+  rate_key?: string | null;
   timeout_ms: number | string | bigint | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
@@ -59,6 +60,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     backoff: row.backoff,
     concurrencyKey: row.concurrency_key,
     onConflict: row.on_conflict === "block" || row.on_conflict === "discard" ? row.on_conflict : null,
+    rateKey: row.rate_key ?? null,
     timeoutMs: intOrNull(row.timeout_ms),
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),

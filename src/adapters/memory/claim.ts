@@ -8,7 +8,8 @@
  * sees a half-done claim, and no job is taken twice.
  */
 import type { ClaimParams } from "../../core/adapter.ts";
-import { byClaimOrder, claimedOrder, claimLimits, isConstrained, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import { logStarts, nextRoomAt, rateRoom, type RateLimit } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { applyTransition, guardHolds, stageDue } from "./guarded-write.ts";
 import { copy, type MemoryState } from "./state.ts";
@@ -20,10 +21,20 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   if (params.stage !== false) stageDue(state, params.now);
   const queues = new Set(params.queues.filter((q) => state.queues.get(q)?.paused !== true));
   const tasks = params.tasks === undefined ? null : new Set(params.tasks);
-  const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained: constrainedLimit };
+  const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained: constrainedLimit, rates: rateRoomOf() };
+  const rates = room.rates!;
+  /** Each rate limit met: its limit, and its map and name in the room. */
+  const limits = new Map<string, { limit: RateLimit; map: Map<string, number>; name: string }>();
+  const meet = (scope: "queue" | "task" | "key", name: string, limit: RateLimit | null | undefined, map: Map<string, number>) => {
+    if (!limit || map.has(name)) return;
+    const id = `${scope}:${name}`;
+    map.set(name, rateRoom(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now));
+    limits.set(id, { limit, map, name });
+  };
   for (const q of queues) {
     const cap = state.queues.get(q)?.maxRunning ?? null;
     if (cap !== null) room.queues.set(q, cap - countRunning(state, "queue", q));
+    meet("queue", q, state.queues.get(q)?.rateLimit, rates.queues);
   }
   let candidates: ClaimCandidate[] = [];
   for (const j of state.jobs.values()) {
@@ -33,7 +44,11 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   for (const task of new Set(candidates.map((c) => c.task))) {
     const cap = state.tasks.get(task)?.maxRunning ?? null;
     if (cap !== null) room.tasks.set(task, cap - countRunning(state, "task", task));
+    meet("task", task, state.tasks.get(task)?.rateLimit, rates.tasks);
   }
+  for (const c of candidates) if (c.rateKey !== null && c.rateKey !== undefined) meet("key", c.rateKey, state.rateKeys.get(c.rateKey), rates.keys);
+  const ready = [...candidates];
+  const before = new Map([...limits].map(([id, l]) => [id, l.map.get(l.name)!]));
   // The greedy rule; a job of a full task, or a constrained job past constrainedLimit, must not hide the jobs
   // behind it: passes repeat without the exhausted tasks (and without constrained jobs once none may be taken).
   const chosen: number[] = [];
@@ -41,8 +56,20 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   while (takeWithinCaps(candidates, params.limit, room, chosen, exhausted)) {
     const taken = new Set(chosen);
     const full = room.constrained <= 0;
-    candidates = candidates.filter((c) => !taken.has(c.id) && !exhausted.has(c.task) && !(full && isConstrained(c, room)));
+    candidates = candidates.filter(
+      (c) => !taken.has(c.id) && !exhausted.has(c.task) && !(c.rateKey != null && rates.spentKeys.has(c.rateKey)) && !(full && isConstrained(c, room)),
+    );
   }
+  // Each limit's starts are logged; a limit that held a job back tells the caller when it has room again.
+  let heldUntil = Number.POSITIVE_INFINITY;
+  const taken = new Set(chosen);
+  for (const [id, { limit, map, name }] of limits) {
+    const count = before.get(id)! - map.get(name)!;
+    const log = state.rateLogs.get(id) ?? [];
+    if (count > 0) state.rateLogs.set(id, JSON.parse(logStarts(log, params.now, count, limit.periodMs)));
+    if (map.get(name)! <= 0 && heldBack(ready, taken, id)) heldUntil = Math.min(heldUntil, nextRoomAt(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now));
+  }
+  if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
   const claimed: JobRecord[] = [];
   for (const id of chosen) {
     const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null });
@@ -57,4 +84,9 @@ function countRunning(state: MemoryState, column: "queue" | "task", value: strin
   let n = 0;
   for (const j of state.jobs.values()) if (j.state === "running" && j[column] === value) n++;
   return n;
+}
+
+/** Whether a candidate left untaken is subject to the limit `id` (`queue:`, `task:` or `key:` and a name). */
+function heldBack(candidates: readonly ClaimCandidate[], taken: ReadonlySet<number>, id: string): boolean {
+  return candidates.some((c) => !taken.has(c.id) && (id === `queue:${c.queue}` || id === `task:${c.task}` || id === `key:${c.rateKey}`));
 }

@@ -38,6 +38,11 @@ function violation(job: NewJob): string | null {
   }
   if (job.timeoutMs != null && !isInteger(job.timeoutMs, 1)) return "timeoutMs must be null or an integer >= 1";
   if (job.idempotencyKey != null && !isName(job.idempotencyKey)) return "an idempotency key must be a non-empty string";
+  const r = job.rateLimit;
+  if (r) {
+    if (!isName(r.key)) return "a rate key must be a non-empty string";
+    if (!isInteger(r.limit, 1) || !isInteger(r.periodMs, 1)) return "a rate key's limit and periodMs must be integers >= 1";
+  }
   return null;
 }
 
@@ -52,4 +57,10 @@ export function checkNewJobs(jobs: readonly NewJob[], name: string): void {
 /** Throws AdapterError when a cap is neither null nor an integer >= 1. */
 export function checkCap(cap: number | null | undefined, name: string): void {
   if (cap != null && !isInteger(cap, 1)) throw new AdapterError(`${name}: maxRunning must be null or an integer >= 1, got ${String(cap)}`);
+}
+
+/** Throws AdapterError when a rate limit is neither null/absent nor integers limit >= 1 and periodMs >= 1. */
+export function checkRateLimit(limit: { limit: number; periodMs: number } | null | undefined, name: string): void {
+  if (limit == null) return;
+  if (!isInteger(limit.limit, 1) || !isInteger(limit.periodMs, 1)) throw new AdapterError(`${name}: a rate limit needs integers limit >= 1 and periodMs >= 1, got ${JSON.stringify(limit)}`);
 }

@@ -33,6 +33,8 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.keyLimits.set(key, limits.get(key)!);
     rebalance(state, key, now);
   }
+  // A rate key's stored limit is the last one given (as a concurrency key's).
+  for (const j of params.jobs) if (j.rateLimit) state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };

@@ -4,9 +4,9 @@
  * last tick and the store of the tick's job are one step, so one tick
  * stores one job however many schedulers fire it.
  */
-import type { FireScheduleParams, PutScheduleParams, QueueControl, StoredSchedule, TaskControl } from "../../core/adapter.ts";
+import type { FireScheduleParams, PutScheduleParams, QueueControl, SetQueueControlParams, SetTaskControlParams, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
-import { checkCap, checkNewJobs } from "./constraints.ts";
+import { checkCap, checkNewJobs, checkRateLimit } from "./constraints.ts";
 import { enqueue } from "./enqueue.ts";
 import { byName, type MemoryState } from "./state.ts";
 
@@ -50,19 +50,31 @@ export function fireSchedule(state: MemoryState, p: FireScheduleParams, name: st
 }
 
 /** See DocketAdapter.setQueueControl: only the given fields change. */
-export function setQueueControl(state: MemoryState, p: { queue: string; paused?: boolean; maxRunning?: number | null }, name: string): QueueControl {
+export function setQueueControl(state: MemoryState, p: SetQueueControlParams, name: string): QueueControl {
   checkCap(p.maxRunning, name);
-  const next = { ...(state.queues.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null }) };
+  checkRateLimit(p.rateLimit, name);
+  const next = { ...(state.queues.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null, rateLimit: null }) };
   if (p.paused !== undefined) next.paused = p.paused;
   if (p.maxRunning !== undefined) next.maxRunning = p.maxRunning;
+  if (p.rateLimit !== undefined) {
+    next.rateLimit = p.rateLimit && { ...p.rateLimit };
+    if (p.rateLimit === null) state.rateLogs.delete(`queue:${p.queue}`);
+  }
   state.queues.set(p.queue, next);
   return { ...next };
 }
 
-export function setTaskControl(state: MemoryState, p: { task: string; maxRunning: number | null }, name: string): TaskControl {
+export function setTaskControl(state: MemoryState, p: SetTaskControlParams, name: string): TaskControl {
   checkCap(p.maxRunning, name);
-  state.tasks.set(p.task, { task: p.task, maxRunning: p.maxRunning });
-  return { task: p.task, maxRunning: p.maxRunning };
+  checkRateLimit(p.rateLimit, name);
+  const next = { ...(state.tasks.get(p.task) ?? { task: p.task, maxRunning: null, rateLimit: null }) };
+  if (p.maxRunning !== undefined) next.maxRunning = p.maxRunning;
+  if (p.rateLimit !== undefined) {
+    next.rateLimit = p.rateLimit && { ...p.rateLimit };
+    if (p.rateLimit === null) state.rateLogs.delete(`task:${p.task}`);
+  }
+  state.tasks.set(p.task, next);
+  return { ...next };
 }
 
 export function listControls(state: MemoryState): { queues: QueueControl[]; tasks: TaskControl[] } {

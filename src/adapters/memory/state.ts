@@ -7,6 +7,7 @@
  */
 import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
+import type { RateLimit, StartLog } from "../../core/rate-limit.ts";
 import { nextTurn } from "../../core/turn.ts";
 
 export interface MemoryState {
@@ -20,6 +21,10 @@ export interface MemoryState {
   readonly keyLimits: Map<string, number>;
   readonly queues: Map<string, QueueControl>;
   readonly tasks: Map<string, TaskControl>;
+  /** The stored limit of each rate key, set by every enqueue that names the key. */
+  readonly rateKeys: Map<string, RateLimit>;
+  /** The starts inside the window of each rate limit, by `queue:`, `task:` or `key:` and its name. */
+  readonly rateLogs: Map<string, StartLog>;
   readonly schedules: Map<string, StoredSchedule>;
   /** Subscribers to ready notices, of every handle on this state. */
   readonly readyListeners: Set<(notice: ReadyNotice) => void>;
@@ -33,6 +38,8 @@ export function emptyState(): MemoryState {
     keyLimits: new Map(),
     queues: new Map(),
     tasks: new Map(),
+    rateKeys: new Map(),
+    rateLogs: new Map(),
     schedules: new Map(),
     readyListeners: new Set(),
   };

@@ -146,5 +146,28 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 12,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN worker VARCHAR(191) NULL, ADD COLUMN errors LONGTEXT NULL`],
     },
+    {
+      // Rate limits: a queue's and a task's limit beside its cap, a rate key's in a table of its own; each with
+      // its log of starts inside the window (JSON [time, count] pairs, rewritten under the row's lock by the
+      // claim that takes them). keyed_rate: the queue has held rate-keyed jobs (its claims apply the limits).
+      version: 13,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD COLUMN rate_starts LONGTEXT NULL,
+          ADD COLUMN keyed_rate SMALLINT NOT NULL DEFAULT 0,
+          ADD CONSTRAINT ${prefix}queues_keyed_rate CHECK (keyed_rate IN (0, 1)),
+          ADD CONSTRAINT ${prefix}queues_rate CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_limit IS NULL OR (rate_limit >= 1 AND rate_period_ms >= 1)))`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD COLUMN rate_starts LONGTEXT NULL,
+          ADD CONSTRAINT ${prefix}tasks_rate CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_limit IS NULL OR (rate_limit >= 1 AND rate_period_ms >= 1)))`,
+        `CREATE TABLE ${prefix}rate_keys (
+          name VARCHAR(191) NOT NULL PRIMARY KEY,
+          rate_limit INT NOT NULL,
+          rate_period_ms BIGINT NOT NULL,
+          rate_starts LONGTEXT NULL,
+          CONSTRAINT ${prefix}rate_keys_name_nonempty CHECK (CHAR_LENGTH(name) > 0),
+          CONSTRAINT ${prefix}rate_keys_limit CHECK (rate_limit >= 1 AND rate_period_ms >= 1)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `ALTER TABLE ${jobs} ADD COLUMN rate_key VARCHAR(191) NULL, ADD CONSTRAINT ${jobs}_rate_key_nonempty CHECK (rate_key IS NULL OR CHAR_LENGTH(rate_key) > 0)`,
+      ],
+    },
   ];
 }

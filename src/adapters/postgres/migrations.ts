@@ -118,5 +118,25 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${jobs}_blocked ON ${jobs} (queue, task) WHERE state = 'blocked'`,
       ],
     },
+    {
+      // Rate limits: a queue's and a task's limit beside its cap, a rate key's in a table of its own; each with
+      // its log of starts inside the window (JSON [time, count] pairs, rewritten under the row's lock by the
+      // claim that takes them). keyed_rate: the queue has held rate-keyed jobs (its claims apply the limits).
+      version: 13,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_limit integer, ADD COLUMN rate_period_ms bigint, ADD COLUMN rate_starts text,
+          ADD COLUMN keyed_rate smallint NOT NULL DEFAULT 0 CHECK (keyed_rate IN (0, 1)),
+          ADD CONSTRAINT ${prefix}queues_rate CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_limit IS NULL OR (rate_limit >= 1 AND rate_period_ms >= 1)))`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_limit integer, ADD COLUMN rate_period_ms bigint, ADD COLUMN rate_starts text,
+          ADD CONSTRAINT ${prefix}tasks_rate CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_limit IS NULL OR (rate_limit >= 1 AND rate_period_ms >= 1)))`,
+        `CREATE TABLE ${prefix}rate_keys (
+          name text PRIMARY KEY CHECK (length(name) > 0),
+          rate_limit integer NOT NULL CHECK (rate_limit >= 1),
+          rate_period_ms bigint NOT NULL CHECK (rate_period_ms >= 1),
+          rate_starts text
+        )`,
+        `ALTER TABLE ${jobs} ADD COLUMN rate_key text CHECK (rate_key IS NULL OR length(rate_key) > 0)`,
+      ],
+    },
   ];
 }

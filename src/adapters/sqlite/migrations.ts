@@ -161,5 +161,27 @@ export function migrations(prefix: string): readonly Migration[] {
         `ANALYZE sqlite_schema`,
       ],
     },
+    {
+      // Rate limits: a queue's and a task's limit beside its cap, a rate key's in a table of its own; each with
+      // its log of starts inside the window (JSON [time, count] pairs, rewritten under the row's lock by the
+      // claim that takes them). keyed_rate: the queue has held rate-keyed jobs (its claims apply the limits).
+      version: 14,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1)`,
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_period_ms INTEGER CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_period_ms IS NULL OR rate_period_ms >= 1))`,
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_starts TEXT`,
+        `ALTER TABLE ${prefix}queues ADD COLUMN keyed_rate INTEGER NOT NULL DEFAULT 0 CHECK (keyed_rate IN (0, 1))`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1)`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_period_ms INTEGER CHECK ((rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_period_ms IS NULL OR rate_period_ms >= 1))`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_starts TEXT`,
+        `CREATE TABLE ${prefix}rate_keys (
+          name TEXT PRIMARY KEY CHECK (length(name) > 0),
+          rate_limit INTEGER NOT NULL CHECK (rate_limit >= 1),
+          rate_period_ms INTEGER NOT NULL CHECK (rate_period_ms >= 1),
+          rate_starts TEXT
+        )`,
+        `ALTER TABLE ${jobs} ADD COLUMN rate_key TEXT CHECK (rate_key IS NULL OR length(rate_key) > 0)`,
+      ],
+    },
   ];
 }

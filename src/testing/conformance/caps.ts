@@ -99,7 +99,7 @@ export const capCases: ConformanceCase[] = [
       const paused = await insert(t, { queue: "p" });
       const other = await insert(t, { queue: "o" });
       const control = await t.adapter.setQueueControl({ queue: "p", paused: true });
-      assert.deepEqual(control, { queue: "p", paused: true, maxRunning: null });
+      assert.deepEqual(control, { queue: "p", paused: true, maxRunning: null, rateLimit: null });
       const second = await t.connect();
       assert.deepEqual((await claim(t, 10, second, ["p", "o"])).map((j) => j.id), [other.id]);
       await t.adapter.setQueueControl({ queue: "p", paused: false });
@@ -114,8 +114,8 @@ export const capCases: ConformanceCase[] = [
       await t.adapter.setTaskControl({ task: "x", maxRunning: 2 });
       const other = await t.connect();
       assert.deepEqual(await other.listControls(), {
-        queues: [{ queue: "q", paused: true, maxRunning: 4 }],
-        tasks: [{ task: "x", maxRunning: 2 }],
+        queues: [{ queue: "q", paused: true, maxRunning: 4, rateLimit: null }],
+        tasks: [{ task: "x", maxRunning: 2, rateLimit: null }],
       });
     },
   },

@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "../harness.ts";
 import { capCases } from "./caps.ts";
+import { rateLimitCases } from "./rate-limits.ts";
 import { handOffCases } from "./hand-off.ts";
 import { claimCases } from "./claim.ts";
 import { claimTaskCases } from "./claim-tasks.ts";
@@ -58,6 +59,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
+    ...rateLimitCases,
     ...handOffCases,
     ...constrainedCases,
     ...sequencedRaceCases,

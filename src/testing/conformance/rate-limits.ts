@@ -1,0 +1,193 @@
+import assert from "node:assert/strict";
+import type { DocketAdapter, NewJob } from "../../core/adapter.ts";
+import { DocketError } from "../../core/errors.ts";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { LEASE_MS, insert, newJob, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
+
+/** Claims up to `limit` of `queues` at the clock's now; returns the jobs and when a rate limit said it has room again. */
+async function claimAt(t: CaseContext, limit: number, queues = ["q"], adapter: DocketAdapter = t.adapter, extra: { constrainedLimit?: number } = {}) {
+  const now = t.clock.now();
+  let roomAt: number | null = null;
+  const jobs = await adapter.claim({ queues, limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS, onRateLimited: (at) => (roomAt = at), ...extra });
+  return { jobs, roomAt: roomAt as number | null };
+}
+
+const keyed = (key: string, limit: number, periodMs = 1000, more: Partial<NewJob> = {}): Partial<NewJob> => ({ queue: "q", rateLimit: { key, limit, periodMs }, ...more });
+const isInvalid = (e: unknown) => e instanceof DocketError && e.code === "INVALID_ARGUMENT";
+
+export const rateLimitCases: ConformanceCase[] = [
+  {
+    name: "rate limits › a queue limit of 3 per second starts 3, then none until the window slides past them (R20)",
+    async run(t) {
+      for (let i = 0; i < 8; i++) await insert(t, { queue: "q" });
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 3, periodMs: 1000 } });
+      const start = t.clock.now();
+      const first = await claimAt(t, 10);
+      assert.equal(first.jobs.length, 3);
+      assert.equal(first.roomAt, start + 1000, "the claim says when the window has room again");
+      t.clock.advance(999);
+      assert.deepEqual((await claimAt(t, 10)).jobs, [], "999 ms later the three starts are still in the window");
+      t.clock.advance(1);
+      assert.equal((await claimAt(t, 10)).jobs.length, 3);
+    },
+  },
+  {
+    name: "rate limits › a sliding window: starts leave it one by one, not all at a boundary",
+    async run(t) {
+      for (let i = 0; i < 10; i++) await insert(t, { queue: "q" });
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 3, periodMs: 1000 } });
+      assert.equal((await claimAt(t, 2)).jobs.length, 2);
+      t.clock.advance(500);
+      assert.equal((await claimAt(t, 10)).jobs.length, 1);
+      t.clock.advance(500);
+      assert.equal((await claimAt(t, 10)).jobs.length, 2, "the two starts of t=0 left; the one of t=500 still counts");
+      t.clock.advance(499);
+      assert.equal((await claimAt(t, 10)).jobs.length, 0);
+      t.clock.advance(1);
+      assert.equal((await claimAt(t, 10)).jobs.length, 1);
+    },
+  },
+  {
+    name: "rate limits › a job held back stays ready with its attempt unspent",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 1, periodMs: 60_000 } });
+      await insert(t, { queue: "q" });
+      const second = await insert(t, { queue: "q" });
+      assert.equal((await claimAt(t, 5)).jobs.length, 1);
+      assert.deepEqual(await t.adapter.get({ id: second.id }), second);
+    },
+  },
+  {
+    name: "rate limits › a task limit holds across queues; other tasks still run",
+    async run(t) {
+      await t.adapter.setTaskControl({ task: "api", rateLimit: { limit: 2, periodMs: 1000 } });
+      for (const queue of ["q1", "q2"]) for (let i = 0; i < 3; i++) await insert(t, { queue, task: "api" });
+      await insert(t, { queue: "q2", task: "local" });
+      const got = (await claimAt(t, 10, ["q1", "q2"])).jobs;
+      assert.equal(got.filter((j) => j.task === "api").length, 2);
+      assert.equal(got.filter((j) => j.task === "local").length, 1);
+    },
+  },
+  {
+    name: "rate limits › a rate key limits its jobs only; a spent key does not hide the jobs behind it",
+    async run(t) {
+      for (let i = 0; i < 4; i++) await insert(t, keyed("tenant:1", 1));
+      const other = await insert(t, keyed("tenant:2", 1));
+      const plain = await insert(t, { queue: "q" });
+      const first = await claimAt(t, 1);
+      assert.equal(first.jobs[0]?.rateKey, "tenant:1");
+      const next = await claimAt(t, 5);
+      assert.deepEqual(next.jobs.map((j) => j.id).sort((a, b) => a - b), [other.id, plain.id]);
+      assert.ok(next.roomAt !== null && next.roomAt > t.clock.now());
+    },
+  },
+  {
+    name: "rate limits › a rate key's stored limit is the last enqueue's",
+    async run(t) {
+      for (let i = 0; i < 3; i++) await insert(t, keyed("k", 1));
+      await insert(t, keyed("k", 3));
+      assert.equal((await claimAt(t, 10)).jobs.length, 3);
+    },
+  },
+  {
+    name: "rate limits › a job must satisfy all its controls: queue cap, queue limit, task limit, key limit, concurrency key",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: 2, rateLimit: { limit: 5, periodMs: 1000 } });
+      for (let i = 0; i < 6; i++) await insert(t, { queue: "q" });
+      assert.equal((await claimAt(t, 10)).jobs.length, 2, "the cap is the tighter control");
+      await t.adapter.setQueueControl({ queue: "q", maxRunning: null });
+      assert.equal((await claimAt(t, 10)).jobs.length, 3, "then the limit: 5 starts in the window");
+      t.clock.advance(1000);
+      await t.adapter.setTaskControl({ task: "t", rateLimit: { limit: 1, periodMs: 1000 } });
+      assert.equal((await claimAt(t, 10)).jobs.length, 1, "the task's limit is tighter still");
+      t.clock.advance(1000);
+      await t.adapter.setTaskControl({ task: "t", rateLimit: null });
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: null });
+      await insert(t, keyed("k", 5, 1000, { concurrency: { key: "c", limit: 1, onConflict: "block" } }));
+      await insert(t, keyed("k", 5, 1000, { concurrency: { key: "c", limit: 1, onConflict: "block" } }));
+      const got = (await claimAt(t, 10)).jobs;
+      assert.equal(got.filter((j) => j.rateKey === "k").length, 1, "the concurrency key admits one of the two");
+    },
+  },
+  {
+    name: "rate limits › rate-limited jobs are constrained: a claim with no room for constrained jobs leaves them ready",
+    async run(t) {
+      await t.adapter.setTaskControl({ task: "api", rateLimit: { limit: 10, periodMs: 1000 } });
+      await insert(t, { queue: "q", task: "api" });
+      await insert(t, keyed("k", 10));
+      const plain = await insert(t, { queue: "q" });
+      const got = (await claimAt(t, 10, ["q"], t.adapter, { constrainedLimit: 0 })).jobs;
+      assert.deepEqual(got.map((j) => j.id), [plain.id]);
+    },
+  },
+  {
+    name: "rate limits › a limit is stored: listControls reads it back from any connection; null removes it",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 100, periodMs: 60_000 } });
+      const task = await t.adapter.setTaskControl({ task: "x", rateLimit: { limit: 5, periodMs: 1000 } });
+      assert.deepEqual(task, { task: "x", maxRunning: null, rateLimit: { limit: 5, periodMs: 1000 } });
+      const other = await t.connect();
+      assert.deepEqual(await other.listControls(), {
+        queues: [{ queue: "q", paused: false, maxRunning: null, rateLimit: { limit: 100, periodMs: 60_000 } }],
+        tasks: [{ task: "x", maxRunning: null, rateLimit: { limit: 5, periodMs: 1000 } }],
+      });
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: null });
+      for (let i = 0; i < 3; i++) await insert(t, { queue: "q" });
+      assert.equal((await claimAt(t, 10)).jobs.length, 3);
+    },
+  },
+  {
+    name: "rate limits › concurrent claimers on separate connections never start more than the limit in a window (R20)",
+    slow: true,
+    async run(t) {
+      const conns = [t.adapter, await t.connect(), await t.connect(), await t.connect()];
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 3, periodMs: 1000 } });
+      const now = t.clock.now();
+      await t.adapter.enqueue({ jobs: Array.from({ length: 40 }, () => newJob({ queue: "q", runAt: now })), now });
+      await t.adapter.enqueue({ jobs: Array.from({ length: 40 }, () => newJob({ queue: "q", runAt: now, rateLimit: { key: "k", limit: 2, periodMs: 1000 } })), now });
+      for (let round = 0; round < 6; round++) {
+        const at = t.clock.now();
+        const got = (await Promise.all(conns.map((c) => c.claim({ queues: ["q"], limit: 3, now: at, leaseToken: token(), leaseExpiresAt: at + LEASE_MS })))).flat();
+        assert.ok(got.length <= 3, `round ${round}: ${got.length} started, queue limit 3 per second`);
+        assert.ok(got.filter((j) => j.rateKey === "k").length <= 2, `round ${round}: key limit 2 per second`);
+        assert.equal(got.length, 3, `round ${round}: the limit must be used fully while jobs are ready`);
+        for (const j of got) await settleOne(conns[0]!, { kind: "complete", id: j.id, leaseToken: j.leaseToken!, now: at });
+        t.clock.advance(1000);
+      }
+    },
+  },
+  ...(
+    [
+      ["a limit of 0", { limit: 0, periodMs: 1000 }],
+      ["a negative limit", { limit: -1, periodMs: 1000 }],
+      ["a fractional limit", { limit: 1.5, periodMs: 1000 }],
+      ["a period of 0", { limit: 1, periodMs: 0 }],
+      ["a NaN period", { limit: 1, periodMs: NaN }],
+      ["no period", { limit: 1 }],
+      ["an unknown field", { limit: 1, periodMs: 1000, burst: 2 }],
+      ["a number", 5],
+    ] as [string, unknown][]
+  ).map(([what, limit]) => ({
+    name: `rate limits › ${what} is InvalidArgumentError and writes nothing`,
+    async run(t: CaseContext) {
+      const d = t.docket();
+      await assert.rejects(() => d.setQueueRateLimit("q", limit as never), isInvalid);
+      await assert.rejects(() => d.setTaskRateLimit("x", limit as never), isInvalid);
+      const rateLimit = typeof limit === "object" ? { key: "k", ...(limit as object) } : limit;
+      await assert.rejects(() => d.enqueue("t", {}, { rateLimit } as never), isInvalid);
+      assert.deepEqual(await t.adapter.listControls(), { queues: [], tasks: [] });
+      assert.deepEqual(await t.adapter.list({ limit: 10 }), []);
+    },
+  })),
+  {
+    name: "rate limits › an empty or missing rate key is InvalidArgumentError and writes nothing",
+    async run(t) {
+      const d = t.docket();
+      for (const rateLimit of [{ key: "", limit: 1, periodMs: 1000 }, { limit: 1, periodMs: 1000 }, null]) {
+        await assert.rejects(() => d.enqueue("t", {}, { rateLimit } as never), isInvalid);
+      }
+      assert.deepEqual(await t.adapter.list({ limit: 10 }), []);
+    },
+  },
+];
