@@ -33,8 +33,12 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.keyLimits.set(key, limits.get(key)!);
     rebalance(state, key, now);
   }
-  // A rate key's stored limit is the last one given (as a concurrency key's).
-  for (const j of params.jobs) if (j.rateLimit) state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
+  // A rate key's stored limit is the last one given (as a concurrency key's); its queue gets a control row, as in SQL.
+  for (const j of params.jobs) {
+    if (!j.rateLimit) continue;
+    state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
+    if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
+  }
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };

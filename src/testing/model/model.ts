@@ -41,6 +41,8 @@ export interface ModelJob {
   timeoutMs: number | null;
   /** The idempotency key the job holds, or null. */
   idempotencyKey: string | null;
+  /** The job's rate key, or null. */
+  rateKey: string | null;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -62,6 +64,7 @@ export const MODEL_FIELDS = [
   "onConflict",
   "timeoutMs",
   "idempotencyKey",
+  "rateKey",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -183,17 +186,26 @@ export interface ModelNewJob {
   concurrency?: { key: string; limit: number; onConflict: "block" | "discard" } | null;
   timeoutMs?: number | null;
   idempotencyKey?: string | null;
+  rateLimit?: { key: string; limit: number; periodMs: number } | null;
+}
+
+/** At most `limit` starts within any window of `periodMs`. */
+export interface ModelRateLimit {
+  limit: number;
+  periodMs: number;
 }
 
 export interface ModelQueueControl {
   queue: string;
   paused: boolean;
   maxRunning: number | null;
+  rateLimit: ModelRateLimit | null;
 }
 
 export interface ModelTaskControl {
   task: string;
   maxRunning: number | null;
+  rateLimit: ModelRateLimit | null;
 }
 
 /** Whether `event` moves a job out of a slot-holding state, i.e. the write rebalances the job's key in its transaction. */
@@ -215,6 +227,10 @@ export class ReferenceModel {
   readonly keyLimits = new Map<string, number>();
   readonly queueControls = new Map<string, ModelQueueControl>();
   readonly taskControls = new Map<string, ModelTaskControl>();
+  /** Stored limit per rate key (the last enqueue's that names the key). */
+  readonly rateKeys = new Map<string, ModelRateLimit>();
+  /** Every start (claim time) of each rate limit, by `queue:`, `task:` or `key:` and its name. */
+  readonly starts = new Map<string, number[]>();
 
   /**
    * Whether enqueueing `jobs` is refused (IdempotencyConflictError, nothing
@@ -246,6 +262,12 @@ export class ReferenceModel {
       this.keyLimits.set(key, limits.get(key)!);
       this.rebalance(key, now);
     }
+    // A rate key's stored limit is the last one given; its queue gets a control row (the mark that its claims apply rate keys).
+    for (const j of jobs) {
+      if (!j.rateLimit) continue;
+      this.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
+      if (!this.queueControls.has(j.queue)) this.queueControls.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
+    }
     return jobs.map((j, i) => {
       const holder = j.idempotencyKey ? [...this.jobs.values()].find((h) => h.idempotencyKey === j.idempotencyKey) : undefined;
       if (holder) return { ...holder, created: false };
@@ -267,6 +289,7 @@ export class ReferenceModel {
         onConflict: j.concurrency?.onConflict ?? null,
         timeoutMs: j.timeoutMs ?? null,
         idempotencyKey: j.idempotencyKey ?? null,
+        rateKey: j.rateLimit?.key ?? null,
       };
       const c = j.concurrency;
       if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
@@ -332,14 +355,32 @@ export class ReferenceModel {
     };
     const queueRoom = new Map(queues.map((q) => [q, room("queue", q)]));
     const taskRoom = new Map<string, number>();
+    // Rate limits: starts left in the window that ends now, per limit met.
+    const rates = new Map<string, number>();
+    const rateRoom = (id: string, limit: ModelRateLimit | null | undefined): number => {
+      if (!limit) return Infinity;
+      if (!rates.has(id)) rates.set(id, limit.limit - (this.starts.get(id) ?? []).filter((at) => p.now - at < limit.periodMs).length);
+      return rates.get(id)!;
+    };
+    const limitsOf = (c: ModelJob): [string, ModelRateLimit | null | undefined][] => [
+      [`queue:${c.queue}`, this.queueControls.get(c.queue)?.rateLimit],
+      [`task:${c.task}`, this.taskControls.get(c.task)?.rateLimit],
+      [`key:${c.rateKey}`, c.rateKey === null ? null : this.rateKeys.get(c.rateKey)],
+    ];
     const chosen: ModelJob[] = [];
     const ready = [...this.jobs.values()].filter((j) => queues.includes(j.queue) && applyJobOp(j, op) !== null).sort(claimOrder);
     for (const c of ready) {
       if (chosen.length >= p.limit) break;
       if (!taskRoom.has(c.task)) taskRoom.set(c.task, room("task", c.task));
       if (queueRoom.get(c.queue)! <= 0 || taskRoom.get(c.task)! <= 0) continue;
+      if (limitsOf(c).some(([id, limit]) => rateRoom(id, limit) <= 0)) continue;
       queueRoom.set(c.queue, queueRoom.get(c.queue)! - 1);
       taskRoom.set(c.task, taskRoom.get(c.task)! - 1);
+      for (const [id, limit] of limitsOf(c)) {
+        if (!limit) continue;
+        rates.set(id, rateRoom(id, limit) - 1);
+        this.starts.set(id, [...(this.starts.get(id) ?? []), p.now]);
+      }
       chosen.push(c);
     }
     return chosen.map((j) => this.#write(j.id, op)!);
@@ -352,16 +393,26 @@ export class ReferenceModel {
     return next;
   }
 
-  setQueueControl(p: { queue: string; paused?: boolean; maxRunning?: number | null }): ModelQueueControl {
-    const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null };
-    const next = { ...c, ...(p.paused === undefined ? {} : { paused: p.paused }), ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }) };
+  /** Only the given fields change; a removed rate limit forgets its starts, a changed one keeps them. */
+  setQueueControl(p: { queue: string; paused?: boolean; maxRunning?: number | null; rateLimit?: ModelRateLimit | null }): ModelQueueControl {
+    const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null, rateLimit: null };
+    const next = {
+      ...c,
+      ...(p.paused === undefined ? {} : { paused: p.paused }),
+      ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }),
+      ...(p.rateLimit === undefined ? {} : { rateLimit: p.rateLimit }),
+    };
+    if (p.rateLimit === null) this.starts.delete(`queue:${p.queue}`);
     this.queueControls.set(p.queue, next);
     return { ...next };
   }
 
-  setTaskControl(p: { task: string; maxRunning: number | null }): ModelTaskControl {
-    this.taskControls.set(p.task, { task: p.task, maxRunning: p.maxRunning });
-    return { task: p.task, maxRunning: p.maxRunning };
+  setTaskControl(p: { task: string; maxRunning?: number | null; rateLimit?: ModelRateLimit | null }): ModelTaskControl {
+    const c = this.taskControls.get(p.task) ?? { task: p.task, maxRunning: null, rateLimit: null };
+    const next = { ...c, ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }), ...(p.rateLimit === undefined ? {} : { rateLimit: p.rateLimit }) };
+    if (p.rateLimit === null) this.starts.delete(`task:${p.task}`);
+    this.taskControls.set(p.task, next);
+    return { ...next };
   }
 
   listControls(): { queues: ModelQueueControl[]; tasks: ModelTaskControl[] } {

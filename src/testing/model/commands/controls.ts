@@ -1,10 +1,12 @@
 import type { AsyncCommand } from "fast-check";
 import { expectSameStore, fail, type ModelState, type RealSystem } from "./context.ts";
 
-/** A queue control change (pause/resume and/or cap) or a task cap change. */
+type RateLimit = { readonly limit: number; readonly periodMs: number };
+
+/** A queue control change (pause/resume, cap, rate limit) or a task control change (cap, rate limit). */
 export type ControlChange =
-  | { readonly kind: "queue"; readonly queue: string; readonly paused?: boolean; readonly maxRunning?: number | null }
-  | { readonly kind: "task"; readonly task: string; readonly maxRunning: number | null };
+  | { readonly kind: "queue"; readonly queue: string; readonly paused?: boolean; readonly maxRunning?: number | null; readonly rateLimit?: RateLimit | null }
+  | { readonly kind: "task"; readonly task: string; readonly maxRunning?: number | null; readonly rateLimit?: RateLimit | null };
 
 /** setQueueControl / setTaskControl: upserts only the given fields; compared with the model, then every control (listControls) and the jobs. */
 export class ControlCommand implements AsyncCommand<ModelState, RealSystem> {
@@ -16,13 +18,14 @@ export class ControlCommand implements AsyncCommand<ModelState, RealSystem> {
     const c = this.change;
     let got: unknown;
     let modelled: unknown;
+    const common = { ...(c.maxRunning === undefined ? {} : { maxRunning: c.maxRunning }), ...(c.rateLimit === undefined ? {} : { rateLimit: c.rateLimit }) };
     if (c.kind === "queue") {
-      const p = { queue: c.queue, ...(c.paused === undefined ? {} : { paused: c.paused }), ...(c.maxRunning === undefined ? {} : { maxRunning: c.maxRunning }) };
+      const p = { queue: c.queue, ...(c.paused === undefined ? {} : { paused: c.paused }), ...common };
       got = await r.adapter.setQueueControl(p);
       modelled = m.store.setQueueControl(p);
     } else {
-      got = await r.adapter.setTaskControl({ task: c.task, maxRunning: c.maxRunning });
-      modelled = m.store.setTaskControl({ task: c.task, maxRunning: c.maxRunning });
+      got = await r.adapter.setTaskControl({ task: c.task, ...common });
+      modelled = m.store.setTaskControl({ task: c.task, ...common });
     }
     if (JSON.stringify(got) !== JSON.stringify(modelled)) fail(this.toString(), [`returned ${JSON.stringify(got)}, model says ${JSON.stringify(modelled)}`]);
     const all = await r.adapter.listControls();
@@ -32,8 +35,10 @@ export class ControlCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   toString(): string {
     const c = this.change;
-    if (c.kind === "task") return `setTaskControl(${c.task}, cap ${c.maxRunning})`;
-    const parts = [c.paused === undefined ? null : c.paused ? "pause" : "resume", c.maxRunning === undefined ? null : `cap ${c.maxRunning}`].filter((x) => x !== null);
+    const rate = c.rateLimit === undefined ? null : c.rateLimit === null ? "no rate limit" : `rate ${c.rateLimit.limit}/${c.rateLimit.periodMs}ms`;
+    const cap = c.maxRunning === undefined ? null : `cap ${c.maxRunning}`;
+    if (c.kind === "task") return `setTaskControl(${c.task}, ${[cap, rate].filter((x) => x !== null).join(", ")})`;
+    const parts = [c.paused === undefined ? null : c.paused ? "pause" : "resume", cap, rate].filter((x) => x !== null);
     return `setQueueControl(${c.queue}, ${parts.join(", ") || "no change"})`;
   }
 }

@@ -12,6 +12,8 @@ export interface EnqueueSpec {
   concurrency: { key: string; limit: number; onConflict: "block" | "discard" } | null;
   /** An idempotency key, or null. */
   idempotencyKey?: string | null;
+  /** A rate key (its limit and period), or null. */
+  rateLimit?: { key: string; limit: number; periodMs: number } | null;
 }
 
 /** enqueue(jobs): all stored in one transaction, in input order; or none, refused, when a key is held by another task. */
@@ -32,6 +34,7 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
       backoff: null,
       concurrency: j.concurrency,
       idempotencyKey: j.idempotencyKey ?? null,
+      rateLimit: j.rateLimit ?? null,
     }));
     if (m.store.idempotencyConflict(jobs)) {
       const refused = await r.adapter.enqueue({ jobs, now: m.now }).then(
@@ -51,7 +54,8 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   toString(): string {
     const key = (j: EnqueueSpec) =>
-      (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "");
+      (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "") +
+      (j.rateLimit ? `/rate:${j.rateLimit.key}≤${j.rateLimit.limit}/${j.rateLimit.periodMs}ms` : "");
     return `enqueue(${this.jobs.map((j) => `${j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
   }
 }

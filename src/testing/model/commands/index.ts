@@ -46,10 +46,19 @@ const concurrency = fc.option(
   { freq: 2, nil: null },
 );
 const cap = fc.constantFrom<number | null>(null, 1, 1, 2);
+/** Rate limits: one period per limit (a changed period would make the adapters' pruned logs and the model's full history disagree). */
+const RATE_PERIOD_MS = 1_000;
+const rate = fc.constantFrom<{ limit: number; periodMs: number } | null>(null, { limit: 1, periodMs: RATE_PERIOD_MS }, { limit: 2, periodMs: RATE_PERIOD_MS });
+const rateKey = fc.option(
+  fc.record({ key: fc.constantFrom("r1", "r2"), limit: fc.integer({ min: 1, max: 2 }), periodMs: fc.constant(RATE_PERIOD_MS) }),
+  { freq: 3, nil: null },
+);
 const controlChange: fc.Arbitrary<ControlChange> = fc.oneof(
   fc.record({ kind: fc.constant("queue" as const), queue: fc.constantFrom(...QUEUES), paused: fc.boolean() }),
   fc.record({ kind: fc.constant("queue" as const), queue: fc.constantFrom(...QUEUES), maxRunning: cap }),
   fc.record({ kind: fc.constant("task" as const), task: fc.constantFrom(...TASKS), maxRunning: cap }),
+  fc.record({ kind: fc.constant("queue" as const), queue: fc.constantFrom(...QUEUES), rateLimit: rate }),
+  fc.record({ kind: fc.constant("task" as const), task: fc.constantFrom(...TASKS), rateLimit: rate }),
 );
 const jobPick = fc.nat({ max: 7 });
 /** −1: a running job with its current token (see ModelState.pickLeased); else any job, any (possibly stale or never-issued) token. */
@@ -71,6 +80,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
         task: fc.constantFrom(...TASKS),
         concurrency,
         idempotencyKey: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom("i1", "i2", "i3") }),
+        rateLimit: rateKey,
       }),
       { minLength: 1, maxLength: 3 },
     )
