@@ -86,6 +86,8 @@ export interface RunLimits {
   readonly queueCaps: Readonly<Record<string, number>>;
   readonly taskCaps: Readonly<Record<string, number>>;
   readonly pausedAtStart: readonly string[];
+  /** Rate limits whose window spans the whole run (set after the setup): at most this many claims of each start a job in the run. */
+  readonly rates?: { readonly queues: Readonly<Record<string, number>>; readonly keys: Readonly<Record<string, number>> };
 }
 
 /** One named check. Returns human-readable violations (empty when it holds). */
@@ -338,6 +340,24 @@ export const controlInvariants: Invariant[] = [
         const blocked = mine.filter((j) => j.state === "blocked");
         if (blocked.length > 0 && holders < limit) out.push(`key ${key} (limit ${limit}) ends with ${holders} admitted and blocked [${blocked.map((j) => `#${j.id}`).join(", ")}]`);
       }
+      return out;
+    },
+  },
+  {
+    id: "I12",
+    name: "rate limits: the jobs claims start within a window (here the whole run) never exceed its limit, concurrent claims included",
+    check: (run) => {
+      const rates = run.limits?.rates;
+      if (!rates) return [];
+      const started = operations(run)
+        .filter((o) => o.error === undefined)
+        .flatMap((o) => o.effects.filter((e) => e.op.kind === "claim" && e.result !== null && e.result !== undefined).map((e) => ({ job: e.result!, by: o.label })));
+      const out: string[] = [];
+      const over = (what: string, limit: number, mine: typeof started) => {
+        if (mine.length > limit) out.push(`${what} started ${mine.length} jobs in one window [${mine.map((s) => `#${s.job.id} by ${s.by}`).join(", ")}], limit ${limit}`);
+      };
+      for (const [queue, limit] of Object.entries(rates.queues)) over(`queue ${queue}`, limit, started.filter((s) => s.job.queue === queue));
+      for (const [key, limit] of Object.entries(rates.keys)) over(`rate key ${key}`, limit, started.filter((s) => s.job.rateKey === key));
       return out;
     },
   },

@@ -141,7 +141,7 @@ function tableName(node: OperationNode | undefined): string {
   return "";
 }
 const fromTable = (n: SelectQueryNode) => tableName(n.from?.froms[0]);
-const isTable = (name: string, table: "jobs" | "concurrency_keys" | "queues" | "tasks") => name === table || name.endsWith(`_${table}`);
+const isTable = (name: string, table: "jobs" | "concurrency_keys" | "queues" | "tasks" | "rate_keys") => name === table || name.endsWith(`_${table}`);
 
 function selectsOnly(n: SelectQueryNode, column: string): boolean {
   const sel = n.selections ?? [];
@@ -505,6 +505,27 @@ export const MUTATIONS: readonly Mutation[] = [
     concurrentOnly: "one claimer's count is always right: only a second claimer counting the same room exceeds the cap",
     notApplicableBecause: "SQLite's single writer serializes every claim; there is no row lock to remove",
     plugins: () => [rewritePlugin({ select: (n) => (isControlRead(n) ? withoutRowLocks(n) : n) })],
+  },
+  {
+    id: "rate-log-unwritten",
+    description: "a claim's rewrite of a rate limit's log of starts writes an empty log: every later claim finds the whole limit free",
+    appliesTo: everywhere,
+    plugins: () => [
+      rewritePlugin({
+        update: (n) =>
+          updatesColumn(n, "rate_starts")
+            ? { ...n, updates: n.updates?.map((u) => (columnName(u.column) === "rate_starts" ? { ...u, value: ValueNode.createImmediate(null) } : u)) }
+            : n,
+      }),
+    ],
+  },
+  {
+    id: "rate-key-unlocked",
+    description: "claim reads its rate keys' rows (limit and log of starts) without `FOR UPDATE`: concurrent claims each read the same log and both take its last start",
+    appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "one claimer's read of the log is always right: only a second claimer reading the same log exceeds the limit",
+    notApplicableBecause: "SQLite's single writer serializes every claim; there is no row lock to remove",
+    plugins: () => [rewritePlugin({ select: (n) => (isTable(fromTable(n), "rate_keys") ? withoutRowLocks(n) : n) })],
   },
   {
     id: "paused-claimed",

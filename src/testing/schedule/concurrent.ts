@@ -31,7 +31,13 @@ export interface JobSetup {
   readonly key: string | null;
   /** An idempotency key (IDEMPOTENCY_KEYS), or null; at most one setup job holds each. */
   readonly idempotencyKey: string | null;
+  /** Whether it carries the rate key RATE_KEY (limit: the scenario's `rateR`); only jobs that start ready or scheduled do. */
+  readonly rated?: boolean;
 }
+
+/** The rate key of rated setup jobs; its window and qa's (RATE_PERIOD_MS) span the whole run. */
+export const RATE_KEY = "r";
+export const RATE_PERIOD_MS = 3_600_000;
 
 /** The queues of a scenario; every claim asks for all of them. */
 export const QUEUES = ["qa", "qb", "qc"] as const;
@@ -52,6 +58,10 @@ export interface ScenarioControls {
   readonly capU: number | null;
   /** qb paused at the start. */
   readonly pausedB: boolean;
+  /** qa's rate limit per RATE_PERIOD_MS (set after the setup's claims, so only the run's starts count), or null. */
+  readonly rateA?: number | null;
+  /** The rate key's limit per RATE_PERIOD_MS. */
+  readonly rateR?: number;
 }
 
 /** What a handler does with a job it holds. "crash" writes nothing (the lease will expire). */
@@ -142,6 +152,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     backoff: null,
     concurrency: concurrencyOf(j.key, c),
     ...(j.idempotencyKey === null ? {} : { idempotencyKey: j.idempotencyKey }),
+    ...(j.rated && (j.start === "ready" || j.start === "future") ? { rateLimit: { key: RATE_KEY, limit: c.rateR ?? 1, periodMs: RATE_PERIOD_MS } } : {}),
   });
   const ids: number[] = new Array(scenario.jobs.length);
   const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);
@@ -183,6 +194,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
   if (c.capA !== null) await env.plain.setQueueControl({ queue: "qa", maxRunning: c.capA });
   if (c.pausedB) await env.plain.setQueueControl({ queue: PAUSABLE, paused: true });
   if (c.capU !== null) await env.plain.setTaskControl({ task: "u", maxRunning: c.capU });
+  if (c.rateA != null) await env.plain.setQueueControl({ queue: "qa", rateLimit: { limit: c.rateA, periodMs: RATE_PERIOD_MS } });
   return { ids, tokens };
 }
 
@@ -194,6 +206,7 @@ function limitsOf(scenario: Scenario): RunLimits {
     queueCaps: c.capA === null ? {} : { qa: c.capA },
     taskCaps: c.capU === null ? {} : { u: c.capU },
     pausedAtStart: c.pausedB ? [PAUSABLE] : [],
+    rates: { queues: c.rateA == null ? {} : { qa: c.rateA }, keys: scenario.jobs.some((j) => j.rated) ? { [RATE_KEY]: c.rateR ?? 1 } : {} },
   };
 }
 
@@ -411,9 +424,9 @@ async function peekAttempt(history: readonly HistoryEvent[], id: number, leaseTo
 /** A scenario as readable lines (printed with a failure). */
 export function describeScenario(s: Scenario): string {
   const c = s.controls;
-  const controls = `controls: key limits ${Object.entries(c.keyLimits).map(([k, l]) => `${k}≤${l}`).join(" ")}; qa cap ${c.capA ?? "none"}; task u cap ${c.capU ?? "none"}; qb ${c.pausedB ? "paused" : "running"}`;
+  const controls = `controls: key limits ${Object.entries(c.keyLimits).map(([k, l]) => `${k}≤${l}`).join(" ")}; qa cap ${c.capA ?? "none"}; task u cap ${c.capU ?? "none"}; qb ${c.pausedB ? "paused" : "running"}; qa rate ${c.rateA ?? "none"}; rate key ${RATE_KEY} ${c.rateR ?? 1}/h`;
   const jobs = s.jobs.map(
-    (j, i) => `job ${i}: ${j.start}, ${QUEUES[j.queue]}/${j.task}${j.key ? `/${j.key}` : ""}${j.idempotencyKey ? ` idem ${j.idempotencyKey}` : ""}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`,
+    (j, i) => `job ${i}: ${j.start}, ${QUEUES[j.queue]}/${j.task}${j.key ? `/${j.key}` : ""}${j.idempotencyKey ? ` idem ${j.idempotencyKey}` : ""}${j.rated ? ` rate ${RATE_KEY}` : ""}, priority ${j.priority}, maxAttempts ${j.maxAttempts}`,
   );
   const step = (st: WorkerStep): string => {
     switch (st.kind) {

@@ -42,6 +42,8 @@ const controlsArb: fc.Arbitrary<ScenarioControls> = fc.record({
   capA: fc.constantFrom<number | null>(null, 1, 1, 2),
   capU: fc.constantFrom<number | null>(null, null, 1),
   pausedB: fc.boolean(),
+  rateA: fc.constantFrom<number | null>(null, null, 1, 2),
+  rateR: fc.integer({ min: 1, max: 2 }),
 });
 
 function jobArb(start: fc.Arbitrary<JobStart>, o: { queue?: fc.Arbitrary<number>; key?: fc.Arbitrary<string | null> } = {}): fc.Arbitrary<JobSetup> {
@@ -53,6 +55,7 @@ function jobArb(start: fc.Arbitrary<JobStart>, o: { queue?: fc.Arbitrary<number>
     task,
     key: o.key ?? keyArb,
     idempotencyKey: idempotencyArb,
+    rated: fc.constantFrom(false, false, true),
   });
 }
 

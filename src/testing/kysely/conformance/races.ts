@@ -197,6 +197,33 @@ const HELD_RACES: HeldRace[] = [
       return running > 3 ? `${running} running in queue q, cap 3` : running < 3 ? `only ${running} running while jobs wait, cap 3` : null;
     },
   },
+  ...(["queue", "key"] as const).map(
+    (scope): HeldRace => ({
+      id: `R20 (${scope} limit)`,
+      name: `two claimers racing for the last start of a ${scope === "queue" ? "queue's rate limit" : "rate key's limit"} never both take it`,
+      guard: "the limit's log read and rewritten in the claim's transaction, under the limit's row lock",
+      mutant: noTransaction,
+      // Limit 1 per hour; job A (task a) and job B (task b) share it. Session 1 claims task a and is held just before
+      // it logs its start (it has read the log: room 1, chosen A). Session 2 claims task b: under the limit's lock it
+      // waits for session 1, then reads its start and takes nothing; without it, it reads the empty log and takes B.
+      async scenario({ t, s1, s2, hook }) {
+        const limit = { limit: 1, periodMs: 3_600_000 };
+        if (scope === "queue") await t.adapter.setQueueControl({ queue: "q", rateLimit: limit });
+        const rateLimit = scope === "key" ? { key: "api", ...limit } : null;
+        for (const task of ["a", "b"]) await insert(t, { queue: "q", task, rateLimit });
+        const now = t.clock.now();
+        const claim = (a: DocketAdapter, task: string) => a.claim({ queues: ["q"], tasks: [task], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+        const held = hook.holdNext("rate-log");
+        const first = claim(s1, "a");
+        await held.reached;
+        const second = claim(s2, "b");
+        await settle(second);
+        held.release();
+        const started = (await Promise.all([first, second])).flat();
+        return started.length > 1 ? `${started.length} jobs started [${started.map((j) => j.task).join(", ")}] in one window, limit 1` : started.length === 0 ? "no job started" : null;
+      },
+    }),
+  ),
   {
     id: "R12",
     name: "two enqueues with one idempotency key, the second committing first: one job, both callers get it, neither fails",
