@@ -99,8 +99,8 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     case "queues list": {
       const { queues, tasks } = await docket.listControls();
       const text = [
-        queues.length === 0 ? "no queue controls" : table(["queue", "paused", "cap"], queues.map((q) => [q.queue, q.paused ? "yes" : "no", q.maxRunning ?? "-"])),
-        ...(tasks.length === 0 ? [] : ["", table(["task", "cap"], tasks.map((t) => [t.task, t.maxRunning ?? "-"]))]),
+        queues.length === 0 ? "no queue controls" : table(["queue", "paused", "cap", "rate limit"], queues.map((q) => [q.queue, q.paused ? "yes" : "no", q.maxRunning ?? "-", rateText(q.rateLimit)])),
+        ...(tasks.length === 0 ? [] : ["", table(["task", "cap", "rate limit"], tasks.map((t) => [t.task, t.maxRunning ?? "-", rateText(t.rateLimit)]))]),
       ].join("\n");
       return { text, json: { queues, tasks } };
     }
@@ -116,6 +116,13 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       const cap = capOf(required(args[1], "a cap (a number, or none)"));
       const c = group === "queues" ? await docket.setQueueCap(name, cap) : await docket.setTaskCap(name, cap);
       return { text: `${group === "queues" ? "queue" : "task"} ${name}: cap ${c.maxRunning ?? "none"}`, json: c };
+    }
+    case "queues rate":
+    case "tasks rate": {
+      const name = required(args[0], group === "queues" ? "a queue name" : "a task name");
+      const limit = rateOf(required(args[1], "a rate limit (<n>/<duration>, e.g. 100/1m, or none)"));
+      const c = group === "queues" ? await docket.setQueueRateLimit(name, limit) : await docket.setTaskRateLimit(name, limit);
+      return { text: `${group === "queues" ? "queue" : "task"} ${name}: rate limit ${rateText(c.rateLimit)}`, json: c };
     }
     case "purge": {
       if (flags.olderThan === undefined) throw new UsageError("purge needs --older-than <duration> (e.g. 7d)");
@@ -153,6 +160,18 @@ function refused(message: string): never {
 function required(value: string | undefined, what: string): string {
   if (value === undefined) throw new UsageError(`${what} is required`);
   return value;
+}
+
+/** `100/1m` (at most 100 starts per minute), or `none`. */
+function rateOf(text: string): { limit: number; periodMs: number } | null {
+  if (text === "none") return null;
+  const m = /^(\d+)\/(.+)$/.exec(text);
+  if (!m || Number(m[1]) < 1) throw new UsageError(`a rate limit is <n>/<duration> (e.g. 100/1m) or none, got ${JSON.stringify(text)}`);
+  return { limit: Number(m[1]), periodMs: parseDuration(m[2]!, "the rate limit's period") };
+}
+
+function rateText(limit: { limit: number; periodMs: number } | null): string {
+  return limit === null ? "-" : `${limit.limit} per ${limit.periodMs} ms`;
 }
 
 function capOf(text: string): number | null {

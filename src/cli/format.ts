@@ -82,6 +82,15 @@ export function statsText(s: DocketStats): string {
     out.push("", table(["task", "running", "cap"], s.tasks.filter((t) => t.maxRunning !== null).map((t) => [t.task, t.counts.running, t.maxRunning ?? "-"])));
   }
   if (s.keys.length > 0) out.push("", table(["key", "limit", "in use", "blocked"], s.keys.map((k) => [k.key, k.limit ?? "-", k.holders, k.blocked])));
+  if (s.rateLimits.length > 0) {
+    out.push(
+      "",
+      table(
+        ["rate limit", "limit", "per", "started in window", "waiting", "next start"],
+        s.rateLimits.map((r) => [`${r.scope} ${r.name}`, r.limit, age(r.periodMs), r.used, r.waiting, r.nextStartAt === null ? "now" : `in ${age(r.nextStartAt - s.at)}`]),
+      ),
+    );
+  }
   if (s.running.length > 0) {
     out.push("", table(["running id", "task", "queue", "attempt", "worker", "lease expires in"], s.running.map((r) => [r.id, r.task, r.queue, r.attempt, r.worker ?? "-", r.leaseExpiresInMs < 0 ? `expired ${age(-r.leaseExpiresInMs)} ago` : age(r.leaseExpiresInMs)])));
   }

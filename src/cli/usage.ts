@@ -38,7 +38,8 @@ Commands:
                                            --dry-run prints how many and changes nothing
   queues list
   queues pause <queue> | resume <queue> | cap <queue> <n|none>
-  tasks cap <task> <n|none>
+  queues rate <queue> <n/duration|none>    e.g. 100/1m: at most 100 jobs start in any minute
+  tasks cap <task> <n|none> | rate <task> <n/duration|none>
   schedules list                           recurring jobs with their last and next tick
   purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
   dashboard [--port 8080] [--read-only]    serve the dashboard on 127.0.0.1 until Ctrl-C; it asks

@@ -229,10 +229,7 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** The dead-letter list: jobs that used up their attempts (see DeadLetters). */
   readonly deadLetters: DeadLetters;
 
-  /**
-   * Pauses a queue for every worker, durably: once this returns, no claim
-   * takes a job from it until `resumeQueue`. Running jobs finish normally.
-   */
+  /** Pauses a queue for every worker, durably: once this returns, no claim takes from it until `resumeQueue`. */
   async pauseQueue(queue: string): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true });
   }
@@ -241,11 +238,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false });
   }
 
-  /**
-   * At most `cap` jobs of this queue run at once across all workers and
-   * processes (null removes the cap). Stored in the database; takes effect at
-   * the next claim. Lowering it below the running count preempts nothing.
-   */
+  /** At most `cap` jobs of this queue run at once, cluster-wide (null: none); lowering it preempts nothing. */
   async setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") });
   }
@@ -255,18 +248,12 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
   }
 
-  /**
-   * At most `limit` jobs of this queue start within any window of
-   * `periodMs`, across all workers and processes (null removes the limit).
-   * A sliding window: see README "Rate limits". Stored in the database;
-   * takes effect at the next claim; starts already in the window count
-   * against a new limit.
-   */
+  /** At most `limit` jobs of this queue start in any window of `periodMs`, cluster-wide (null: none); README "Rate limits". */
   async setQueueRateLimit(queue: string, limit: RateLimit | null): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), rateLimit: validateRateLimit(limit, "rateLimit") });
   }
 
-  /** At most `limit` jobs of this task start within any window of `periodMs` (null removes the limit); see setQueueRateLimit. */
+  /** As setQueueRateLimit, for every job of a task whatever its queue. */
   async setTaskRateLimit(task: string, limit: RateLimit | null): Promise<TaskControl> {
     return this.adapter.setTaskControl({ task: validateName(task, "task"), rateLimit: validateRateLimit(limit, "rateLimit") });
   }
@@ -277,14 +264,10 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   /**
-   * What an operator wants to see, read in a fixed number of queries
-   * (fourteen, the controls included), each an index range bounded by the
-   * live jobs, the dead ones and those finished within the window, never
-   * by the history kept: per queue and task the jobs in each state
-   * (succeeded and cancelled: finished within the window), the age of the
-   * oldest ready job, pause and caps; running jobs with their worker and
-   * lease expiry; keys with slots in use and blocked jobs; jobs finished
-   * per minute over the last 15 (see StatsOptions). Reads only.
+   * What an operator wants to see (DocketStats), read in a fixed number of
+   * queries (seventeen, the controls included), each an index range bounded
+   * by the live jobs, the dead ones and those finished within the window,
+   * never by the history kept (see StatsOptions). Reads only.
    */
   stats(options: StatsOptions = {}): Promise<DocketStats> {
     return readStats(this.adapter, this.clock, options);

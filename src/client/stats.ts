@@ -8,6 +8,7 @@ import type { Clock } from "../core/clock.ts";
 import { InvalidArgumentError } from "../core/errors.ts";
 import { JOB_STATES, type JobState } from "../core/states.ts";
 import { checkKeys, validateInteger } from "../core/validate.ts";
+import { nextRoomAt, readStarts, startsInWindow, type RateLimit } from "../core/rate-limit.ts";
 
 export type StateCounts = Record<JobState, number>;
 
@@ -20,6 +21,8 @@ export interface QueueStats {
   paused: boolean;
   /** The queue's cap, or null. */
   maxRunning: number | null;
+  /** The queue's rate limit, or null (its use: `DocketStats.rateLimits`). */
+  rateLimit: RateLimit | null;
 }
 
 export interface TaskStats {
@@ -27,6 +30,22 @@ export interface TaskStats {
   /** As QueueStats.counts. */
   counts: StateCounts;
   maxRunning: number | null;
+  rateLimit: RateLimit | null;
+}
+
+/** A rate limit as it stands at the snapshot. */
+export interface RateLimitStats {
+  scope: "queue" | "task" | "key";
+  /** The queue's, the task's or the rate key's name. */
+  name: string;
+  limit: number;
+  periodMs: number;
+  /** Starts inside the window that ends now. */
+  used: number;
+  /** Ready jobs it applies to (each waits for it unless another control holds it first). */
+  waiting: number;
+  /** When it next has room, while it has none (epoch ms); null while it has room. */
+  nextStartAt: number | null;
 }
 
 export interface RunningJobStats {
@@ -68,6 +87,8 @@ export interface DocketStats {
   running: RunningJobStats[];
   /** Keys with holders or blocked jobs, by name (at most `keysLimit`). */
   keys: KeyStats[];
+  /** Every queue and task rate limit, then rate keys (those with ready jobs first; at most `keysLimit`). */
+  rateLimits: RateLimitStats[];
   /** Jobs finished per bucket over the window, zeros included. */
   throughput: ThroughputBucket[];
   windowMs: number;
@@ -99,12 +120,12 @@ export function shapeStats(
   const tasks = new Map<string, TaskStats>();
   const queue = (name: string) => {
     let q = queues.get(name);
-    if (!q) queues.set(name, (q = { queue: name, counts: emptyCounts(), oldestReadyAgeMs: 0, paused: false, maxRunning: null }));
+    if (!q) queues.set(name, (q = { queue: name, counts: emptyCounts(), oldestReadyAgeMs: 0, paused: false, maxRunning: null, rateLimit: null }));
     return q;
   };
   const task = (name: string) => {
     let t = tasks.get(name);
-    if (!t) tasks.set(name, (t = { task: name, counts: emptyCounts(), maxRunning: null }));
+    if (!t) tasks.set(name, (t = { task: name, counts: emptyCounts(), maxRunning: null, rateLimit: null }));
     return t;
   };
   for (const c of stored.counts) {
@@ -112,8 +133,8 @@ export function shapeStats(
     task(c.task).counts[c.state] += c.count;
   }
   for (const r of stored.oldestReady) queue(r.queue).oldestReadyAgeMs = Math.max(0, o.now - r.runAt);
-  for (const c of controls.queues) Object.assign(queue(c.queue), { paused: c.paused, maxRunning: c.maxRunning });
-  for (const c of controls.tasks) task(c.task).maxRunning = c.maxRunning;
+  for (const c of controls.queues) Object.assign(queue(c.queue), { paused: c.paused, maxRunning: c.maxRunning, rateLimit: c.rateLimit });
+  for (const c of controls.tasks) Object.assign(task(c.task), { maxRunning: c.maxRunning, rateLimit: c.rateLimit });
   const first = o.since - (o.since % o.bucketMs);
   const buckets = new Map<number, ThroughputBucket>();
   for (let start = first; start <= o.now; start += o.bucketMs) buckets.set(start, { start, succeeded: 0, dead: 0, cancelled: 0 });
@@ -137,6 +158,11 @@ export function shapeStats(
       leaseExpiresInMs: (j.leaseExpiresAt ?? o.now) - o.now,
     })),
     keys: stored.keys,
+    rateLimits: stored.rateLimits.map((r) => {
+      const log = readStarts(r.starts);
+      const used = startsInWindow(log, o.now, r.periodMs);
+      return { scope: r.scope, name: r.name, limit: r.limit, periodMs: r.periodMs, used, waiting: r.ready, nextStartAt: used >= r.limit ? nextRoomAt(log, r.limit, r.periodMs, o.now) : null };
+    }),
     throughput: [...buckets.values()],
     windowMs: o.windowMs,
     bucketMs: o.bucketMs,

@@ -632,6 +632,22 @@ export interface StoredStats {
   /** `limit` is null for a key with no stored limit row (which docket never leaves behind). */
   keys: { key: string; limit: number | null; holders: number; blocked: number }[];
   finished: { state: JobState; bucket: number; count: number }[];
+  /**
+   * Every queue and task rate limit, and the rate keys with ready jobs (then
+   * others, by name; at most `keysLimit` keys): its log of starts as stored
+   * (see core/rate-limit.ts) and how many ready jobs it applies to.
+   */
+  rateLimits: StoredRateLimit[];
+}
+
+export interface StoredRateLimit {
+  scope: "queue" | "task" | "key";
+  name: string;
+  limit: number;
+  periodMs: number;
+  starts: string | null;
+  /** Ready jobs of the queue, of the task, or with the key. */
+  ready: number;
 }
 
 export interface ListParams {

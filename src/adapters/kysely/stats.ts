@@ -4,9 +4,11 @@ import type { JobState } from "../../core/states.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
 import type { StoreContext } from "./context.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
+import { RATE_COLUMNS } from "./rate-limits.ts";
+import { rateLimitOf, type RateColumns } from "./controls.ts";
 
 /**
- * See DocketAdapter.stats: twelve read-only queries, each bounded by the
+ * See DocketAdapter.stats: fifteen read-only queries, each bounded by the
  * live jobs, the dead ones or those finished since `since`, never by the
  * whole history: every one has a state predicate that an index of every
  * engine serves (a partial index's predicate, or a state-leading index).
@@ -78,7 +80,34 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
     .where("finished_at", ">=", params.since)
     .groupBy(["state", bucket])
     .execute()) as { state: JobState; bucket: number | string; n: number | string }[];
+  // Rate limits: queue and task limits with their ready jobs (counted above), rate keys with ready jobs first.
+  const ready = (column: "queue" | "task", name: string) => counts.filter((c) => c.state === "ready" && c[column] === name).reduce((n, c) => n + Number(c.n), 0);
+  const rateLimits: StoredStats["rateLimits"] = [];
+  const limited = (scope: "queue" | "task" | "key", r: RateColumns & { name: string }, n: number) => {
+    const limit = rateLimitOf(r);
+    if (limit) rateLimits.push({ scope, name: r.name, ...limit, starts: r.rate_starts ?? null, ready: n });
+  };
+  for (const [scope, table] of [["queue", tables.queues], ["task", tables.tasks]] as const) {
+    const rows = (await db.selectFrom(table).select(["name", ...RATE_COLUMNS]).where("rate_limit", "is not", null).orderBy("name").execute()) as (RateColumns & { name: string })[];
+    for (const r of rows) limited(scope, r, ready(scope, r.name));
+  }
+  const keyReady = (await db
+    .selectFrom(tables.jobs)
+    .select(["rate_key as key", sql<number>`count(*)`.as("n")])
+    .where("state", "=", "ready")
+    .where("rate_key", "is not", null)
+    .groupBy("rate_key")
+    .execute()) as { key: string; n: number | string }[];
+  const waitingKeys = keyReady.map((r) => r.key).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, params.keysLimit);
+  let keyRows = waitingKeys.length === 0 ? [] : ((await db.selectFrom(tables.rateKeys).select(["name", ...RATE_COLUMNS]).where("name", "in", waitingKeys).orderBy("name").execute()) as (RateColumns & { name: string })[]);
+  if (keyRows.length < params.keysLimit) {
+    let others = db.selectFrom(tables.rateKeys).select(["name", ...RATE_COLUMNS]).orderBy("name").limit(params.keysLimit - keyRows.length);
+    if (waitingKeys.length > 0) others = others.where("name", "not in", waitingKeys);
+    keyRows = [...keyRows, ...((await others.execute()) as (RateColumns & { name: string })[])];
+  }
+  for (const r of keyRows) limited("key", r, Number(keyReady.find((k) => k.key === r.name)?.n ?? 0));
   return {
+    rateLimits,
     counts: counts.map((c) => ({ queue: c.queue, task: c.task, state: c.state, count: Number(c.n) })),
     oldestReady: oldest.map((o) => ({ queue: o.queue, runAt: Number(o.run_at) })),
     running: running.map(rowToRecord),

@@ -76,7 +76,25 @@ export function readStats(state: MemoryState, p: StatsParams): StoredStats {
     }
   }
   const keyNames = [...perKey.keys()].sort(byName).slice(0, Math.max(0, p.keysLimit));
+  const readyOf = (f: (j: JobRecord) => boolean) => [...state.jobs.values()].filter((j) => j.state === "ready" && f(j)).length;
+  const rateLimits: StoredStats["rateLimits"] = [];
+  const log = (id: string) => (state.rateLogs.has(id) ? JSON.stringify(state.rateLogs.get(id)) : null);
+  for (const c of [...state.queues.values()].sort((a, b) => byName(a.queue, b.queue))) {
+    if (c.rateLimit) rateLimits.push({ scope: "queue", name: c.queue, ...c.rateLimit, starts: log(`queue:${c.queue}`), ready: readyOf((j) => j.queue === c.queue) });
+  }
+  for (const c of [...state.tasks.values()].sort((a, b) => byName(a.task, b.task))) {
+    if (c.rateLimit) rateLimits.push({ scope: "task", name: c.task, ...c.rateLimit, starts: log(`task:${c.task}`), ready: readyOf((j) => j.task === c.task) });
+  }
+  const keyReady = new Map<string, number>();
+  for (const j of state.jobs.values()) if (j.state === "ready" && j.rateKey !== null) keyReady.set(j.rateKey, (keyReady.get(j.rateKey) ?? 0) + 1);
+  const waiting = [...keyReady.keys()].sort(byName).slice(0, Math.max(0, p.keysLimit));
+  const others = [...state.rateKeys.keys()].filter((k) => !keyReady.has(k)).sort(byName);
+  for (const key of [...waiting, ...others].slice(0, Math.max(0, p.keysLimit))) {
+    const limit = state.rateKeys.get(key);
+    if (limit) rateLimits.push({ scope: "key", name: key, ...limit, starts: log(`key:${key}`), ready: keyReady.get(key) ?? 0 });
+  }
   return {
+    rateLimits,
     counts: [...counts.values()],
     oldestReady: [...oldest].map(([queue, runAt]) => ({ queue, runAt })),
     running: running

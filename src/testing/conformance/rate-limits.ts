@@ -157,6 +157,28 @@ export const rateLimitCases: ConformanceCase[] = [
       }
     },
   },
+  {
+    name: "rate limits › stats() shows each limit, the starts in its window, the jobs waiting on it and when it next has room",
+    async run(t) {
+      const d = t.docket();
+      await d.setQueueRateLimit("q", { limit: 2, periodMs: 1000 });
+      await d.setTaskRateLimit("api", { limit: 5, periodMs: 60_000 });
+      for (let i = 0; i < 4; i++) await insert(t, { queue: "q" });
+      await insert(t, keyed("tenant:1", 1, 1000, { queue: "other" }));
+      await insert(t, keyed("tenant:1", 1, 1000, { queue: "other" }));
+      const start = t.clock.now();
+      assert.equal((await claimAt(t, 10)).jobs.length, 2);
+      assert.equal((await claimAt(t, 10, ["other"])).jobs.length, 1);
+      t.clock.advance(100);
+      const s = await d.stats();
+      assert.deepEqual(s.rateLimits, [
+        { scope: "queue", name: "q", limit: 2, periodMs: 1000, used: 2, waiting: 2, nextStartAt: start + 1000 },
+        { scope: "task", name: "api", limit: 5, periodMs: 60_000, used: 0, waiting: 0, nextStartAt: null },
+        { scope: "key", name: "tenant:1", limit: 1, periodMs: 1000, used: 1, waiting: 1, nextStartAt: start + 1000 },
+      ]);
+      assert.deepEqual(s.queues.find((q) => q.queue === "q")?.rateLimit, { limit: 2, periodMs: 1000 });
+    },
+  },
   ...(
     [
       ["a limit of 0", { limit: 0, periodMs: 1000 }],
