@@ -29,6 +29,8 @@ export interface JobRecord {
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
   idempotencyKey: string | null;
+  /** The debounce key it was enqueued with (see EnqueueOptions.debounce), or null. */
+  debounceKey: string | null;
   /** The trace context of the enqueue that created it (a propagation carrier as JSON; see DocketOptions.tracing), or null. */
   traceContext: string | null;
   /** A succeeded job's handler return value as JSON text; null when it returned undefined (or has not succeeded). */
@@ -94,6 +96,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     finishedAt: r.finishedAt,
     lastError: r.lastError,
     idempotencyKey: r.idempotencyKey,
+    debounceKey: r.debounceKey,
     traceContext: r.traceContext,
     result: r.result === null ? null : JSON.parse(r.result),
     progress: r.progress === null ? null : JSON.parse(r.progress),

@@ -53,6 +53,14 @@ export const TRANSITIONS = {
    * admitted through its concurrency key like any due job.
    */
   replay: { from: ["dead"], to: "scheduled", fence: "none" },
+  /**
+   * An enqueue with a debounce key merges into the key's pending job and moves
+   * its run time into the future: a job staged ready waits again. Debounced
+   * jobs never have a concurrency key (that combination is refused), so this
+   * frees no slot; blocked is not a predecessor for the same reason. A merge
+   * whose run time is already due leaves the state as it is.
+   */
+  debounce: { from: ["scheduled", "ready"], to: "scheduled", fence: "none" },
 } as const satisfies Record<string, TransitionRule>;
 
 export type TransitionEvent = keyof typeof TRANSITIONS;

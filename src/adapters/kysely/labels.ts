@@ -23,7 +23,9 @@ export type StatementLabel =
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
   /** A schedule's tick write (compare-and-set on last_tick). */
-  | "tick";
+  | "tick"
+  /** The locked read of a debounce key's pending job, before an enqueue merges into it (or inserts the key's next job). */
+  | "debounce-find";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

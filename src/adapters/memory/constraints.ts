@@ -38,6 +38,7 @@ function violation(job: NewJob): string | null {
   }
   if (job.timeoutMs != null && !isInteger(job.timeoutMs, 1)) return "timeoutMs must be null or an integer >= 1";
   if (job.idempotencyKey != null && !isName(job.idempotencyKey)) return "an idempotency key must be a non-empty string";
+  if (job.debounce != null && !isName(job.debounce.key)) return "a debounce key must be a non-empty string";
   return null;
 }
 

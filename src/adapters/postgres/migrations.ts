@@ -118,5 +118,16 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${jobs}_blocked ON ${jobs} (queue, task) WHERE state = 'blocked'`,
       ],
     },
+    // placeholder: rate limits, merged separately
+    { version: 13, statements: [] },
+    {
+      // Debounce: a job's debounce key, unique per queue and task among pending jobs (the states of the core's
+      // DEBOUNCE_PENDING_STATES, written out: a shipped migration never changes), so a key has at most one pending job.
+      version: 14,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN debounce_key text CHECK (length(debounce_key) > 0)`,
+        `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
+      ],
+    },
   ];
 }
