@@ -91,30 +91,12 @@ export function migrations(prefix: string): readonly Migration[] {
       ],
     },
     {
-      // Debounce: a job's debounce key, unique per queue and task among pending jobs (the states of the core's
-      // DEBOUNCE_PENDING_STATES, written out: a shipped migration never changes), so a key has at most one pending job.
-      version: 14,
-      statements: [
-        `ALTER TABLE ${jobs} ADD COLUMN debounce_key TEXT CHECK (debounce_key IS NULL OR length(debounce_key) > 0)`,
-        `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
-      ],
-    },
-    {
       // Retention: the purge pass finds finished jobs by state and age without reading the table.
       version: 8,
       statements: [
         `CREATE INDEX ${jobs}_finished_by_state ON ${jobs} (state, finished_at, id)`,
         `INSERT OR REPLACE INTO sqlite_stat1 (tbl, idx, stat) VALUES ('${jobs}', '${jobs}_finished_by_state', '1000000 200000 10 1')`,
         `ANALYZE sqlite_schema`,
-      ],
-    },
-    {
-      // Debounce: a job's debounce key, unique per queue and task among pending jobs (the states of the core's
-      // DEBOUNCE_PENDING_STATES, written out: a shipped migration never changes), so a key has at most one pending job.
-      version: 14,
-      statements: [
-        `ALTER TABLE ${jobs} ADD COLUMN debounce_key TEXT CHECK (debounce_key IS NULL OR length(debounce_key) > 0)`,
-        `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
       ],
     },
     {

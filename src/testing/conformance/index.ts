@@ -14,6 +14,7 @@ import { migrateCases } from "./migrate.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
+import { debounceCases } from "./debounce.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
@@ -48,6 +49,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...retentionCases,
     ...deadLetterCases,
     ...idempotencyCases,
+    ...debounceCases,
     ...maintenanceCases,
     ...resultCases,
     ...statsCases,
