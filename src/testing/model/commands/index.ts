@@ -45,6 +45,17 @@ const concurrency = fc.option(
   }),
   { freq: 2, nil: null },
 );
+/**
+ * Debounce keys: two, so that bursts merge; delays around the clock's steps, so that a pending job is
+ * merged into while scheduled, while staged ready, after it ran (the next burst) and past its maxWaitMs.
+ */
+const debounce = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(null) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ key: fc.constantFrom("d1", "d2"), delayMs: fc.constantFrom(500, 1_500), maxWaitMs: fc.constantFrom<number | null>(null, 2_000) }),
+  },
+);
 const cap = fc.constantFrom<number | null>(null, 1, 1, 2);
 const controlChange: fc.Arbitrary<ControlChange> = fc.oneof(
   fc.record({ kind: fc.constant("queue" as const), queue: fc.constantFrom(...QUEUES), paused: fc.boolean() }),
@@ -71,6 +82,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
         task: fc.constantFrom(...TASKS),
         concurrency,
         idempotencyKey: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom("i1", "i2", "i3") }),
+        debounce,
       }),
       { minLength: 1, maxLength: 3 },
     )
