@@ -444,11 +444,13 @@ export interface NewJob {
    * pending (DEBOUNCE_PENDING_STATES), nothing is inserted: under that
    * job's row lock, its payload, priority, maxAttempts, backoff, timeoutMs
    * and traceContext become this job's, its run time the core's
-   * `mergedRunAt` and its state `mergedState` (TRANSITIONS.debounce), and
+   * `mergedRunAt` and its state scheduled (TRANSITIONS.debounce), and
    * its record is returned with `created: false`. A later job of a batch
    * merges into an earlier one's. The claim moves a job out of pending under
-   * its row lock, so a merge lands before the claim or finds no pending job
-   * and inserts the next one: at most one pending job per key (R22).
+   * its row lock and clears its key (`claim` sets the debounce key null, so a
+   * retried, released or replayed job is never merged into), so a merge
+   * lands before the claim or finds no pending job and inserts the next one:
+   * at most one pending job per key (R22).
    */
   debounce?: DebounceSpec | null;
 }

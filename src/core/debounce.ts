@@ -50,13 +50,3 @@ export function mergedRunAt(spec: DebounceSpec, createdAt: number, now: number):
   const latest = now + spec.delayMs;
   return spec.maxWaitMs === null ? latest : Math.min(latest, createdAt + spec.maxWaitMs);
 }
-
-/**
- * The state of a pending job in state `state` after a merge gave it run
- * time `runAt`: scheduled when that is in the future (a ready job goes back
- * to waiting: TRANSITIONS.debounce), else unchanged (a due job stays as it is;
- * a due scheduled one is staged by the next claim).
- */
-export function mergedState(state: JobState, runAt: number, now: number): JobState {
-  return runAt > now ? "scheduled" : state;
-}

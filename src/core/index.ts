@@ -4,7 +4,7 @@ export * from "./errors.ts";
 export * from "./clock.ts";
 export { RETRY_POLICY_KEYS, DEFAULT_RETRY_POLICY, resolveRetryPolicy, validateRetryPolicy, backoffDelay, planFailure, errorBackoffDelay, type RetryPolicy, type FailurePlan } from "./retry.ts";
 export * from "./concurrency.ts";
-export { DEBOUNCE_PENDING_STATES, mergedRunAt, mergedState, validateDebounce, type DebounceSpec } from "./debounce.ts";
+export { DEBOUNCE_PENDING_STATES, mergedRunAt, validateDebounce, type DebounceSpec } from "./debounce.ts";
 export * from "./job.ts";
 export type * from "./adapter.ts";
 export type { DocketEvent, DocketEventType, EventOf, EventOperation } from "./events.ts";

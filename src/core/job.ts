@@ -29,7 +29,10 @@ export interface JobRecord {
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
   idempotencyKey: string | null;
-  /** The debounce key it was enqueued with (see EnqueueOptions.debounce), or null. */
+  /**
+   * The debounce key it was enqueued with (see EnqueueOptions.debounce) while it waits for its first run,
+   * or null: a claim clears it, so a job that ran (and is retried, released or replayed) is never merged into.
+   */
   debounceKey: string | null;
   /** The trace context of the enqueue that created it (a propagation carrier as JSON; see DocketOptions.tracing), or null. */
   traceContext: string | null;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, claimOne, LEASE_MS, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
 
 const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";
 
@@ -108,6 +109,25 @@ export const debounceCases: ConformanceCase[] = [
     },
   },
   {
+    name: "debounce › a claim clears the job's key: when it is retried (or released) while the next burst is pending, neither merges into the other",
+    async run(t) {
+      const d = t.docket();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D });
+      t.clock.advance(1_000);
+      const running = await claimOne(t);
+      assert.equal(running.debounceKey, null, "a claimed job holds no debounce key");
+      const next = await d.enqueue("t", { n: 2 }, { debounce: D });
+      assert.equal(next.created, true);
+      const now = t.clock.now();
+      await settleOne(t.adapter, { kind: "fail", id: first.id, leaseToken: running.leaseToken!, now, error: "boom", retryAt: now });
+      assert.equal((await d.get(first.id))?.state, "scheduled", "the retry is pending again, without the key");
+      const again = await d.enqueue("t", { n: 3 }, { debounce: D });
+      assert.equal(again.id, next.id, "merges into the next burst's job, not the retry");
+      assert.deepEqual((await d.get(first.id))?.payload, { n: 1 });
+      assert.equal(await count(t), 2);
+    },
+  },
+  {
     name: "debounce › in one enqueueMany a repeated key merges into the earlier item's job; keys are scoped to queue and task",
     async run(t) {
       const d = t.docket();
@@ -169,7 +189,7 @@ export const debounceCases: ConformanceCase[] = [
       const d = t.docket();
       const keys = ["a", "b", "c"];
       const last = new Map<string, number>();
-      const runs: { key: string | null; n: number }[] = [];
+      const runs: { key: string; n: number }[] = [];
       for (let step = 0; step < 30; step++) {
         const key = keys[step % 3]!;
         await d.enqueue("t", { key, n: step }, { debounce: { key, delayMs: 250 } });
@@ -177,10 +197,10 @@ export const debounceCases: ConformanceCase[] = [
         const pending = (await t.adapter.list({ limit: 1000 })).filter((j) => ["scheduled", "ready", "blocked"].includes(j.state));
         for (const k of keys) assert.ok(pending.filter((j) => j.debounceKey === k).length <= 1, `two pending jobs for ${k} at step ${step}`);
         t.clock.advance(step % 4 === 0 ? 300 : 100);
-        for (const job of await claim(t, 10)) runs.push({ key: job.debounceKey, n: (JSON.parse(job.payload) as { n: number }).n });
+        for (const job of await claim(t, 10)) runs.push(JSON.parse(job.payload) as { key: string; n: number });
       }
       t.clock.advance(1_000);
-      for (const job of await claim(t, 10)) runs.push({ key: job.debounceKey, n: (JSON.parse(job.payload) as { n: number }).n });
+      for (const job of await claim(t, 10)) runs.push(JSON.parse(job.payload) as { key: string; n: number });
       for (const k of keys) assert.equal(Math.max(...runs.filter((r) => r.key === k).map((r) => r.n)), last.get(k), `key ${k}'s last enqueue ran`);
       assert.equal(runs.length, new Set(runs.map((r) => `${r.key}:${r.n}`)).size, "no payload ran twice");
       assert.equal(runs.length, await count(t), "every stored job ran once");

@@ -42,7 +42,7 @@ export interface ModelJob {
   timeoutMs: number | null;
   /** The idempotency key the job holds, or null. */
   idempotencyKey: string | null;
-  /** The debounce key it was enqueued with, or null. */
+  /** The debounce key it was enqueued with, until a claim clears it; or null. */
   debounceKey: string | null;
   /** When it was stored (a merge's maxWaitMs counts from it). */
   createdAt: number;
@@ -128,7 +128,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   stageBlocked: () => ({}),
   stageDiscard: (_j, op) => ({ finishedAt: op.now, lastError: (op as { reason: string }).reason }),
   unblock: () => ({}),
-  claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
+  claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt, debounceKey: null }),
   heartbeat: (_j, op) => ({ leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   complete: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
   retry: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), runAt: retryAtOf(op) }),
