@@ -7,6 +7,7 @@
 import type { NewJob } from "../core/adapter.ts";
 import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../core/concurrency.ts";
 import { validateRateLimitSpec } from "../core/rate-limit.ts";
+import { validateDebounce } from "../core/debounce.ts";
 import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
 import type { TaskMap } from "../core/job.ts";
 import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
@@ -91,6 +92,19 @@ export interface EnqueueOptions {
    * characters. See `getByIdempotencyKey`.
    */
   idempotencyKey?: string;
+  /**
+   * Debounce: while a job of this queue, task and `key` is pending (not yet
+   * claimed), this enqueue stores nothing new but merges into that job and
+   * returns it with `created: false`: its payload and options become this
+   * enqueue's (the last wins) and it runs `delayMs` from now, but never
+   * later than `maxWaitMs` after the burst's first enqueue. Once the job is
+   * claimed, the next enqueue with the key starts a new burst. `delayMs`:
+   * integer in [1, 100 years]; `maxWaitMs`: integer >= delayMs, optional.
+   * Refused (InvalidArgumentError) together with `runAt`/`delay` (debounce
+   * decides the run time), `idempotencyKey` (first wins vs last wins) and a
+   * concurrency key (own or the task's).
+   */
+  debounce?: { key: string; delayMs: number; maxWaitMs?: number };
 }
 
 export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
@@ -185,6 +199,12 @@ export class TaskRegistry {
     const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
     const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
     const rateLimit = o.rateLimit === undefined ? null : validateRateLimitSpec(o.rateLimit, `${at}options.`);
+    if (o.debounce !== undefined) {
+      const debounce = validateDebounce(o.debounce, `${at}options.`);
+      const refused = o.runAt !== undefined ? "runAt" : o.delay !== undefined ? "delay" : idempotencyKey !== null ? "idempotencyKey" : concurrency !== null ? "a concurrency key" : null;
+      if (refused !== null) throw new InvalidArgumentError(`${at}options.debounce cannot be combined with ${refused}: ${DEBOUNCE_REFUSALS[refused]}`);
+      return { task, queue, payload, state: "scheduled", priority, runAt: now + debounce.delayMs, maxAttempts, backoff, concurrency: null, timeoutMs, idempotencyKey: null, debounce, rateLimit };
+    }
     return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit };
   }
 
@@ -223,4 +243,12 @@ function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskO
 
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ITEM_KEYS = ["task", "payload", "options"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "timeoutMs", "idempotencyKey"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "timeoutMs", "idempotencyKey", "debounce"] as const;
+
+/** Why `debounce` is refused beside each option (see EnqueueOptions.debounce). */
+const DEBOUNCE_REFUSALS: Record<string, string> = {
+  runAt: "a debounced job runs delayMs after the burst's last enqueue",
+  delay: "a debounced job runs delayMs after the burst's last enqueue",
+  idempotencyKey: "an idempotency key keeps the first enqueue, a debounce key the last",
+  "a concurrency key": "moving an admitted job back to waiting would free its key's slot inside the enqueue; not supported yet",
+};

@@ -2,6 +2,7 @@ import type { JobRecord } from "./job.ts";
 import type { JobState } from "./states.ts";
 import type { ConcurrencySpec } from "./concurrency.ts";
 import type { RateLimit, RateLimitSpec } from "./rate-limit.ts";
+import type { DebounceSpec } from "./debounce.ts";
 import type { DocketError } from "./errors.ts";
 
 /**
@@ -64,7 +65,9 @@ export interface DocketAdapter {
    * key's uniqueness: one creates the job, the others get it. When the
    * holder's task is not the job's, the whole call is refused with
    * IdempotencyConflictError and leaves no job of it, also in the caller's
-   * transaction (`transaction`) should that commit anyway.
+   * transaction (`transaction`) should that commit anyway. A job with a
+   * debounce key merges into its key's pending job when there is one (see
+   * NewJob.debounce): that job's record is returned, with `created: false`.
    */
   enqueue(params: EnqueueParams): Promise<EnqueuedRecord[]>;
 
@@ -446,6 +449,21 @@ export interface NewJob {
    * within it (see RateLimitSpec).
    */
   rateLimit?: RateLimitSpec | null;
+  /**
+   * A debounce key (never with `concurrency` or `idempotencyKey`; the job
+   * is scheduled at `runAt`). When a job of the same queue, task and key is
+   * pending (DEBOUNCE_PENDING_STATES), nothing is inserted: under that
+   * job's row lock, its payload, priority, maxAttempts, backoff, timeoutMs
+   * and traceContext become this job's, its run time the core's
+   * `mergedRunAt` and its state scheduled (TRANSITIONS.debounce), and
+   * its record is returned with `created: false`. A later job of a batch
+   * merges into an earlier one's. The claim moves a job out of pending under
+   * its row lock and clears its key (`claim` sets the debounce key null, so a
+   * retried, released or replayed job is never merged into), so a merge
+   * lands before the claim or finds no pending job and inserts the next one:
+   * at most one pending job per key (R22).
+   */
+  debounce?: DebounceSpec | null;
 }
 
 export interface QueueControl {

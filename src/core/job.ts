@@ -31,6 +31,11 @@ export interface JobRecord {
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
   idempotencyKey: string | null;
+  /**
+   * The debounce key it was enqueued with (see EnqueueOptions.debounce) while it waits for its first run,
+   * or null: a claim clears it, so a job that ran (and is retried, released or replayed) is never merged into.
+   */
+  debounceKey: string | null;
   /** The trace context of the enqueue that created it (a propagation carrier as JSON; see DocketOptions.tracing), or null. */
   traceContext: string | null;
   /** A succeeded job's handler return value as JSON text; null when it returned undefined (or has not succeeded). */
@@ -97,6 +102,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     finishedAt: r.finishedAt,
     lastError: r.lastError,
     idempotencyKey: r.idempotencyKey,
+    debounceKey: r.debounceKey,
     traceContext: r.traceContext,
     result: r.result === null ? null : JSON.parse(r.result),
     progress: r.progress === null ? null : JSON.parse(r.progress),

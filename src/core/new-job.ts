@@ -30,6 +30,7 @@ export function newJobRecord(id: number, job: NewJob, now: number): JobRecord {
     finishedAt: null,
     lastError: null,
     idempotencyKey: job.idempotencyKey ?? null,
+    debounceKey: job.debounce?.key ?? null,
     traceContext: job.traceContext ?? null,
     result: null,
     progress: null,

@@ -53,6 +53,15 @@ export const TRANSITIONS = {
    * admitted through its concurrency key like any due job.
    */
   replay: { from: ["dead"], to: "scheduled", fence: "none" },
+  /**
+   * An enqueue with a debounce key merges into the key's pending job and sets
+   * its run time (core/debounce.ts `mergedRunAt`): a job staged ready waits
+   * again; one whose new run time is already due (its maxWaitMs reached) is
+   * staged by the next claim. Debounced jobs never have a concurrency key
+   * (that combination is refused), so this frees no slot; blocked is not a
+   * predecessor for the same reason.
+   */
+  debounce: { from: ["scheduled", "ready"], to: "scheduled", fence: "none" },
 } as const satisfies Record<string, TransitionRule>;
 
 export type TransitionEvent = keyof typeof TRANSITIONS;

@@ -70,10 +70,15 @@ async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolea
   return (await db.executeQuery(compiled)).rows.length > 0;
 }
 
-/** The columns a claim sets besides the attempt: running under the claim's lease, by the claiming worker. */
+/**
+ * The columns a claim sets besides the attempt: running under the claim's lease, by the claiming worker,
+ * and no longer holding a debounce key (a merge never reaches a job that ran, also once it is retried,
+ * released or replayed: see NewJob.debounce).
+ */
 function claimedValues(params: ClaimParams) {
   return {
     state: TRANSITIONS.claim.to,
+    debounce_key: null,
     lease_token: params.leaseToken,
     lease_expires_at: params.leaseExpiresAt,
     worker: params.worker ?? null,

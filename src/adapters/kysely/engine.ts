@@ -117,6 +117,14 @@ export interface Engine {
    * Optional; must not change what the statement does.
    */
   prepare?(sql: string): void;
+  /**
+   * The jobs column that holds a job's debounce key only while the job is
+   * pending (a generated column, where the schema has no partial indexes),
+   * which the unique index of pending debounce keys covers; a debounce
+   * lookup matches on it. Optional: absent, the lookup matches `debounce_key`
+   * and the pending states, which a partial index covers.
+   */
+  readonly debouncePendingColumn?: string;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
   /** Closes what the engine opened beyond the kysely instance. */

@@ -14,6 +14,7 @@ import { labelled } from "./labels.ts";
 import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
+import { mergeOrInsert } from "./debounce.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -27,7 +28,7 @@ import { storeRateKeys } from "./rate-limits.ts";
 export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
-  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit);
+  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit || j.debounce);
   if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
     const runs = arrayRuns(params.jobs);
@@ -96,6 +97,7 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     rate_key: j.rateLimit?.key ?? null,
     timeout_ms: j.timeoutMs ?? null,
     idempotency_key: j.idempotencyKey ?? null,
+    debounce_key: j.debounce?.key ?? null,
     trace_context: j.traceContext ?? null,
     created_at: now,
     updated_at: now,
@@ -114,6 +116,12 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
  * keys. With idempotency keys: keys whose hold ran out are released, the
  * concurrency keys are locked and made exact the same way, then each job is
  * looked up by its idempotency key, admitted, and inserted, one by one.
+ * A debounced job takes the one-by-one path too: it merges into its key's
+ * pending job or is inserted (`mergeOrInsert`), so a later job of the batch
+ * with its key merges into it. (A merge is an UPDATE: a call refused for an
+ * idempotency conflict deletes the jobs it inserted but does not undo a
+ * merge it made, which matters only in a caller's transaction that commits
+ * anyway.)
  */
 async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParams, values: Record<string, unknown>[]): Promise<EnqueuedRecord[]> {
   const { now } = params;
@@ -145,7 +153,8 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     }
     return row;
   };
-  if (idempotencyKeys.length === 0) {
+  const debounced = params.jobs.some((j) => j.debounce);
+  if (idempotencyKeys.length === 0 && !debounced) {
     const rows = values.map((_, i) => admitted(i));
     const runs = ctx.engine.capabilities.arrays ? arrayRuns(params.jobs) : [];
     if (runs.length !== 1) return (await insertRows(ctx, db, rows)).map(created);
@@ -163,6 +172,10 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
   }
   const records: EnqueuedRecord[] = [];
   for (const [i, job] of params.jobs.entries()) {
+    if (job.debounce) {
+      records.push(await mergeOrInsert(ctx, db, values[i]!, job.debounce, now, async (row) => (await insertRows(ctx, db, [row]))[0]!));
+      continue;
+    }
     const key = job.idempotencyKey ?? null;
     const holder = key === null ? null : await holderOf(ctx, db, key);
     if (holder) {

@@ -27,7 +27,9 @@ export type StatementLabel =
   /** A claim's lock of the rate keys its candidates name, with their limits and logs. */
   | "rate-lock"
   /** A claim's rewrite of a rate limit's log of starts, under the limit's lock. */
-  | "rate-log";
+  | "rate-log"
+  /** The locked read of a debounce key's pending job, before an enqueue merges into it (or inserts the key's next job). */
+  | "debounce-find";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -30,6 +30,7 @@ export interface JobRow {
   finished_at: number | string | bigint | null;
   last_error: string | null;
   idempotency_key: string | null;
+  debounce_key?: string | null;
   trace_context?: string | null;
   result: string | null;
   progress: string | null;
@@ -69,6 +70,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     finishedAt: intOrNull(row.finished_at),
     lastError: row.last_error,
     idempotencyKey: row.idempotency_key ?? null,
+    debounceKey: row.debounce_key ?? null,
     traceContext: row.trace_context ?? null,
     result: row.result ?? null,
     progress: row.progress ?? null,

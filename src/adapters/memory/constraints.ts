@@ -43,6 +43,7 @@ function violation(job: NewJob): string | null {
     if (!isName(r.key)) return "a rate key must be a non-empty string";
     if (!isInteger(r.limit, 1) || !isInteger(r.periodMs, 1)) return "a rate key's limit and periodMs must be integers >= 1";
   }
+  if (job.debounce != null && !isName(job.debounce.key)) return "a debounce key must be a non-empty string";
   return null;
 }
 

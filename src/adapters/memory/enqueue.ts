@@ -3,17 +3,20 @@
  * (a held key returns its holder; `keysReleasedBefore` takes keys from jobs
  * finished by then), concurrency keys (each key's stored limit set and the
  * key made exact first; a ready keyed job admitted by the core's `admit`:
- * ready, blocked, or cancelled by a "discard" policy), ids in input order,
- * and a ready notice per queue that got a ready job.
+ * ready, blocked, or cancelled by a "discard" policy), debounce keys (a
+ * job whose key has a pending job of its queue and task merges into it with
+ * the guarded `debounce` write), ids in input order, and a ready notice per
+ * queue that got a ready job.
  */
 import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.ts";
 import { admit, discardReason } from "../../core/concurrency.ts";
+import { DEBOUNCE_PENDING_STATES, mergedRunAt } from "../../core/debounce.ts";
 import { IdempotencyConflictError, InvalidArgumentError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
 import { checkNewJobs } from "./constraints.ts";
-import { countHolders, rebalance } from "./guarded-write.ts";
+import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
 
 /** See DocketAdapter.enqueue. A memory store has no transactions: a `transaction` is InvalidArgumentError, and nothing is stored. */
@@ -42,6 +45,13 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };
+    const d = job.debounce;
+    const pending = d ? pendingOf(state, job.queue, job.task, d.key) : null;
+    if (d && pending) {
+      const set = { payload: job.payload, priority: job.priority, maxAttempts: job.maxAttempts, backoff: job.backoff, timeoutMs: job.timeoutMs ?? null, traceContext: job.traceContext ?? null };
+      const merged = applyTransition(state, "debounce", { id: pending.id, now }, { ...set, runAt: mergedRunAt(d, pending.createdAt, now) });
+      if (merged) return { ...copy(merged), created: false };
+    }
     const record = newJobRecord(state.nextId++, job, now);
     const c = job.concurrency;
     if (c && job.state === "ready") {
@@ -82,6 +92,12 @@ function refuseConflicts(state: MemoryState, jobs: readonly NewJob[], finishedBe
 /** The job that holds idempotency key `key`, as stored (not a copy), or null. */
 export function holderOf(state: MemoryState, key: string): JobRecord | null {
   for (const j of state.jobs.values()) if (j.idempotencyKey === key) return j;
+  return null;
+}
+
+/** The pending job (DEBOUNCE_PENDING_STATES) of `queue` and `task` with debounce key `key`, as stored, or null. */
+function pendingOf(state: MemoryState, queue: string, task: string, key: string): JobRecord | null {
+  for (const j of state.jobs.values()) if (j.debounceKey === key && j.queue === queue && j.task === task && DEBOUNCE_PENDING_STATES.includes(j.state)) return j;
   return null;
 }
 

@@ -169,5 +169,19 @@ export function migrations(prefix: string): readonly Migration[] {
         `ALTER TABLE ${jobs} ADD COLUMN rate_key VARCHAR(191) NULL, ADD CONSTRAINT ${jobs}_rate_key_nonempty CHECK (rate_key IS NULL OR CHAR_LENGTH(rate_key) > 0)`,
       ],
     },
+    {
+      // Debounce: a job's debounce key, unique per queue and task among pending jobs. No partial indexes here:
+      // the unique index is on a generated column that is the key while the job is pending (the states of the
+      // core's DEBOUNCE_PENDING_STATES, written out) and NULL otherwise (a UNIQUE index allows many NULLs).
+      // STORED, so the claim's state change rewrites it like any column.
+      version: 14,
+      statements: [
+        `ALTER TABLE ${jobs}
+          ADD COLUMN debounce_key VARCHAR(191) NULL,
+          ADD COLUMN debounce_pending VARCHAR(191) AS (CASE WHEN state IN ('scheduled', 'ready', 'blocked') THEN debounce_key END) STORED,
+          ADD CONSTRAINT ${jobs}_debounce_nonempty CHECK (debounce_key IS NULL OR CHAR_LENGTH(debounce_key) > 0),
+          ADD UNIQUE INDEX ${jobs}_debounce_pending (queue, task, debounce_pending)`,
+      ],
+    },
   ];
 }

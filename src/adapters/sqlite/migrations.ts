@@ -183,5 +183,14 @@ export function migrations(prefix: string): readonly Migration[] {
         `ALTER TABLE ${jobs} ADD COLUMN rate_key TEXT CHECK (rate_key IS NULL OR length(rate_key) > 0)`,
       ],
     },
+    {
+      // Debounce: a job's debounce key, unique per queue and task among pending jobs (the states of the core's
+      // DEBOUNCE_PENDING_STATES, written out: a shipped migration never changes), so a key has at most one pending job.
+      version: 15,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN debounce_key TEXT CHECK (debounce_key IS NULL OR length(debounce_key) > 0)`,
+        `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
+      ],
+    },
   ];
 }

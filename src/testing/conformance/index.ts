@@ -15,6 +15,7 @@ import { migrateCases } from "./migrate.ts";
 import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
+import { debounceCases } from "./debounce.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
@@ -49,6 +50,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...retentionCases,
     ...deadLetterCases,
     ...idempotencyCases,
+    ...debounceCases,
     ...maintenanceCases,
     ...resultCases,
     ...statsCases,

@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { JOB_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS, TRANSITION_EVENTS, type TransitionEvent } from "../../core/transitions.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { LEASE_MS, claim, jobInState, token } from "./helpers.ts";
+import { LEASE_MS, claim, jobInState, newJob, token } from "./helpers.ts";
 import { extendLease, settleOne } from "../lease-writes.ts";
 
 /**
@@ -46,6 +46,12 @@ async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): 
       t.clock.advance(60_000);
       await a.claim({ queues: ["__no_such_queue__"], limit: 1, now: t.clock.now(), leaseToken: token(), leaseExpiresAt: t.clock.now() + LEASE_MS });
       return moved(t, job, event);
+    case "debounce": {
+      // A debounced enqueue merges only into a pending job that carries its key: give the job one, as stored.
+      // Its own row is the one a merge may write; the job has no debounce key, so the enqueue stores a new job.
+      const [merged] = await a.enqueue({ jobs: [{ ...newJob({ state: "scheduled", runAt: now + 1000 }), task: job.task, queue: job.queue, debounce: { key: `d${job.id}`, delayMs: 1000, maxWaitMs: null } }], now });
+      return merged && merged.id === job.id ? merged : null;
+    }
     case "unblock": {
       // Free the job's key by cancelling the jobs that hold its slots.
       if (job.concurrencyKey !== null) {
@@ -68,8 +74,9 @@ async function moved(t: CaseContext, job: JobRecord, event: TransitionEvent): Pr
 
 /** Every legal move of the core table succeeds, and lands in the table's target state. */
 function legalCases(): ConformanceCase[] {
-  // stageBlocked and stageDiscard need a full key: covered by the key cases.
-  return TRANSITION_EVENTS.filter((e) => e !== "stageBlocked" && e !== "stageDiscard").flatMap((event) =>
+  // stageBlocked and stageDiscard need a full key: covered by the key cases. debounce needs a job with a
+  // debounce key (jobInState makes none): covered by the debounce cases.
+  return TRANSITION_EVENTS.filter((e) => e !== "stageBlocked" && e !== "stageDiscard" && e !== "debounce").flatMap((event) =>
     TRANSITIONS[event].from.map((from: JobState) => ({
       name: `${event} › moves a ${from} job to ${TRANSITIONS[event].to}`,
       async run(t: CaseContext) {

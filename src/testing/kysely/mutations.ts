@@ -337,6 +337,47 @@ export const idempotencyConflictsUnhandled = {
   wrapEngine: (engine: Engine): Engine => ({ ...engine, isUniqueViolation: () => false }),
 };
 
+const DEBOUNCE_KEY_EQ: PredicateShape = { column: "debounce_key", operator: "=" };
+const DEBOUNCE_PENDING_EQ: PredicateShape = { column: "debounce_pending", operator: "=" };
+/** A debounced enqueue's find: `SELECT * FROM jobs WHERE debounce_key = ? (debounce_pending = ? on MariaDB) AND … AND state IN (pending) FOR UPDATE`. */
+const isDebounceFind = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && (hasPredicate(n.where, DEBOUNCE_KEY_EQ) || hasPredicate(n.where, DEBOUNCE_PENDING_EQ));
+/** The merge: the only write that sets state scheduled AND the payload. */
+const isDebounceMerge = (n: UpdateQueryNode) => setsState(n) === "scheduled" && updatesColumn(n, "payload");
+
+/** The conjunction with `debounce_pending = ?` matching `debounce_key` instead (the key in any state). */
+function pendingColumnAsKey(node: OperationNode): OperationNode {
+  if (node.kind === "AndNode") {
+    const a = node as unknown as { left: OperationNode; right: OperationNode };
+    return { ...node, left: pendingColumnAsKey(a.left), right: pendingColumnAsKey(a.right) } as OperationNode;
+  }
+  if (node.kind === "ParensNode") return { ...node, node: pendingColumnAsKey((node as unknown as { node: OperationNode }).node) } as OperationNode;
+  if (!isPredicate(node, DEBOUNCE_PENDING_EQ)) return node;
+  const b = node as unknown as { leftOperand: OperationNode };
+  return { ...node, leftOperand: everyColumnNamed(b.leftOperand, "debounce_pending", "debounce_key") } as OperationNode;
+}
+
+/** `node` with every reference to column `from` naming `to` instead. */
+function everyColumnNamed(node: unknown, from: string, to: string): unknown {
+  if (Array.isArray(node)) return node.map((x) => everyColumnNamed(x, from, to));
+  if (node === null || typeof node !== "object") return node;
+  const n = node as { kind?: string; name?: string };
+  if (n.kind === "IdentifierNode" && n.name === from) return { ...n, name: to };
+  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, everyColumnNamed(v, from, to)]));
+}
+
+/**
+ * Race mutant (R22): a debounced enqueue looks its key up in any state, without locking the row (the find loses
+ * `state IN (pending)` and `FOR UPDATE`, and on MariaDB matches `debounce_key` rather than the pending-only
+ * generated column), and merges without the `debounce` write's state guard: it merges into a job a claim took
+ * (or one that finished) instead of storing the key's next job.
+ */
+export function debounceUnguarded(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => (isDebounceFind(n) && n.where ? { ...withoutRowLocks(n), where: WhereNode.create(pendingColumnAsKey(stripWhere(n.where, [STATE_IN])!.where)) } : n),
+    update: (n) => (isDebounceMerge(n) ? { ...n, where: stripWhere(n.where, [STATE_IN]) } : n),
+  });
+}
+
 /** Race mutant (R13): the sweep's list of expired leases is always empty, so a crashed worker's job is never reclaimed. */
 export function expiredLeasesUnlisted(): KyselyPlugin {
   return rewritePlugin({ select: (n) => (isTable(fromTable(n), "jobs") && hasPredicate(n.where, LEASE_EXPIRED) ? noRows(n) : n) });
@@ -584,6 +625,15 @@ export const MUTATIONS: readonly Mutation[] = [
     concurrentOnly: "alone, a replay picks only dead jobs and nothing changes them before its update: only a second replay in between replays one twice",
     notApplicableBecause: "SQLite's single writer runs one replay's pick and update with no other writer between them",
     plugins: () => [replayUnlockedUnguarded()],
+  },
+  {
+    id: "debounce-unguarded",
+    description:
+      "a debounced enqueue finds its key's job in any state and unlocked (no `state IN (pending)`, no `FOR UPDATE`; MariaDB: " +
+      "`debounce_key` instead of the pending-only column) and merges without the state guard: a burst after the claim merges into " +
+      "the running (or finished) job and is lost (R22)",
+    appliesTo: everywhere,
+    plugins: () => [debounceUnguarded()],
   },
 ];
 

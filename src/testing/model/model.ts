@@ -4,6 +4,7 @@ import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
 import { TRANSITIONS, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
 import { discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
+import { DEBOUNCE_PENDING_STATES, mergedRunAt, type DebounceSpec } from "../../core/debounce.ts";
 
 /**
  * The reference model of docket's storage: an in-memory, obviously
@@ -43,6 +44,10 @@ export interface ModelJob {
   idempotencyKey: string | null;
   /** The job's rate key, or null. */
   rateKey: string | null;
+  /** The debounce key it was enqueued with, until a claim clears it; or null. */
+  debounceKey: string | null;
+  /** When it was stored (a merge's maxWaitMs counts from it). */
+  createdAt: number;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -65,6 +70,8 @@ export const MODEL_FIELDS = [
   "timeoutMs",
   "idempotencyKey",
   "rateKey",
+  "debounceKey",
+  "createdAt",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -100,7 +107,9 @@ export type JobOp =
   | { kind: "release"; now: number; leaseToken: string }
   | { kind: "expire"; now: number; leaseToken: string; error: string; retryAt: number | null }
   | { kind: "cancel"; now: number }
-  | { kind: "replay"; now: number };
+  | { kind: "replay"; now: number }
+  /** A debounced enqueue merging into this pending job: its options become the enqueue's, its run time `runAt`. */
+  | { kind: "debounce"; now: number; runAt: number; priority: number; maxAttempts: number; timeoutMs: number | null };
 
 /** The TRANSITIONS event an op performs. */
 export function eventOf(op: JobOp): TransitionEvent {
@@ -122,7 +131,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   stageBlocked: () => ({}),
   stageDiscard: (_j, op) => ({ finishedAt: op.now, lastError: (op as { reason: string }).reason }),
   unblock: () => ({}),
-  claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
+  claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt, debounceKey: null }),
   heartbeat: (_j, op) => ({ leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   complete: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
   retry: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), runAt: retryAtOf(op) }),
@@ -132,6 +141,10 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   expireBury: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), finishedAt: op.now }),
   cancel: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
   replay: (_j, op) => ({ attempt: 0, runAt: op.now, finishedAt: null, lastError: null }),
+  debounce: (_j, op) => {
+    const m = op as Extract<JobOp, { kind: "debounce" }>;
+    return { runAt: m.runAt, priority: m.priority, maxAttempts: m.maxAttempts, timeoutMs: m.timeoutMs };
+  },
 };
 
 function token(op: JobOp): string | null {
@@ -187,6 +200,8 @@ export interface ModelNewJob {
   timeoutMs?: number | null;
   idempotencyKey?: string | null;
   rateLimit?: { key: string; limit: number; periodMs: number } | null;
+  /** A debounce key (never with a concurrency or idempotency key; the job is scheduled at `runAt`). */
+  debounce?: DebounceSpec | null;
 }
 
 /** At most `limit` starts within any window of `periodMs`. */
@@ -253,7 +268,9 @@ export class ReferenceModel {
    * Adds jobs under the ids the adapter assigned (the model does not predict
    * ids), in input order (after `idempotencyConflict` said they are accepted). A job whose idempotency key a job holds (also an
    * earlier one of this call) is not added: its result is the holder, with
-   * `created: false`.
+   * `created: false`. Nor is a debounced job whose key has a pending job of
+   * its queue and task (also an earlier one of this call): it merges into
+   * that job (the `debounce` write), returned with `created: false`.
    */
   enqueue(jobs: readonly ModelNewJob[], ids: readonly number[], now: number): (ModelJob & { created: boolean })[] {
     const limits = new Map<string, number>();
@@ -271,6 +288,13 @@ export class ReferenceModel {
     return jobs.map((j, i) => {
       const holder = j.idempotencyKey ? [...this.jobs.values()].find((h) => h.idempotencyKey === j.idempotencyKey) : undefined;
       if (holder) return { ...holder, created: false };
+      const d = j.debounce;
+      const pending = d ? [...this.jobs.values()].find((p) => p.debounceKey === d.key && p.queue === j.queue && p.task === j.task && DEBOUNCE_PENDING_STATES.includes(p.state)) : undefined;
+      if (d && pending) {
+        const op: JobOp = { kind: "debounce", now, runAt: mergedRunAt(d, pending.createdAt, now), priority: j.priority, maxAttempts: j.maxAttempts, timeoutMs: j.timeoutMs ?? null };
+        const merged = this.#write(pending.id, op);
+        if (merged) return { ...merged, created: false };
+      }
       const job: ModelJob = {
         id: ids[i]!,
         task: j.task,
@@ -290,6 +314,8 @@ export class ReferenceModel {
         timeoutMs: j.timeoutMs ?? null,
         idempotencyKey: j.idempotencyKey ?? null,
         rateKey: j.rateLimit?.key ?? null,
+        debounceKey: d?.key ?? null,
+        createdAt: now,
       };
       const c = j.concurrency;
       if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {

@@ -1,5 +1,5 @@
 /**
- * Deterministic two-session tests for races R1, R4, R5, R7, R12 and R18
+ * Deterministic two-session tests for races R1, R4, R5, R7, R12, R18 and R22
  * (R1 and R5 also through the worker's batched outcome write, key known)
  * (docs/design.md). Each holds session 1 at its critical statement, found by
  * its label (StatementHook), while session 2 runs, then checks the
@@ -16,7 +16,7 @@ import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/h
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { engineWithoutTransactions, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { debounceUnguarded, engineWithoutTransactions, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
 /**
@@ -273,6 +273,45 @@ const HELD_RACES: HeldRace[] = [
       if (ids.length !== dead.length) return `${ids.length} of ${dead.length} dead jobs replayed`;
       // With row locks the second replay passes over the held rows; a single-writer engine runs the two one after the other.
       if (t.adapter.capabilities?.skipLocked === true && waited) return "the second replay waited for the rows the first one holds";
+      return null;
+    },
+  },
+  {
+    id: "R22",
+    name: "an enqueue merging into a debounced job while a worker claims it: the merge lands before the claim or stores the key's next job (never lost, never two pending)",
+    guard: "the pending row's lock (the merge's find) and the merge's state guard (TRANSITIONS.debounce)",
+    // SQLite's single writer also serializes the merge and the claim: its transactions go too.
+    mutant: { instrument: { plugins: [debounceUnguarded()], wrapEngine: engineWithoutTransactions } },
+    // Session 1 has found the key's pending job J (due) and is held at its merge write; session 2 claims. With the
+    // row lock, session 2 passes J over (or waits for it) and the merge moves J into the future: nothing claimed,
+    // J pending with the last payload. Without the lock and the guard, session 2 runs J with the old payload and
+    // the merge then writes into the running job: the burst's last payload never runs.
+    async scenario({ t, hook, s1, s2 }) {
+      const debounce = { key: "burst", delayMs: 1_000, maxWaitMs: null };
+      const job = (payload: string, at: number) => newJob({ state: "scheduled", runAt: at + 1_000, payload, debounce });
+      const t0 = t.clock.now();
+      await t.adapter.enqueue({ jobs: [job('{"n":1}', t0)], now: t0 });
+      const now = t.clock.advance(1_000);
+      const held = hook.holdNext("debounce");
+      const merge = s1.enqueue({ jobs: [job('{"n":2}', now)], now });
+      await held.reached;
+      const claim = s2.claim({ queues: ["default"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      await settle(claim);
+      held.release();
+      const [m, c] = await Promise.allSettled([merge, claim]);
+      // Every enqueue of the key merges or stores the next job: failing is losing the burst too (here a schema check may refuse the write).
+      for (const r of [m, c]) if (r.status === "rejected") return `a caller failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const [merged] = (m as PromiseFulfilledResult<Awaited<typeof merge>>).value;
+      const claimed = (c as PromiseFulfilledResult<Awaited<typeof claim>>).value;
+      const took = claimed.find((c) => c.id === merged!.id);
+      if (took) return `the merge wrote into job ${took.id}, which session 2 claimed with payload ${took.payload}: the burst's last payload never runs`;
+      const pending = (await t.adapter.list({ limit: 100 })).filter((j) => j.debounceKey === "burst" && ["scheduled", "ready", "blocked"].includes(j.state));
+      if (pending.length > 1) return `${pending.length} pending jobs for one debounce key: ${pending.map((j) => `#${j.id} ${j.state}`).join(", ")}`;
+      if (claimed.some((c) => c.payload === '{"n":2}')) return null;
+      const [next] = pending;
+      if (!next || next.id !== merged!.id || next.payload !== '{"n":2}' || next.attempt !== 0) {
+        return `the last payload is neither claimed nor pending: claimed ${JSON.stringify(claimed.map((c) => [c.id, c.payload]))}, pending ${JSON.stringify(pending.map((j) => [j.id, j.payload, j.attempt]))}, merge returned #${merged!.id}`;
+      }
       return null;
     },
   },

@@ -14,6 +14,12 @@ export interface EnqueueSpec {
   idempotencyKey?: string | null;
   /** A rate key (its limit and period), or null. */
   rateLimit?: { key: string; limit: number; periodMs: number } | null;
+  /**
+   * A debounce key, or null. A debounced job is never keyed or idempotent (the client refuses those
+   * combinations): with one, `concurrency` and `idempotencyKey` are dropped, the job goes to queue "a"
+   * (so bursts of one key meet) and is scheduled `debounce.delayMs` ahead.
+   */
+  debounce?: { key: string; delayMs: number; maxWaitMs: number | null } | null;
 }
 
 /** enqueue(jobs): all stored in one transaction, in input order; or none, refused, when a key is held by another task. */
@@ -23,19 +29,35 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
     return true;
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
-    const jobs = this.jobs.map((j) => ({
-      task: j.task,
-      queue: j.queue,
-      payload: "{}",
-      state: j.delayMs > 0 ? ("scheduled" as const) : ("ready" as const),
-      priority: j.priority,
-      runAt: m.now + j.delayMs,
-      maxAttempts: j.maxAttempts,
-      backoff: null,
-      concurrency: j.concurrency,
-      idempotencyKey: j.idempotencyKey ?? null,
-      rateLimit: j.rateLimit ?? null,
-    }));
+    const jobs = this.jobs.map((j) =>
+      j.debounce
+        ? {
+            task: j.task,
+            queue: "a",
+            payload: "{}",
+            state: "scheduled" as const,
+            priority: j.priority,
+            runAt: m.now + j.debounce.delayMs,
+            maxAttempts: j.maxAttempts,
+            backoff: null,
+            concurrency: null,
+            idempotencyKey: null,
+            debounce: j.debounce,
+          }
+        : {
+            task: j.task,
+            queue: j.queue,
+            payload: "{}",
+            state: j.delayMs > 0 ? ("scheduled" as const) : ("ready" as const),
+            priority: j.priority,
+            runAt: m.now + j.delayMs,
+            maxAttempts: j.maxAttempts,
+            backoff: null,
+            concurrency: j.concurrency,
+            idempotencyKey: j.idempotencyKey ?? null,
+            rateLimit: j.rateLimit ?? null,
+          },
+    );
     if (m.store.idempotencyConflict(jobs)) {
       const refused = await r.adapter.enqueue({ jobs, now: m.now }).then(
         () => null,
@@ -54,8 +76,10 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
   }
   toString(): string {
     const key = (j: EnqueueSpec) =>
-      (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "") +
-      (j.rateLimit ? `/rate:${j.rateLimit.key}≤${j.rateLimit.limit}/${j.rateLimit.periodMs}ms` : "");
-    return `enqueue(${this.jobs.map((j) => `${j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
+      j.debounce
+        ? `/deb:${j.debounce.key}+${j.debounce.delayMs}ms${j.debounce.maxWaitMs === null ? "" : `≤${j.debounce.maxWaitMs}ms`}`
+        : (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "") +
+          (j.rateLimit ? `/rate:${j.rateLimit.key}≤${j.rateLimit.limit}/${j.rateLimit.periodMs}ms` : "");
+    return `enqueue(${this.jobs.map((j) => `${j.debounce ? "a" : j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
   }
 }

@@ -45,6 +45,17 @@ const concurrency = fc.option(
   }),
   { freq: 2, nil: null },
 );
+/**
+ * Debounce keys: two, so that bursts merge; delays around the clock's steps, so that a pending job is
+ * merged into while scheduled, while staged ready, after it ran (the next burst) and past its maxWaitMs.
+ */
+const debounce = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(null) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ key: fc.constantFrom("d1", "d2"), delayMs: fc.constantFrom(500, 1_500), maxWaitMs: fc.constantFrom<number | null>(null, 2_000) }),
+  },
+);
 const cap = fc.constantFrom<number | null>(null, 1, 1, 2);
 /** Rate limits: one period per limit (a changed period would make the adapters' pruned logs and the model's full history disagree). */
 const RATE_PERIOD_MS = 1_000;
@@ -81,6 +92,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
         concurrency,
         idempotencyKey: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom("i1", "i2", "i3") }),
         rateLimit: rateKey,
+        debounce,
       }),
       { minLength: 1, maxLength: 3 },
     )

@@ -1,0 +1,84 @@
+import { sql } from "kysely";
+import type { EnqueuedRecord } from "../../core/adapter.ts";
+import { DEBOUNCE_PENDING_STATES, mergedRunAt, type DebounceSpec } from "../../core/debounce.ts";
+import { AdapterError } from "../../core/errors.ts";
+import type { JobRecord } from "../../core/job.ts";
+import type { AnyDb } from "./engine.ts";
+import type { StoreContext } from "./context.ts";
+import { applyTransition } from "./guard.ts";
+import { labelled } from "./labels.ts";
+import { rowToRecord, type JobRow } from "./row.ts";
+
+/**
+ * A debounced job's enqueue, inside the caller's transaction: finds the
+ * pending job of its queue, task and key and locks it (`FOR UPDATE` where
+ * the engine has row locks; a single writer holds every row), then merges
+ * into it with the guarded `debounce` write: the new job's payload and
+ * options, run time `mergedRunAt`, state scheduled. With no pending job it
+ * inserts `row`. R22: a claim moves the job out of pending under the same
+ * row lock, so the merge either lands first (the claim, waiting or passing
+ * the row over, runs the merged job) or finds no pending job (the claim
+ * committed: it inserts the key's next job). Two enqueues that both find
+ * none meet at the schema's unique index of pending debounce keys: the
+ * second insert waits for the first and, once it committed, stores nothing
+ * (`ON CONFLICT DO NOTHING`, or a duplicate key the engine reports), and
+ * this call looks again and merges. `insertRow` stores a row on an engine
+ * without ON CONFLICT (the enqueue's own insert, which reads the row back).
+ */
+export async function mergeOrInsert(
+  ctx: StoreContext,
+  db: AnyDb,
+  row: Record<string, unknown>,
+  spec: DebounceSpec,
+  now: number,
+  insertRow: (row: Record<string, unknown>) => Promise<JobRecord>,
+): Promise<EnqueuedRecord> {
+  const { engine, tables } = ctx;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const pending = await pendingJob(ctx, db, row, spec.key);
+    if (pending) {
+      const merged = await applyTransition(ctx, db, "debounce", { id: pending.id, now }, {
+        payload: row.payload,
+        priority: row.priority,
+        max_attempts: row.max_attempts,
+        backoff: row.backoff,
+        timeout_ms: row.timeout_ms,
+        trace_context: row.trace_context,
+        run_at: mergedRunAt(spec, pending.createdAt, now),
+      });
+      if (merged) return { ...merged, created: false };
+      // Claimed between the read and the write (possible only where the read took no lock): insert the next job.
+    }
+    let inserted: JobRecord | null = null;
+    if (engine.capabilities.onConflict) {
+      const insert = db.insertInto(tables.jobs).values(row).onConflict((oc) => oc.doNothing()).returningAll();
+      const rows = (await labelled(insert, "enqueue").execute()) as JobRow[];
+      inserted = rows[0] ? rowToRecord(rows[0]) : null;
+    } else {
+      // No ON CONFLICT: the engine keeps the transaction usable after a duplicate key (MySQL rolls back the statement only).
+      try {
+        inserted = await insertRow(row);
+      } catch (error) {
+        if (!engine.isUniqueViolation(error)) throw error;
+      }
+    }
+    if (inserted) return { ...inserted, created: true };
+    // A concurrent enqueue's pending job for the key committed first: merge into it.
+  }
+  throw new AdapterError(`${engine.name}: debounce key ${JSON.stringify(spec.key)} kept changing hands; nothing was stored`);
+}
+
+/** The pending job of `row`'s queue and task with debounce key `key`, locked where the engine has row locks; or null. */
+async function pendingJob(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, key: string): Promise<JobRecord | null> {
+  let find = db
+    .selectFrom(ctx.tables.jobs)
+    .selectAll()
+    .where(ctx.engine.debouncePendingColumn ?? "debounce_key", "=", key)
+    .where("queue", "=", row.queue as string)
+    .where("task", "=", row.task as string)
+    // Literals: the states of the pending index's predicate, so the planner can prove that index applies.
+    .where("state", "in", DEBOUNCE_PENDING_STATES.map((s) => sql.lit(s)));
+  if (ctx.engine.capabilities.rowLocks) find = find.forUpdate();
+  const found = (await labelled(find, "debounce-find").executeTakeFirst()) as JobRow | undefined;
+  return found ? rowToRecord(found) : null;
+}

@@ -1,0 +1,209 @@
+import assert from "node:assert/strict";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { claim, claimOne, LEASE_MS, token } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
+
+const isInvalid = (e: { code?: string }) => e.code === "INVALID_ARGUMENT";
+
+async function count(t: CaseContext): Promise<number> {
+  return (await t.adapter.list({ limit: 100_000 })).length;
+}
+
+/** Stages due scheduled jobs (the first step of every claim) without claiming: a claim of a queue nobody uses. */
+async function stage(t: CaseContext): Promise<void> {
+  const now = t.clock.now();
+  await t.adapter.claim({ queues: ["__no_such_queue__"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+}
+
+const D = { key: "user:7", delayMs: 1_000 };
+
+/** Debounce keys: one pending job per (queue, task, key), later enqueues merge into it (I14, R22). */
+export const debounceCases: ConformanceCase[] = [
+  {
+    name: "debounce › a burst merges into one pending job: the last payload wins, its run time moves, every merge gets it with created: false",
+    async run(t) {
+      const d = t.docket();
+      const t0 = t.clock.now();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D });
+      assert.equal(first.created, true);
+      assert.equal(first.state, "scheduled");
+      assert.equal(first.runAt, t0 + 1_000);
+      assert.equal(first.debounceKey, "user:7");
+      t.clock.advance(300);
+      const second = await d.enqueue("t", { n: 2 }, { debounce: D, priority: 5 });
+      t.clock.advance(300);
+      const third = await d.enqueue("t", { n: 3 }, { debounce: D, priority: 7 });
+      for (const merged of [second, third]) {
+        assert.equal(merged.created, false);
+        assert.equal(merged.id, first.id);
+      }
+      assert.deepEqual(third.payload, { n: 3 });
+      assert.equal(third.runAt, t0 + 600 + 1_000, "delayMs after the burst's last enqueue");
+      assert.equal(third.priority, 7, "the last enqueue's options win");
+      assert.equal(third.createdAt, t0, "createdAt stays the burst's first enqueue");
+      assert.equal(await count(t), 1);
+      t.clock.advance(999);
+      assert.deepEqual(await claim(t), [], "not due until delayMs after the last enqueue");
+      t.clock.advance(1);
+      const run = await claimOne(t);
+      assert.equal(run.id, first.id);
+      assert.equal(run.payload, JSON.stringify({ n: 3 }));
+    },
+  },
+  {
+    name: "debounce › maxWaitMs caps the run time at the burst's first enqueue + maxWaitMs",
+    async run(t) {
+      const d = t.docket();
+      const t0 = t.clock.now();
+      const debounce = { key: "k", delayMs: 1_000, maxWaitMs: 1_500 };
+      await d.enqueue("t", { n: 1 }, { debounce });
+      t.clock.advance(400);
+      assert.equal((await d.enqueue("t", { n: 2 }, { debounce })).runAt, t0 + 1_400);
+      t.clock.advance(400);
+      const capped = await d.enqueue("t", { n: 3 }, { debounce });
+      assert.equal(capped.runAt, t0 + 1_500, "capped, not t0 + 1800");
+      t.clock.advance(1_000);
+      // Past the cap: the merge leaves the job due (at the cap), and the next claim runs it.
+      const late = await d.enqueue("t", { n: 4 }, { debounce });
+      assert.equal(late.created, false);
+      assert.equal(late.runAt, t0 + 1_500);
+      const run = await claimOne(t);
+      assert.equal(run.payload, JSON.stringify({ n: 4 }));
+    },
+  },
+  {
+    name: "debounce › a merge into a job already staged ready moves it back to scheduled at the new run time",
+    async run(t) {
+      const d = t.docket();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D });
+      t.clock.advance(1_000);
+      await stage(t);
+      assert.equal((await d.get(first.id))?.state, "ready");
+      const merged = await d.enqueue("t", { n: 2 }, { debounce: D });
+      assert.equal(merged.id, first.id);
+      assert.equal(merged.state, "scheduled");
+      assert.equal(merged.runAt, t.clock.now() + 1_000);
+      assert.deepEqual(await claim(t), [], "waiting again");
+      t.clock.advance(1_000);
+      assert.equal((await claimOne(t)).payload, JSON.stringify({ n: 2 }));
+    },
+  },
+  {
+    name: "debounce › once the pending job is claimed, the next enqueue with the key creates the next pending job; the running one keeps its payload",
+    async run(t) {
+      const d = t.docket();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D });
+      t.clock.advance(1_000);
+      const running = await claimOne(t);
+      assert.equal(running.id, first.id);
+      const next = await d.enqueue("t", { n: 2 }, { debounce: D });
+      assert.equal(next.created, true);
+      assert.notEqual(next.id, first.id);
+      assert.equal(next.state, "scheduled");
+      const again = await d.enqueue("t", { n: 3 }, { debounce: D });
+      assert.equal(again.id, next.id);
+      const stored = await d.get(first.id);
+      assert.equal(stored?.state, "running");
+      assert.deepEqual(stored?.payload, { n: 1 });
+      assert.equal(await count(t), 2);
+    },
+  },
+  {
+    name: "debounce › a claim clears the job's key: when it is retried (or released) while the next burst is pending, neither merges into the other",
+    async run(t) {
+      const d = t.docket();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D });
+      t.clock.advance(1_000);
+      const running = await claimOne(t);
+      assert.equal(running.debounceKey, null, "a claimed job holds no debounce key");
+      const next = await d.enqueue("t", { n: 2 }, { debounce: D });
+      assert.equal(next.created, true);
+      const now = t.clock.now();
+      await settleOne(t.adapter, { kind: "fail", id: first.id, leaseToken: running.leaseToken!, now, error: "boom", retryAt: now });
+      assert.equal((await d.get(first.id))?.state, "scheduled", "the retry is pending again, without the key");
+      const again = await d.enqueue("t", { n: 3 }, { debounce: D });
+      assert.equal(again.id, next.id, "merges into the next burst's job, not the retry");
+      assert.deepEqual((await d.get(first.id))?.payload, { n: 1 });
+      assert.equal(await count(t), 2);
+    },
+  },
+  {
+    name: "debounce › in one enqueueMany a repeated key merges into the earlier item's job; keys are scoped to queue and task",
+    async run(t) {
+      const d = t.docket();
+      const jobs = await d.enqueueMany([
+        { task: "t", payload: { i: 0 }, options: { debounce: D } },
+        { task: "t", payload: { i: 1 }, options: { debounce: { key: "other", delayMs: 500 } } },
+        { task: "t", payload: { i: 2 }, options: { debounce: D } },
+        { task: "u", payload: { i: 3 }, options: { debounce: D } },
+        { task: "t", payload: { i: 4 }, options: { debounce: D, queue: "q2" } },
+        { task: "t", payload: { i: 5 } },
+      ]);
+      assert.deepEqual(jobs.map((j) => j.created), [true, true, false, true, true, true]);
+      assert.equal(jobs[2]!.id, jobs[0]!.id);
+      assert.deepEqual((await d.get(jobs[0]!.id))?.payload, { i: 2 });
+      assert.equal(await count(t), 5);
+    },
+  },
+  {
+    name: "debounce › bad options are InvalidArgumentError and write nothing, also from a later item of enqueueMany",
+    async run(t) {
+      const d = t.docket();
+      const bad: [unknown, RegExp][] = [
+        [{ key: "k", delayMs: 0 }, /debounce\.delayMs must be an integer in \[1, /],
+        [{ key: "k", delayMs: -5 }, /debounce\.delayMs must be an integer/],
+        [{ key: "k", delayMs: 1.5 }, /debounce\.delayMs must be an integer/],
+        [{ key: "k", delayMs: 1_000, maxWaitMs: 999 }, /debounce\.maxWaitMs \(at least delayMs, 1000\) must be an integer in \[1000, /],
+        [{ key: "", delayMs: 1_000 }, /debounce\.key must be a non-empty string/],
+        [{ key: "k", delayMs: 1_000, maxWait: 5 }, /unknown option "maxWait" in options\.debounce \(did you mean "maxWaitMs"\?\)/],
+        [{ delayMs: 1_000 }, /debounce\.key must be a non-empty string/],
+        ["k", /options\.debounce must be an object/],
+      ];
+      for (const [debounce, message] of bad) {
+        await assert.rejects(d.enqueue("t", {}, { debounce } as never), (e: { code?: string; message?: string }) => isInvalid(e) && message.test(e.message ?? ""), JSON.stringify(debounce));
+      }
+      const refused: [object, RegExp][] = [
+        [{ idempotencyKey: "i" }, /cannot be combined with idempotencyKey/],
+        [{ concurrency: { key: "c", limit: 1 } }, /cannot be combined with a concurrency key/],
+        [{ runAt: 0 }, /cannot be combined with runAt/],
+        [{ delay: 10 }, /cannot be combined with delay/],
+      ];
+      for (const [options, message] of refused) {
+        await assert.rejects(d.enqueue("t", {}, { debounce: D, ...options }), (e: { code?: string; message?: string }) => isInvalid(e) && message.test(e.message ?? ""));
+      }
+      const keyed = t.docket({ tasks: { k: { concurrency: { key: "c", limit: 1 } } } });
+      await assert.rejects(keyed.enqueue("k", {}, { debounce: D }), (e: { code?: string; message?: string }) => isInvalid(e) && /a concurrency key/.test(e.message ?? ""));
+      await assert.rejects(
+        d.enqueueMany([
+          { task: "t", payload: {}, options: { debounce: D } },
+          { task: "t", payload: {}, options: { debounce: { key: "k", delayMs: 0 } } },
+        ]),
+        isInvalid,
+      );
+      assert.equal(await count(t), 0);
+    },
+  },
+  {
+    name: "debounce › a merge racing nothing but staging and claims: one pending job per key at every step, and every burst runs once with its last payload",
+    async run(t) {
+      const d = t.docket();
+      const keys = ["a", "b", "c"];
+      const last = new Map<string, number>();
+      const runs: { key: string; n: number }[] = [];
+      for (let step = 0; step < 30; step++) {
+        const key = keys[step % 3]!;
+        await d.enqueue("t", { key, n: step }, { debounce: { key, delayMs: 250 } });
+        last.set(key, step);
+        const pending = (await t.adapter.list({ limit: 1000 })).filter((j) => ["scheduled", "ready", "blocked"].includes(j.state));
+        for (const k of keys) assert.ok(pending.filter((j) => j.debounceKey === k).length <= 1, `two pending jobs for ${k} at step ${step}`);
+        t.clock.advance(step % 4 === 0 ? 300 : 100);
+        for (const job of await claim(t, 10)) runs.push(JSON.parse(job.payload) as { key: string; n: number });
+      }
+      t.clock.advance(1_000);
+      for (const job of await claim(t, 10)) runs.push(JSON.parse(job.payload) as { key: string; n: number });
+      for (const k of keys) assert.equal(Math.max(...runs.filter((r) => r.key === k).map((r) => r.n)), last.get(k), `key ${k}'s last enqueue ran`);
+      assert.equal(runs.length, new Set(runs.map((r) => `${r.key}:${r.n}`)).size, "no payload ran twice");
+      assert.equal(runs.length, await count(t), "every stored job ran once");
+    },
+  },
+];
