@@ -15,7 +15,9 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
  * - admission: enqueues, finishes and cancels of one key with limit 1
  *   (key lock, slot hand-off);
  * - lifecycle: idempotent enqueues of one key, and bulk replays of the same
- *   dead jobs racing each other and claims.
+ *   dead jobs racing each other and claims;
+ * - rate: two or three claimers race for the last start of a rate key's
+ *   limit (and of qa's), each holding a different ready job.
  *
  * A family only narrows the draw: every run is judged by every invariant.
  */
@@ -26,6 +28,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     { weight: 1, arbitrary: claimRace(maxWorkers) },
     { weight: 1, arbitrary: admissionRace(maxWorkers) },
     { weight: 1, arbitrary: lifecycleRace(maxWorkers) },
+    { weight: 1, arbitrary: rateRace(maxWorkers) },
   );
 }
 
@@ -163,6 +166,15 @@ function claimRace(maxWorkers: number): fc.Arbitrary<Scenario> {
       2,
       Math.min(3, maxWorkers),
     ),
+  }).map((s) => ({ ...s, jobs: oneHolderPerKey(s.jobs) }));
+}
+
+/** 2–3 ready jobs of the rate key (limit 1–2), in qa (maybe rate-limited) or qc; 2–3 workers claim once each. */
+function rateRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  return fc.record({
+    jobs: fc.array(jobArb(fc.constant<JobStart>("ready"), { queue: fc.constantFrom(0, 2), key: fc.constant(null) }).map((j) => ({ ...j, rated: true })), { minLength: 2, maxLength: 3 }),
+    controls: controlsArb.map((c) => ({ ...c, pausedB: false, rateR: 1 })),
+    workers: workersOf(fc.record({ skew: fc.constant(0), steps: claimStep(fc.constantFrom<Outcome>("complete", "crash")).map((s) => [s]) }), 2, Math.min(3, maxWorkers)),
   }).map((s) => ({ ...s, jobs: oneHolderPerKey(s.jobs) }));
 }
 
