@@ -7,6 +7,7 @@
 import type { NewJob } from "../core/adapter.ts";
 import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../core/concurrency.ts";
 import { validateRateLimitSpec } from "../core/rate-limit.ts";
+import { validateFairness } from "../core/fairness.ts";
 import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
 import type { TaskMap } from "../core/job.ts";
 import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
@@ -71,6 +72,14 @@ export interface EnqueueOptions {
    * and concurrency keys: a job starts only when all of them allow it.
    */
   rateLimit?: { key: string; limit: number; periodMs: number };
+  /**
+   * Fair sharing within the job's queue: claims serve the queue's fairness
+   * keys in weighted round-robin, up to `weight` jobs of a key per round
+   * (integer 1–1000, default 1; the key's stored weight is the last
+   * enqueue's), claim order within a key. The queue's jobs without a key
+   * share one implicit key of weight 1. See README "Fair sharing".
+   */
+  fairness?: { key: string; weight?: number };
   /**
    * Time limit of one attempt, in ms (integer, 1 ms to 24 h). Past it the
    * handler's signal aborts and the attempt fails with a timeout reason.
@@ -185,7 +194,8 @@ export class TaskRegistry {
     const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
     const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
     const rateLimit = o.rateLimit === undefined ? null : validateRateLimitSpec(o.rateLimit, `${at}options.`);
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit };
+    const fairness = o.fairness === undefined ? null : validateFairness(o.fairness, `${at}options.`);
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit, fairness };
   }
 
   #validateTaskOptions(name: string, o: TaskOptions): void {
@@ -223,4 +233,4 @@ function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskO
 
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ITEM_KEYS = ["task", "payload", "options"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "timeoutMs", "idempotencyKey"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "fairness", "timeoutMs", "idempotencyKey"] as const;

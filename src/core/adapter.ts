@@ -2,6 +2,7 @@ import type { JobRecord } from "./job.ts";
 import type { JobState } from "./states.ts";
 import type { ConcurrencySpec } from "./concurrency.ts";
 import type { RateLimit, RateLimitSpec } from "./rate-limit.ts";
+import type { FairnessSpec } from "./fairness.ts";
 import type { DocketError } from "./errors.ts";
 
 /**
@@ -446,6 +447,12 @@ export interface NewJob {
    * within it (see RateLimitSpec).
    */
   rateLimit?: RateLimitSpec | null;
+  /**
+   * The job's fairness key: its queue becomes fair (claims serve its keys
+   * in weighted round-robin, see core/fairness.ts), and the key's stored
+   * weight becomes `weight` (the latest enqueue's).
+   */
+  fairness?: FairnessSpec | null;
 }
 
 export interface QueueControl {

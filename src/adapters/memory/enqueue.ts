@@ -12,6 +12,7 @@ import { IdempotencyConflictError, InvalidArgumentError } from "../../core/error
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
+import { IMPLICIT_FAIR_KEY } from "../../core/fairness.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
@@ -35,6 +36,14 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   }
   // A rate key's stored limit is the last one given (as a concurrency key's).
   for (const j of params.jobs) if (j.rateLimit) state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
+  // A fairness key's stored weight is the last one given; its queue becomes fair, with the implicit key of weight 1.
+  for (const j of params.jobs) {
+    if (!j.fairness) continue;
+    let keys = state.fairKeys.get(j.queue);
+    if (!keys) state.fairKeys.set(j.queue, (keys = new Map([[IMPLICIT_FAIR_KEY, { key: IMPLICIT_FAIR_KEY, weight: 1, served: 0, used: 0 }]])));
+    const turn = keys.get(j.fairness.key);
+    keys.set(j.fairness.key, turn ? { ...turn, weight: j.fairness.weight } : { key: j.fairness.key, weight: j.fairness.weight, served: 0, used: 0 });
+  }
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };
