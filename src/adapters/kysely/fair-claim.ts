@@ -3,8 +3,8 @@
  * fairness.ts beside this file for the rows): the keys it serves, locked
  * `FOR UPDATE SKIP LOCKED` in serving order, enough of them that round 1
  * alone could fill the claim (or all there are); each key's first ready
- * jobs in claim order, read in one statement (a UNION ALL of one LIMITed
- * subquery per key, each on the fair index); the core's round-robin
+ * jobs in claim order, read and locked (SKIP LOCKED) in one statement (a
+ * UNION ALL of one LIMITed subquery per key, each on the fair index); the core's round-robin
  * sequence of them; and at the end the served keys' turn states, written in
  * one statement, and the keys found without ready jobs deactivated when
  * they have no live job. Round trips per claim: a bounded few, not one per
@@ -98,7 +98,10 @@ export async function fairPick(
       const parts = batch.map((key, k) => {
         const q = query([queue]);
         const ofKey = key === IMPLICIT_FAIR_KEY ? q.where("fair_key", "is", null) : q.where("fair_key", "=", key);
-        return db.selectFrom(ofKey.limit(need).as(`fk${k}`)).selectAll();
+        // The jobs are locked too (SKIP LOCKED): the key's row lock already keeps other fair claims off them; this
+        // keeps the claim from waiting on a row a cancel holds, and from ever reading a job another claim holds.
+        const limited = ofKey.limit(need);
+        return db.selectFrom((ctx.engine.capabilities.skipLocked ? limited.forUpdate().skipLocked() : limited).as(`fk${k}`)).selectAll();
       });
       // deno-lint-ignore no-explicit-any
       let union: any = parts[0]!;
