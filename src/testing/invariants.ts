@@ -365,8 +365,60 @@ export const controlInvariants: Invariant[] = [
   },
 ];
 
+/**
+ * Fair sharing (I13, R21), judged on runs whose claims each take at most one
+ * job and whose fairness keys all have weight 1 (the schedules' fairness
+ * family): when a claim returns a job of key K, K must not be more than one
+ * job ahead of a key K' of the same queue that still had a ready job no
+ * claim was taking. Both counts are of the jobs returned by claims that
+ * started before that claim ended (a claim in flight serves its key), so
+ * concurrent claimers serving different keys pass, and two claimers both
+ * serving the least recently served key do not.
+ */
+export const fairnessInvariants: Invariant[] = [
+  {
+    id: "I13",
+    name: "fair sharing: within a round no key takes more than its turn while another key of its queue has ready jobs",
+    check: (run) => {
+      const keyed = run.initial.filter((j) => j.fairKey !== null && j.state === "ready");
+      if (keyed.length === 0) return [];
+      const claims = operations(run).filter((o) => o.name === "claim" && o.error === undefined);
+      if (claims.some((c) => (c.limit ?? 1) > 1)) return [];
+      const initial = new Map(run.initial.map((j) => [j.id, j]));
+      const keyOf = (id: number) => {
+        const j = initial.get(id);
+        return j && j.fairKey !== null ? `${j.queue}/${j.fairKey}` : null;
+      };
+      const ready = new Map<string, number>();
+      for (const j of keyed) ready.set(`${j.queue}/${j.fairKey}`, (ready.get(`${j.queue}/${j.fairKey}`) ?? 0) + 1);
+      const out: string[] = [];
+      for (const c of claims) {
+        for (const e of c.effects) {
+          const k = e.result ? keyOf(e.id) : null;
+          if (k === null) continue;
+          const taken = new Map<string, number>();
+          for (const d of claims) {
+            if (d.start >= c.end) continue;
+            for (const f of d.effects) {
+              const dk = f.result ? keyOf(f.id) : null;
+              if (dk !== null) taken.set(dk, (taken.get(dk) ?? 0) + 1);
+            }
+          }
+          const queue = k.slice(0, k.indexOf("/"));
+          for (const [other, n] of ready) {
+            if (other === k || !other.startsWith(`${queue}/`)) continue;
+            const t = taken.get(other) ?? 0;
+            if (n > t && (taken.get(k) ?? 0) > t + 1) out.push(`${c.label} returned job #${e.id} of key ${k}, its ${taken.get(k)}th this round, while key ${other} (${t} taken) had a ready job`);
+          }
+        }
+      }
+      return out;
+    },
+  },
+];
+
 /** Every invariant the implemented features cover. Later features append theirs. */
-export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants];
+export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants, ...fairnessInvariants];
 
 /** Runs `invariants` on a run: one line per violation, prefixed by the invariant's id. */
 export function checkInvariants(run: RunRecord, invariants: readonly Invariant[] = allInvariants): string[] {

@@ -31,6 +31,8 @@ export interface JobSetup {
   readonly key: string | null;
   /** An idempotency key (IDEMPOTENCY_KEYS), or null; at most one setup job holds each. */
   readonly idempotencyKey: string | null;
+  /** A fairness key (weight 1), or absent. */
+  readonly fairKey?: string | null;
 }
 
 /** The queues of a scenario; every claim asks for all of them. */
@@ -142,6 +144,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     backoff: null,
     concurrency: concurrencyOf(j.key, c),
     ...(j.idempotencyKey === null ? {} : { idempotencyKey: j.idempotencyKey }),
+    ...(j.fairKey ? { fairness: { key: j.fairKey, weight: 1 } } : {}),
   });
   const ids: number[] = new Array(scenario.jobs.length);
   const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);
