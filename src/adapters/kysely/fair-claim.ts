@@ -3,8 +3,9 @@
  * fairness.ts beside this file for the rows): the keys it serves, locked
  * `FOR UPDATE SKIP LOCKED` in serving order, enough of them that round 1
  * alone could fill the claim (or all there are); each key's first ready
- * jobs in claim order, read and locked (SKIP LOCKED) in one statement (a
- * UNION ALL of one LIMITed subquery per key, each on the fair index); the core's round-robin
+ * jobs in claim order, read in one statement (a UNION ALL of one LIMITed
+ * subquery per key, each on the fair index), unlocked: no other claim
+ * takes a job of a key this one holds; the core's round-robin
  * sequence of them; and at the end the served keys' turn states, written in
  * one statement, and the keys found without ready jobs deactivated when
  * they have no live job. Round trips per claim: a bounded few, not one per
@@ -98,10 +99,11 @@ export async function fairPick(
       const parts = batch.map((key, k) => {
         const q = query([queue]);
         const ofKey = key === IMPLICIT_FAIR_KEY ? q.where("fair_key", "is", null) : q.where("fair_key", "=", key);
-        // The jobs are locked too (SKIP LOCKED): the key's row lock already keeps other fair claims off them; this
-        // keeps the claim from waiting on a row a cancel holds, and from ever reading a job another claim holds.
-        const limited = ofKey.limit(need);
-        return db.selectFrom((ctx.engine.capabilities.skipLocked ? limited.forUpdate().skipLocked() : limited).as(`fk${k}`)).selectAll();
+        // The jobs are read unlocked: the key's row lock keeps every other claim off them (a cancel racing the claim
+        // is caught by the claim UPDATE's guard). Locking them here would not be safe on MariaDB: a read of one
+        // key's jobs through another index locks (briefly) the other keys' rows it scans, and a claim holding one
+        // of those keys then skips its own jobs and passes the key over.
+        return db.selectFrom(ofKey.limit(need).as(`fk${k}`)).selectAll();
       });
       // deno-lint-ignore no-explicit-any
       let union: any = parts[0]!;
