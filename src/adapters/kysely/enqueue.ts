@@ -107,8 +107,9 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
 }
 
 /**
- * A batch with keyed, rate-keyed or idempotent jobs, inside its transaction.
- * Rate keys' limits are stored first (see `storeRateKeys`). Without
+ * A batch with keyed, rate-keyed, fairness-keyed or idempotent jobs, inside
+ * its transaction. Fairness keys (see `storeFairKeys`) and rate keys'
+ * limits (see `storeRateKeys`) are stored first. Without
  * idempotency keys: the batch's concurrency keys are upserted and locked in
  * one statement, made exact and counted in bulk (`promote`), each job is
  * admitted by the core's `admit` in batch order, and all are inserted
