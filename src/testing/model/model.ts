@@ -189,11 +189,14 @@ export interface ModelQueueControl {
   queue: string;
   paused: boolean;
   maxRunning: number | null;
+  /** The model sets no rate limits: always null (the adapters' control shape has it). */
+  rateLimit: null;
 }
 
 export interface ModelTaskControl {
   task: string;
   maxRunning: number | null;
+  rateLimit: null;
 }
 
 /** Whether `event` moves a job out of a slot-holding state, i.e. the write rebalances the job's key in its transaction. */
@@ -353,15 +356,15 @@ export class ReferenceModel {
   }
 
   setQueueControl(p: { queue: string; paused?: boolean; maxRunning?: number | null }): ModelQueueControl {
-    const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null };
+    const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null, rateLimit: null };
     const next = { ...c, ...(p.paused === undefined ? {} : { paused: p.paused }), ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }) };
     this.queueControls.set(p.queue, next);
     return { ...next };
   }
 
   setTaskControl(p: { task: string; maxRunning: number | null }): ModelTaskControl {
-    this.taskControls.set(p.task, { task: p.task, maxRunning: p.maxRunning });
-    return { task: p.task, maxRunning: p.maxRunning };
+    this.taskControls.set(p.task, { task: p.task, maxRunning: p.maxRunning, rateLimit: null });
+    return { task: p.task, maxRunning: p.maxRunning, rateLimit: null };
   }
 
   listControls(): { queues: ModelQueueControl[]; tasks: ModelTaskControl[] } {
