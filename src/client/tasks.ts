@@ -8,6 +8,7 @@ import type { NewJob } from "../core/adapter.ts";
 import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../core/concurrency.ts";
 import { validateRateLimitSpec } from "../core/rate-limit.ts";
 import { validateDebounce } from "../core/debounce.ts";
+import { validateFairness } from "../core/fairness.ts";
 import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
 import type { TaskMap } from "../core/job.ts";
 import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
@@ -72,6 +73,14 @@ export interface EnqueueOptions {
    * and concurrency keys: a job starts only when all of them allow it.
    */
   rateLimit?: { key: string; limit: number; periodMs: number };
+  /**
+   * Fair sharing within the job's queue: claims serve the queue's fairness
+   * keys in weighted round-robin, up to `weight` jobs of a key per round
+   * (integer 1–1000, default 1; the key's stored weight is the last
+   * enqueue's), claim order within a key. The queue's jobs without a key
+   * share one implicit key of weight 1. See README "Fair sharing".
+   */
+  fairness?: { key: string; weight?: number };
   /**
    * Time limit of one attempt, in ms (integer, 1 ms to 24 h). Past it the
    * handler's signal aborts and the attempt fails with a timeout reason.
@@ -199,13 +208,14 @@ export class TaskRegistry {
     const timeoutMs = timeout === undefined ? null : validateInteger(timeout, `${at}timeoutMs`, 1, MAX_TIMEOUT_MS);
     const idempotencyKey = o.idempotencyKey === undefined ? null : validateName(o.idempotencyKey, `${at}idempotencyKey`);
     const rateLimit = o.rateLimit === undefined ? null : validateRateLimitSpec(o.rateLimit, `${at}options.`);
+    const fairness = o.fairness === undefined ? null : validateFairness(o.fairness, `${at}options.`);
     if (o.debounce !== undefined) {
       const debounce = validateDebounce(o.debounce, `${at}options.`);
       const refused = o.runAt !== undefined ? "runAt" : o.delay !== undefined ? "delay" : idempotencyKey !== null ? "idempotencyKey" : concurrency !== null ? "a concurrency key" : null;
       if (refused !== null) throw new InvalidArgumentError(`${at}options.debounce cannot be combined with ${refused}: ${DEBOUNCE_REFUSALS[refused]}`);
-      return { task, queue, payload, state: "scheduled", priority, runAt: now + debounce.delayMs, maxAttempts, backoff, concurrency: null, timeoutMs, idempotencyKey: null, debounce, rateLimit };
+      return { task, queue, payload, state: "scheduled", priority, runAt: now + debounce.delayMs, maxAttempts, backoff, concurrency: null, timeoutMs, idempotencyKey: null, debounce, rateLimit, fairness };
     }
-    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit };
+    return { task, queue, payload, state: runAt > now ? "scheduled" : "ready", priority, runAt, maxAttempts, backoff, concurrency, timeoutMs, idempotencyKey, rateLimit, fairness };
   }
 
   #validateTaskOptions(name: string, o: TaskOptions): void {
@@ -243,7 +253,7 @@ function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskO
 
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
 const ITEM_KEYS = ["task", "payload", "options"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "timeoutMs", "idempotencyKey", "debounce"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "fairness", "timeoutMs", "idempotencyKey", "debounce"] as const;
 
 /** Why `debounce` is refused beside each option (see EnqueueOptions.debounce). */
 const DEBOUNCE_REFUSALS: Record<string, string> = {

@@ -3,6 +3,7 @@ import type { JobState } from "./states.ts";
 import type { ConcurrencySpec } from "./concurrency.ts";
 import type { RateLimit, RateLimitSpec } from "./rate-limit.ts";
 import type { DebounceSpec } from "./debounce.ts";
+import type { FairnessSpec } from "./fairness.ts";
 import type { DocketError } from "./errors.ts";
 
 /**
@@ -464,6 +465,12 @@ export interface NewJob {
    * at most one pending job per key (R22).
    */
   debounce?: DebounceSpec | null;
+  /**
+   * The job's fairness key: its queue becomes fair (claims serve its keys
+   * in weighted round-robin, see core/fairness.ts), and the key's stored
+   * weight becomes `weight` (the latest enqueue's).
+   */
+  fairness?: FairnessSpec | null;
 }
 
 export interface QueueControl {

@@ -23,6 +23,8 @@ export interface ClaimCandidate {
   concurrencyKey: string | null;
   /** The job's rate key (see RateLimitSpec), if any. */
   rateKey?: string | null;
+  /** The job's fairness key (see FairnessSpec), if any. */
+  fairKey?: string | null;
 }
 
 /**

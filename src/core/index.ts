@@ -6,6 +6,7 @@ export { RETRY_POLICY_KEYS, DEFAULT_RETRY_POLICY, resolveRetryPolicy, validateRe
 export * from "./concurrency.ts";
 export { MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, type RateLimit, type RateLimitSpec } from "./rate-limit.ts";
 export { DEBOUNCE_PENDING_STATES, mergedRunAt, validateDebounce, type DebounceSpec } from "./debounce.ts";
+export { MAX_FAIR_WEIGHT, type FairnessSpec } from "./fairness.ts";
 export * from "./job.ts";
 export type * from "./adapter.ts";
 export type { DocketEvent, DocketEventType, EventOf, EventOperation } from "./events.ts";

@@ -21,6 +21,8 @@ export interface JobRecord {
   onConflict: "block" | "discard" | null;
   /** The rate key (see EnqueueOptions.rateLimit), or null. */
   rateKey: string | null;
+  /** The fairness key (see EnqueueOptions.fairness), or null. */
+  fairKey: string | null;
   /** Time limit of one attempt in ms, or null (the worker's default applies). */
   timeoutMs: number | null;
   leaseToken: string | null;
@@ -94,6 +96,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     concurrencyKey: r.concurrencyKey,
     onConflict: r.onConflict,
     rateKey: r.rateKey,
+    fairKey: r.fairKey,
     timeoutMs: r.timeoutMs,
     leaseToken: r.leaseToken,
     leaseExpiresAt: r.leaseExpiresAt,

@@ -385,8 +385,58 @@ export const controlInvariants: Invariant[] = [
   },
 ];
 
+/**
+ * Fair sharing (I13, R21), judged on runs whose claims each take at most one
+ * job (the schedules' fairness family): a claim comes back empty only when
+ * every key of its fair queue that still had a ready job (counting the jobs
+ * returned by claims that had begun before it ended) was being served by a
+ * claim that overlapped it, which held the key. Claimers that all serve the
+ * least recently served key wait for each other's job and come back empty
+ * while other keys wait. (A stricter per-round share check was tried and
+ * dropped: with concurrent claimers the served positions of one round can
+ * tie, and the history cannot tell a legitimate second turn from an unfair
+ * one.)
+ */
+export const fairnessInvariants: Invariant[] = [
+  {
+    id: "I13",
+    name: "fair sharing: a claim comes back empty only while every key with ready jobs is being served by an overlapping claim",
+    check: (run) => {
+      const keyed = run.initial.filter((j) => j.fairKey !== null && j.state === "ready");
+      if (keyed.length === 0) return [];
+      const claims = operations(run).filter((o) => o.name === "claim" && o.error === undefined);
+      if (claims.some((c) => (c.limit ?? 1) > 1)) return [];
+      const initial = new Map(run.initial.map((j) => [j.id, j]));
+      const keyOf = (id: number) => {
+        const j = initial.get(id);
+        return j && j.fairKey !== null ? `${j.queue}/${j.fairKey}` : null;
+      };
+      const ready = new Map<string, number>();
+      for (const j of keyed) ready.set(`${j.queue}/${j.fairKey}`, (ready.get(`${j.queue}/${j.fairKey}`) ?? 0) + 1);
+      const out: string[] = [];
+      for (const c of claims) {
+        if (c.effects.every((e) => e.result === null)) {
+          const served = new Set<string>();
+          const before = new Map<string, number>();
+          for (const d of claims) {
+            for (const f of d.effects) {
+              const dk = f.result ? keyOf(f.id) : null;
+              if (dk === null) continue;
+              if (d !== c && d.start < c.end && d.end > c.start) served.add(dk);
+              if ((d.firstStatement ?? d.start) < c.end) before.set(dk, (before.get(dk) ?? 0) + 1);
+            }
+          }
+          const waiting = [...ready].filter(([k, n]) => n > (before.get(k) ?? 0) && !served.has(k)).map(([k]) => k);
+          if (waiting.length > 0) out.push(`${c.label} returned nothing while ${waiting.join(", ")} had ready jobs no overlapping claim served`);
+        }
+      }
+      return out;
+    },
+  },
+];
+
 /** Every invariant the implemented features cover. Later features append theirs. */
-export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants];
+export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants, ...fairnessInvariants];
 
 /** Runs `invariants` on a run: one line per violation, prefixed by the invariant's id. */
 export function checkInvariants(run: RunRecord, invariants: readonly Invariant[] = allInvariants): string[] {

@@ -26,6 +26,7 @@ const ADMISSION_COLUMNS = [
   ["concurrency_key", "text"],
   ["on_conflict", "text"],
   ["rate_key", "text"],
+  ["fair_key", "text"],
   ["finished_at", "bigint"],
   ["last_error", "text"],
 ] as const;

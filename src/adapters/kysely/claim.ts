@@ -2,6 +2,8 @@ import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
+import { mergeByHeads } from "../../core/fairness.ts";
+import { FairClaim, fairPick } from "./fair-claim.ts";
 import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -48,7 +50,8 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
 
 /**
  * Whether a control stops the one-statement claim: an unpaused queue among
- * the claim's queues with a cap or a rate limit or rate-keyed jobs, or a
+ * the claim's queues with a cap or a rate limit or rate-keyed jobs, or that
+ * is fair (has held fairness-keyed jobs), or a
  * task among its tasks (any task when the claim names none) with a cap or
  * a rate limit, as that statement tests it.
  */
@@ -61,7 +64,7 @@ async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolea
       .selectFrom(tables.queues)
       .select(sql<number>`1`.as("capped"))
       .where("name", "in", [...params.queues])
-      .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null), eb("keyed_rate", "=", 1)]))
+      .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null), eb("keyed_rate", "=", 1), eb("fair", "=", 1)]))
       .where("paused", "=", 0)
       .unionAll(tasks)
       .limit(1);
@@ -99,7 +102,7 @@ function claimedRow(row: JobRow, params: ClaimParams): JobRow {
 /**
  * The common case as ONE statement: claims only when none of the claim's
  * queues and tasks has a cap or a rate limit, and no queue holds rate-keyed
- * jobs (paused queues are skipped), so the greedy cap rule has nothing to
+ * jobs or is fair (paused queues are skipped), so the greedy cap rule has nothing to
  * decide; returns nothing otherwise. The control
  * rows of the claim's queues and tasks are share-locked in the statement,
  * so a pause or cap change waits for it (and it, after waiting, reads the
@@ -165,7 +168,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
   const controls = db
     .with(
       (cte) => cte("ctl_q").materialized(),
-      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate"]).where("name", "in", queues)),
+      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate", "fair"]).where("name", "in", queues)),
     )
     .with(
       (cte) => cte("ctl_t").materialized(),
@@ -189,7 +192,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
               w
                 .selectFrom("ctl_q")
                 .select("name")
-                .where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null), c("keyed_rate", "=", 1)]))
+                .where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null), c("keyed_rate", "=", 1), c("fair", "=", 1)]))
                 .where("paused", "=", 0),
             ),
             w.exists(w.selectFrom("ctl_t").select("name").where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null)]))),
@@ -292,7 +295,12 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
     const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
     if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
-    const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q));
+    const fairQueues = new Set(queueRows.filter((r) => Number(r.fair ?? 0) === 1 && !paused.has(r.name)).map((r) => r.name));
+    if (fairQueues.size > 0) memory.capsSeenAt = params.now;
+    const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
+    const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
+    /** The fair queues this claim serves, with the keys it holds. */
+    const fair = new Map<string, FairClaim>();
     const rates = rateRoomOf();
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
     const limits: LimitInRoom[] = [];
@@ -326,6 +334,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) exhausted.add(task);
       const groups: { queues: string[]; limit: number }[] = [];
       if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
+      for (const name of fairUncapped) groups.push({ queues: [name], limit: need });
       if (!spent) {
         for (const { name } of capped) {
           const left = Math.min(room.queues.get(name) ?? Infinity, rates.queues.get(name) ?? Infinity);
@@ -333,33 +342,48 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         }
       }
       if (need <= 0 || groups.length === 0) break;
-      const candidates: ClaimCandidate[] = [];
+      const plain: ClaimCandidate[] = [];
+      const served: ClaimCandidate[][] = [];
       const newKeys = new Set<string>();
-      for (const g of groups) {
+      /** A candidate row read: its controls noted, the candidate made. */
+      const seen = (row: Record<string, any>): ClaimCandidate => {
+        const { [TASK_CAP]: taskCap, [TASK_RATE]: taskRate, ...r } = row;
+        const rateKey = r.rate_key ?? null;
+        if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
+        if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
+        if (readWhole) whole.set(Number(r.id), r as JobRow);
+        return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null };
+      };
+      /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order. */
+      const candidateQuery = (queues: string[]) => {
         const from = db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
-        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key"]);
+        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key"]);
         // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
         const taskColumn = (column: string, as: string) => (eb: ExpressionBuilder<any, any>) => eb.selectFrom(tables.tasks).select(column).where("name", "=", sql.ref(`${tables.jobs}.task`)).as(as);
         columns = columns.select(taskColumn("max_running", TASK_CAP)).select(taskColumn("rate_limit", TASK_RATE));
-        let q = guard(columns, "claim", { now: params.now }).where("queue", "in", g.queues);
+        let q = guard(columns, "claim", { now: params.now }).where("queue", "in", queues);
         if (spent) q = unkeyed(q).where("rate_key", "is", null);
         else if (rates.spentKeys.size > 0) q = q.where((eb) => eb.or([eb("rate_key", "is", null), eb("rate_key", "not in", [...rates.spentKeys])]));
-        q = inClaimOrder(q).limit(g.limit);
         if (chosen.length > 0) q = q.where("id", "not in", chosen);
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
-        if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-        for (const { [TASK_CAP]: taskCap, [TASK_RATE]: taskRate, ...r } of await labelled(q, "claim-candidates").execute()) {
-          const rateKey = r.rate_key ?? null;
-          candidates.push({ id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey });
-          if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
-          if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
-          if (readWhole) whole.set(Number(r.id), r as JobRow);
+        return inClaimOrder(q);
+      };
+      for (const g of groups) {
+        const queue = g.queues[0]!;
+        if (g.queues.length === 1 && fairQueues.has(queue)) {
+          const filtered = spent || rates.spentKeys.size > 0 || chosen.length > 0 || exhausted.size > 0;
+          served.push(await fairPick(ctx, db, fair, queue, g.limit, params.limit, chosen, filtered, candidateQuery, seen));
+          continue;
         }
+        let q = candidateQuery(g.queues).limit(g.limit);
+        if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
+        for (const r of await labelled(q, "claim-candidates").execute()) plain.push(seen(r));
       }
+      // Fair queues' candidates in their round-robin order, merged with the others' (claim order) by their heads.
+      const candidates = mergeByHeads([plain.sort(byClaimOrder), ...served]);
       if (candidates.length === 0) break;
-      candidates.sort(byClaimOrder);
       const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t) && cappedTasks.has(t));
       const tasksRoom = await taskRoom(ctx, db, unseen, !spent);
       for (const [task, left] of tasksRoom.caps) room.tasks.set(task, left);
@@ -373,6 +397,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
       if (!passedOver) break;
     }
+    for (const [queue, f] of fair) await f.finish(ctx, db, queue, chosen);
     await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
     const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
@@ -405,7 +430,7 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
   const read = () =>
     db
       .selectFrom(ctx.tables.queues)
-      .select(["name", "paused", "max_running", "keyed_rate", ...RATE_COLUMNS])
+      .select(["name", "paused", "max_running", "keyed_rate", "fair", ...RATE_COLUMNS])
       .where("name", "in", [...queues])
       .orderBy("name");
   if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];

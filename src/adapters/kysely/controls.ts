@@ -9,6 +9,7 @@ export interface QueueRow extends RateColumns {
   paused: number | boolean;
   max_running: number | string | null;
   keyed_rate?: number | string;
+  fair?: number | string;
 }
 
 /** A task control row as drivers return it. */

@@ -15,6 +15,7 @@ import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts"
 import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
+import { storeFairKeys } from "./fairness.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -28,7 +29,7 @@ import { mergeOrInsert } from "./debounce.ts";
 export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
   if (params.jobs.length === 0) return [];
   const { db, engine } = ctx;
-  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit || j.debounce);
+  const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit || j.debounce || j.fairness);
   if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
     const runs = arrayRuns(params.jobs);
@@ -95,6 +96,7 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     concurrency_key: j.concurrency?.key ?? null,
     on_conflict: j.concurrency?.onConflict ?? null,
     rate_key: j.rateLimit?.key ?? null,
+    fair_key: j.fairness?.key ?? null,
     timeout_ms: j.timeoutMs ?? null,
     idempotency_key: j.idempotencyKey ?? null,
     debounce_key: j.debounce?.key ?? null,
@@ -107,8 +109,9 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
 }
 
 /**
- * A batch with keyed, rate-keyed or idempotent jobs, inside its transaction.
- * Rate keys' limits are stored first (see `storeRateKeys`). Without
+ * A batch with keyed, rate-keyed, fairness-keyed or idempotent jobs, inside
+ * its transaction. Fairness keys (see `storeFairKeys`) and rate keys'
+ * limits (see `storeRateKeys`) are stored first. Without
  * idempotency keys: the batch's concurrency keys are upserted and locked in
  * one statement, made exact and counted in bulk (`promote`), each job is
  * admitted by the core's `admit` in batch order, and all are inserted
@@ -127,6 +130,8 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
   const { now } = params;
   const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
   if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
+  // Fairness keys before rate keys: a claim holds the keys it serves (never waiting for them) and then waits for rate keys.
+  await storeFairKeys(ctx, db, params.jobs);
   await storeRateKeys(ctx, db, params.jobs);
   // The stored limit of a key named twice is the last job's.
   const limits = new Map<string, number>();

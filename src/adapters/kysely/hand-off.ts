@@ -83,7 +83,7 @@ function handsOff(memory: ClaimMemory, { items, handOff }: SettleAndHandOffParam
  * this statement reads the newest setting), with how many slots the batch
  * frees in each; `picked` takes per queue the first ready jobs in claim
  * order, not of a capped or rate-limited task nor rate-keyed (a queue with
- * a rate limit, or that holds rate-keyed jobs, is not handed off), at most the freed slots and never past the
+ * a rate limit, or that holds rate-keyed jobs, or is fair, is not handed off: its claims serve its keys in turn), at most the freed slots and never past the
  * cap: `cap + freed − running`, running counted in the statement's snapshot
  * where the completed jobs still run; at most `handLimit` in all. `claimed`
  * claims them. Returns every completed and claimed row, told apart by HANDED.
@@ -141,6 +141,7 @@ function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: r
             .where("max_running", "is not", null)
             .where("rate_limit", "is", null)
             .where("keyed_rate", "=", 0)
+            .where("fair", "=", 0)
             .where("paused", "=", 0),
         ),
     )

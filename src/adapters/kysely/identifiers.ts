@@ -31,6 +31,8 @@ export interface TableNames {
   rateKeys: string;
   /** Recurring jobs. */
   schedules: string;
+  /** Fairness keys of fair queues, with their weights and turn states. */
+  fairKeys: string;
 }
 
 /** Table names for a prefix (the empty prefix is allowed). */
@@ -44,5 +46,6 @@ export function tableNames(prefix: string): TableNames {
     queues: `${prefix}queues`,
     tasks: `${prefix}tasks`,
     schedules: `${prefix}schedules`,
+    fairKeys: `${prefix}fair_keys`,
   };
 }

@@ -29,7 +29,13 @@ export type StatementLabel =
   /** A claim's rewrite of a rate limit's log of starts, under the limit's lock. */
   | "rate-log"
   /** The locked read of a debounce key's pending job, before an enqueue merges into it (or inserts the key's next job). */
-  | "debounce-find";
+  | "debounce-find"
+  /** An enqueue's upsert of the fairness keys its jobs name (weight, active). */
+  | "fair-store"
+  /** A claim's lock (`FOR UPDATE SKIP LOCKED`) of the fairness keys it serves, in serving order. */
+  | "fair-keys"
+  /** A claim's write of the turn states of the fairness keys it served. */
+  | "fair-serve";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -22,6 +22,7 @@ export interface JobRow {
   concurrency_key: string | null;
   on_conflict: string | null;
   rate_key?: string | null;
+  fair_key?: string | null;
   timeout_ms: number | string | bigint | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
@@ -62,6 +63,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     concurrencyKey: row.concurrency_key,
     onConflict: row.on_conflict === "block" || row.on_conflict === "discard" ? row.on_conflict : null,
     rateKey: row.rate_key ?? null,
+    fairKey: row.fair_key ?? null,
     timeoutMs: intOrNull(row.timeout_ms),
     leaseToken: row.lease_token,
     leaseExpiresAt: intOrNull(row.lease_expires_at),

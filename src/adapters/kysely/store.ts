@@ -53,6 +53,7 @@ import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./sche
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
+import { reactivateKeysOf } from "./fairness.ts";
 import { repairKeys } from "./repair.ts";
 import { payloadLimitWithin } from "./statement-size.ts";
 
@@ -175,6 +176,8 @@ export class KyselyStore implements DocketAdapter {
   replay(params: ReplayParams): Promise<JobRecord | null> {
     return this.#run(async () => {
       const record = await transition(this.#ctx, "replay", params, replaySet(params.now));
+      // The replayed job is live before its key is made active again: no claim clears the key in between.
+      if (record?.fairKey) await reactivateKeysOf(this.#ctx, this.#ctx.db, [record.id]);
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
       return record;
     });

@@ -44,6 +44,11 @@ function violation(job: NewJob): string | null {
     if (!isInteger(r.limit, 1) || !isInteger(r.periodMs, 1)) return "a rate key's limit and periodMs must be integers >= 1";
   }
   if (job.debounce != null && !isName(job.debounce.key)) return "a debounce key must be a non-empty string";
+  const f = job.fairness;
+  if (f) {
+    if (!isName(f.key)) return "a fairness key must be a non-empty string";
+    if (!isInteger(f.weight, 1)) return "a fairness key's weight must be an integer >= 1";
+  }
   return null;
 }
 

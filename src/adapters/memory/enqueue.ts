@@ -15,6 +15,7 @@ import { IdempotencyConflictError, InvalidArgumentError } from "../../core/error
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
+import { IMPLICIT_FAIR_KEY } from "../../core/fairness.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
@@ -41,6 +42,14 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     if (!j.rateLimit) continue;
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
+  }
+  // A fairness key's stored weight is the last one given; its queue becomes fair, with the implicit key of weight 1.
+  for (const j of params.jobs) {
+    if (!j.fairness) continue;
+    let keys = state.fairKeys.get(j.queue);
+    if (!keys) state.fairKeys.set(j.queue, (keys = new Map([[IMPLICIT_FAIR_KEY, { key: IMPLICIT_FAIR_KEY, weight: 1, served: 0, used: 0 }]])));
+    const turn = keys.get(j.fairness.key);
+    keys.set(j.fairness.key, turn ? { ...turn, weight: j.fairness.weight } : { key: j.fairness.key, weight: j.fairness.weight, served: 0, used: 0 });
   }
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;

@@ -8,6 +8,7 @@
 import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { RateLimit, StartLog } from "../../core/rate-limit.ts";
+import type { FairTurn } from "../../core/fairness.ts";
 import { nextTurn } from "../../core/turn.ts";
 
 export interface MemoryState {
@@ -26,6 +27,8 @@ export interface MemoryState {
   /** The starts inside the window of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly rateLogs: Map<string, StartLog>;
   readonly schedules: Map<string, StoredSchedule>;
+  /** The fair queues (those that have held fairness-keyed jobs), each with its keys' turn states by key. */
+  readonly fairKeys: Map<string, Map<string, FairTurn>>;
   /** Subscribers to ready notices, of every handle on this state. */
   readonly readyListeners: Set<(notice: ReadyNotice) => void>;
 }
@@ -41,6 +44,7 @@ export function emptyState(): MemoryState {
     rateKeys: new Map(),
     rateLogs: new Map(),
     schedules: new Map(),
+    fairKeys: new Map(),
     readyListeners: new Set(),
   };
 }

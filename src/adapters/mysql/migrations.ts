@@ -183,5 +183,29 @@ export function migrations(prefix: string): readonly Migration[] {
           ADD UNIQUE INDEX ${jobs}_debounce_pending (queue, task, debounce_pending)`,
       ],
     },
+    {
+      // Fair sharing: a queue's fairness keys, each with its weight and turn state (served: where its last turn
+      // ended; used: jobs taken of the turn under way; active: may have ready jobs, cleared by a claim only when
+      // the key has no live job, set again by every enqueue and replay of the key). fair: the queue has held
+      // fairness-keyed jobs (its claims serve its keys in round-robin). The index finds a key's ready jobs in claim order.
+      version: 15,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN fair SMALLINT NOT NULL DEFAULT 0, ADD CONSTRAINT ${prefix}queues_fair CHECK (fair IN (0, 1))`,
+        `CREATE TABLE ${prefix}fair_keys (
+          queue VARCHAR(191) NOT NULL,
+          name VARCHAR(191) NOT NULL,
+          weight INT NOT NULL,
+          served BIGINT NOT NULL DEFAULT 0,
+          used INT NOT NULL DEFAULT 0,
+          active SMALLINT NOT NULL DEFAULT 1,
+          PRIMARY KEY (queue, name),
+          INDEX ${prefix}fair_keys_turn (queue, active, served, name),
+          CONSTRAINT ${prefix}fair_keys_queue_nonempty CHECK (CHAR_LENGTH(queue) > 0),
+          CONSTRAINT ${prefix}fair_keys_weight CHECK (weight >= 1 AND used >= 0 AND active IN (0, 1))
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `ALTER TABLE ${jobs} ADD COLUMN fair_key VARCHAR(191) NULL, ADD CONSTRAINT ${jobs}_fair_key_nonempty CHECK (fair_key IS NULL OR CHAR_LENGTH(fair_key) > 0),
+          ADD INDEX ${jobs}_fair (state, queue, fair_key, priority, run_at, id)`,
+      ],
+    },
   ];
 }

@@ -192,5 +192,27 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
       ],
     },
+    {
+      // Fair sharing: a queue's fairness keys, each with its weight and turn state (served: where its last turn
+      // ended; used: jobs taken of the turn under way; active: may have ready jobs, cleared by a claim only when
+      // the key has no live job, set again by every enqueue and replay of the key). fair: the queue has held
+      // fairness-keyed jobs (its claims serve its keys in round-robin). The index finds a key's ready jobs in claim order.
+      version: 16,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN fair INTEGER NOT NULL DEFAULT 0 CHECK (fair IN (0, 1))`,
+        `CREATE TABLE ${prefix}fair_keys (
+          queue TEXT NOT NULL CHECK (length(queue) > 0),
+          name TEXT NOT NULL,
+          weight INTEGER NOT NULL CHECK (weight >= 1),
+          served INTEGER NOT NULL DEFAULT 0,
+          used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0),
+          active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+          PRIMARY KEY (queue, name)
+        )`,
+        `CREATE INDEX ${prefix}fair_keys_turn ON ${prefix}fair_keys (queue, active, served, name)`,
+        `ALTER TABLE ${jobs} ADD COLUMN fair_key TEXT CHECK (fair_key IS NULL OR length(fair_key) > 0)`,
+        `CREATE INDEX ${jobs}_fair ON ${jobs} (state, queue, fair_key, priority, run_at, id)`,
+      ],
+    },
   ];
 }

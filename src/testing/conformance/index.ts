@@ -1,6 +1,7 @@
 import type { ConformanceCase } from "../harness.ts";
 import { capCases } from "./caps.ts";
 import { rateLimitCases } from "./rate-limits.ts";
+import { fairnessCases } from "./fairness.ts";
 import { handOffCases } from "./hand-off.ts";
 import { claimCases } from "./claim.ts";
 import { claimTaskCases } from "./claim-tasks.ts";
@@ -62,6 +63,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...keyPolicyCases,
     ...capCases,
     ...rateLimitCases,
+    ...fairnessCases,
     ...handOffCases,
     ...constrainedCases,
     ...sequencedRaceCases,

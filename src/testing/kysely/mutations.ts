@@ -141,7 +141,7 @@ function tableName(node: OperationNode | undefined): string {
   return "";
 }
 const fromTable = (n: SelectQueryNode) => tableName(n.from?.froms[0]);
-const isTable = (name: string, table: "jobs" | "concurrency_keys" | "queues" | "tasks" | "rate_keys") => name === table || name.endsWith(`_${table}`);
+const isTable = (name: string, table: "jobs" | "concurrency_keys" | "queues" | "tasks" | "rate_keys" | "fair_keys") => name === table || name.endsWith(`_${table}`);
 
 function selectsOnly(n: SelectQueryNode, column: string): boolean {
   const sel = n.selections ?? [];
@@ -176,6 +176,14 @@ const isRunningCount = (n: SelectQueryNode) =>
  * (a LATERAL read on PostgreSQL, a correlated scalar read elsewhere).
  */
 const isBlockedRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_EQ) && n.limit !== undefined;
+/** A fair claim's lock of the fairness keys it serves: `SELECT … FROM fair_keys … FOR UPDATE SKIP LOCKED`. */
+const isFairKeyLock = (n: SelectQueryNode) => isTable(fromTable(n), "fair_keys") && (n.endModifiers ?? []).some((m) => m.modifier === "ForUpdate");
+
+/** Mutation: a fair claim reads the keys it serves without locking them, so concurrent claimers serve the same keys. */
+export function fairKeysUnlocked(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isFairKeyLock(n) ? withoutRowLocks(n) : n) });
+}
+
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
 const isControlRead = (n: SelectQueryNode) => (isTable(fromTable(n), "queues") || isTable(fromTable(n), "tasks")) && hasPredicate(n.where, NAME_IN);
 
@@ -617,6 +625,16 @@ export const MUTATIONS: readonly Mutation[] = [
     notApplicableBecause: "SQLite's single writer runs the holder lookup and the insert of one enqueue with no other writer between them",
     plugins: idempotencyConflictsUnhandled.plugins,
     wrapEngine: idempotencyConflictsUnhandled.wrapEngine,
+  },
+  {
+    id: "fair-keys-unlocked",
+    description:
+      "a fair queue's claim reads the fairness keys it serves without `FOR UPDATE SKIP LOCKED`: concurrent claimers all serve the least recently served key, " +
+      "so a flooding key takes more than its turn of a round (or a claimer waits on its jobs and takes nothing while other keys have ready jobs) (R21)",
+    appliesTo: (a) => a.skipLocked,
+    concurrentOnly: "one claimer serves the keys in turn whether or not it locks them: only a second claimer in between serves the same key",
+    notApplicableBecause: "SQLite's single writer runs one claim at a time; there is no row lock to remove",
+    plugins: () => [fairKeysUnlocked()],
   },
   {
     id: "replay-unlocked-unguarded",

@@ -33,6 +33,8 @@ export interface JobSetup {
   readonly idempotencyKey: string | null;
   /** Whether it carries the rate key RATE_KEY (limit: the scenario's `rateR`); only jobs that start ready or scheduled do. */
   readonly rated?: boolean;
+  /** A fairness key (weight 1), or absent. */
+  readonly fairKey?: string | null;
 }
 
 /** The rate key of rated setup jobs; its window and qa's (RATE_PERIOD_MS) span the whole run. */
@@ -153,6 +155,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     concurrency: concurrencyOf(j.key, c),
     ...(j.idempotencyKey === null ? {} : { idempotencyKey: j.idempotencyKey }),
     ...(j.rated && (j.start === "ready" || j.start === "future") ? { rateLimit: { key: RATE_KEY, limit: c.rateR ?? 1, periodMs: RATE_PERIOD_MS } } : {}),
+    ...(j.fairKey ? { fairness: { key: j.fairKey, weight: 1 } } : {}),
   });
   const ids: number[] = new Array(scenario.jobs.length);
   const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);

@@ -17,7 +17,9 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
  * - lifecycle: idempotent enqueues of one key, and bulk replays of the same
  *   dead jobs racing each other and claims;
  * - rate: two or three claimers race for the last start of a rate key's
- *   limit (and of qa's), each holding a different ready job.
+ *   limit (and of qa's), each holding a different ready job;
+ * - fairness: claimers of one job each race over a fair queue's keys, one
+ *   of them flooding (R21, judged by I13).
  *
  * A family only narrows the draw: every run is judged by every invariant.
  */
@@ -29,6 +31,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     { weight: 1, arbitrary: admissionRace(maxWorkers) },
     { weight: 1, arbitrary: lifecycleRace(maxWorkers) },
     { weight: 1, arbitrary: rateRace(maxWorkers) },
+    { weight: 1, arbitrary: fairnessRace(maxWorkers) },
   );
 }
 
@@ -214,4 +217,24 @@ function lifecycleRace(maxWorkers: number): fc.Arbitrary<Scenario> {
     controls: controlsArb.map((c) => ({ ...c, pausedB: false })),
     workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
   }).map(({ dead, holder, controls, workers }) => ({ jobs: oneHolderPerKey(holder ? [holder, ...dead] : dead), controls, workers }));
+}
+
+/**
+ * A fair queue (qc): key f with 2–4 ready jobs, keys g and h with 1–2 each
+ * (weight 1); 2–3 workers each claim one job at a time, once or twice,
+ * and complete it or keep it. Concurrent claimers must serve different keys.
+ */
+function fairnessRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const jobsOf = (key: string, min: number, max: number) =>
+    fc.array(jobArb(fc.constant<JobStart>("ready"), { queue: fc.constant(2), key: fc.constant(null) }), { minLength: min, maxLength: max }).map((js) =>
+      js.map((j) => ({ ...j, task: "t", idempotencyKey: null, fairKey: key })),
+    );
+  const claimOne = fc.record({ kind: fc.constant("claim" as const), limit: fc.constant(1), outcome: fc.constantFrom<Outcome>("complete", "crash") });
+  return fc.record({
+    f: jobsOf("f", 2, 4),
+    g: jobsOf("g", 1, 2),
+    h: jobsOf("h", 1, 2),
+    controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, pausedB: false })),
+    workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(claimOne, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
+  }).map(({ f, g, h, controls, workers }) => ({ jobs: [...f, ...g, ...h], controls, workers }));
 }

@@ -1,5 +1,5 @@
 /**
- * Deterministic two-session tests for races R1, R4, R5, R7, R12, R18 and R22
+ * Deterministic two-session tests for races R1, R4, R5, R7, R12, R18, R20, R21 and R22
  * (R1 and R5 also through the worker's batched outcome write, key known)
  * (docs/design.md). Each holds session 1 at its critical statement, found by
  * its label (StatementHook), while session 2 runs, then checks the
@@ -16,7 +16,7 @@ import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/h
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { debounceUnguarded, engineWithoutTransactions, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { debounceUnguarded, engineWithoutTransactions, fairKeysUnlocked, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
 /**
@@ -313,6 +313,37 @@ const HELD_RACES: HeldRace[] = [
         return `the last payload is neither claimed nor pending: claimed ${JSON.stringify(claimed.map((c) => [c.id, c.payload]))}, pending ${JSON.stringify(pending.map((j) => [j.id, j.payload, j.attempt]))}, merge returned #${merged!.id}`;
       }
       return null;
+    },
+  },
+  {
+    id: "R21",
+    name: "two claimers of a fair queue serve different keys: the second neither takes a second job of the key the first serves nor comes away empty",
+    guard: "the fairness key rows taken FOR UPDATE SKIP LOCKED by the claim that serves them",
+    mutant: { instrument: { plugins: [fairKeysUnlocked()] } },
+    // SQLite's single writer runs the two claims one after the other: nothing to race, no lock to remove.
+    applies: ({ s1 }) => s1.capabilities?.skipLocked === true,
+    // Keys flood (20 jobs), x and y (one each), all unserved: serving order flood, x, y. Session 1 claims one job
+    // (flood's) and is held before it writes the keys' turns and its claim. Session 2 claims two: with the key rows
+    // locked it passes over flood and serves x and y; reading them unlocked it serves flood and x too, and either
+    // takes flood's job before session 1 (which then comes away empty) or waits for it and gets only x.
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      const fair = (key: string) => newJob({ queue: "q", fairness: { key, weight: 1 }, runAt: now });
+      await t.adapter.enqueue({ jobs: Array.from({ length: 20 }, () => fair("flood")), now });
+      await t.adapter.enqueue({ jobs: [fair("x"), fair("y")], now });
+      const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const held = hook.holdNext("fair-serve");
+      const first = claim(s1, 1);
+      await held.reached;
+      const second = claim(s2, 2);
+      await settle(second);
+      held.release();
+      const [a, b] = await Promise.all([first, second]);
+      const keys = (jobs: typeof a) => JSON.stringify(jobs.map((j) => j.fairKey));
+      if (a.length !== 1) return `session 1 took ${a.length} jobs of 1 (keys ${keys(a)}; session 2: ${keys(b)})`;
+      if (b.length !== 2) return `session 2 took ${b.length} jobs of 2 while keys x and y had ready jobs (keys ${keys(b)}; session 1: ${keys(a)})`;
+      const flood = [...a, ...b].filter((j) => j.fairKey === "flood").length;
+      return flood > 1 ? `the flooding key took ${flood} of the round's 3 slots while x and y waited (${keys(a)}, ${keys(b)})` : null;
     },
   },
 ];
