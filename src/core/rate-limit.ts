@@ -8,6 +8,13 @@
  * under the limit's lock, in the claim that takes the starts. Nothing here
  * reads storage.
  *
+ * Claims take their time (`now`) before they wait for a limit's lock, so a
+ * claim may find starts logged at a later time than its own. The window is
+ * then judged at the newest logged start (`windowEnd`): a claim never counts
+ * the window at a time before a start it can see, and logs its own starts
+ * there. Otherwise a later claim that dropped old starts from the log would
+ * hide them from an earlier one, which would count them free again.
+ *
  * Why a sliding window and not a token bucket: a bucket of `limit` tokens
  * refilled every `periodMs` lets 2 × `limit` start across a refill's edge,
  * and "at most `limit` in any window" forbids that.
@@ -72,6 +79,13 @@ export function readStarts(text: string | null | undefined): StartLog {
   }
 }
 
+/** Where a claim at `now` judges the window: `now`, or the newest start in `log` when that is later. */
+export function windowEnd(log: StartLog, now: number): number {
+  let end = now;
+  for (const [at] of log) if (at > end) end = at;
+  return end;
+}
+
 /** How many starts of `log` are inside the window that ends at `now`. */
 export function startsInWindow(log: StartLog, now: number, periodMs: number): number {
   let used = 0;
@@ -81,11 +95,12 @@ export function startsInWindow(log: StartLog, now: number, periodMs: number): nu
 
 /** How many more jobs may start at `now` (never negative; a lowered limit may leave none). */
 export function rateRoom(log: StartLog, limit: number, periodMs: number, now: number): number {
-  return Math.max(0, limit - startsInWindow(log, now, periodMs));
+  return Math.max(0, limit - startsInWindow(log, windowEnd(log, now), periodMs));
 }
 
-/** The log text after `count` starts at `now`: the entries that left the window dropped. */
+/** The log text after `count` starts at `now` (at `windowEnd`): the entries that left the window dropped. */
 export function logStarts(log: StartLog, now: number, count: number, periodMs: number): string {
+  now = windowEnd(log, now);
   const kept = log.filter(([at]) => now - at < periodMs);
   if (count > 0) {
     const last = kept[kept.length - 1];
@@ -101,6 +116,7 @@ export function logStarts(log: StartLog, now: number, count: number, periodMs: n
  * `now` when it has room already.
  */
 export function nextRoomAt(log: StartLog, limit: number, periodMs: number, now: number): number {
+  now = windowEnd(log, now);
   let used = startsInWindow(log, now, periodMs);
   if (used < limit) return now;
   for (const [at, n] of log) {

@@ -400,9 +400,12 @@ export const controlInvariants: Invariant[] = [
 export const fairnessInvariants: Invariant[] = [
   {
     id: "I13",
-    name: "fair sharing: a claim comes back empty only while every key with ready jobs is being served by an overlapping claim",
+    name: "fair sharing: a claim comes back empty only while every key with ready jobs (none a rate limit holds) is being served by an overlapping claim",
     check: (run) => {
-      const keyed = run.initial.filter((j) => j.fairKey !== null && j.state === "ready");
+      // Jobs a rate limit may hold back (a rate key, a rate-limited queue) are left out: an empty claim may be the limit's.
+      const rated = run.limits?.rates;
+      const heldByRate = (j: { rateKey: string | null; queue: string }) => j.rateKey !== null || rated?.queues[j.queue] !== undefined;
+      const keyed = run.initial.filter((j) => j.fairKey !== null && j.state === "ready" && !heldByRate(j));
       if (keyed.length === 0) return [];
       const claims = operations(run).filter((o) => o.name === "claim" && o.error === undefined);
       if (claims.some((c) => (c.limit ?? 1) > 1)) return [];
