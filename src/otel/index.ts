@@ -101,6 +101,10 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
         "messaging.message.id": String(job.id),
         "docket.task": job.task,
         "docket.attempt": job.attempt,
+        // How long it waited once due (a rate limit, a cap, a key or busy workers held it), and the flow controls it is under.
+        "docket.wait_ms": Math.max(0, job.updatedAt - job.runAt),
+        ...(job.fairKey === null ? {} : { "docket.fairness_key": job.fairKey }),
+        ...(job.rateKey === null ? {} : { "docket.rate_key": job.rateKey }),
       });
       return tracer.startActiveSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, attributes, links }, async (span) => {
         try {

@@ -86,7 +86,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       expect(process.kind).toBe(SpanKind.CONSUMER);
       expect(process.links[0]?.context.spanId).toBe(send.spanContext().spanId);
       expect(process.links[0]?.context.traceId).toBe(checkout.spanContext().traceId);
-      expect(process.attributes).toMatchObject({ "messaging.operation.type": "process", "docket.task": "email", "docket.attempt": 1 });
+      expect(process.attributes).toMatchObject({ "messaging.operation.type": "process", "docket.task": "email", "docket.attempt": 1, "docket.wait_ms": expect.any(Number) });
       expect(render.parentSpanContext?.spanId).toBe(process.spanContext().spanId);
       expect(failed.status.code).toBe(2);
       expect(failed.events.some((e) => e.name === "exception")).toBe(true);
