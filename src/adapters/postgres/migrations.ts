@@ -151,7 +151,9 @@ export function migrations(prefix: string): readonly Migration[] {
       // Fair sharing: a queue's fairness keys, each with its weight and turn state (served: where its last turn
       // ended; used: jobs taken of the turn under way; active: may have ready jobs, cleared by a claim only when
       // the key has no live job, set again by every enqueue and replay of the key). fair: the queue has held
-      // fairness-keyed jobs (its claims serve its keys in round-robin). The index finds a key's ready jobs in claim order.
+      // fairness-keyed jobs (its claims serve its keys in round-robin). The index finds a key's ready jobs in claim order;
+      // partial, so that jobs without a fairness key (every job of most queues) cost no entry: the implicit key's
+      // jobs are read through the claim index.
       version: 15,
       statements: [
         `ALTER TABLE ${prefix}queues ADD COLUMN fair smallint NOT NULL DEFAULT 0 CHECK (fair IN (0, 1))`,
@@ -166,7 +168,7 @@ export function migrations(prefix: string): readonly Migration[] {
         )`,
         `CREATE INDEX ${prefix}fair_keys_turn ON ${prefix}fair_keys (queue, served, name) WHERE active = 1`,
         `ALTER TABLE ${jobs} ADD COLUMN fair_key text CHECK (fair_key IS NULL OR length(fair_key) > 0)`,
-        `CREATE INDEX ${jobs}_fair ON ${jobs} (queue, fair_key, priority, run_at, id) WHERE state = 'ready'`,
+        `CREATE INDEX ${jobs}_fair ON ${jobs} (queue, fair_key, priority, run_at, id) WHERE state = 'ready' AND fair_key IS NOT NULL`,
       ],
     },
   ];
