@@ -172,11 +172,12 @@ function claimRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   }).map((s) => ({ ...s, jobs: oneHolderPerKey(s.jobs) }));
 }
 
-/** 2–3 ready jobs of the rate key (limit 1–2), in qa (maybe rate-limited) or qc; 2–3 workers claim once each. */
+/** 2–3 ready jobs of the rate key (limit 1), in qc (no cap, no queue limit); 2–3 workers claim once each. */
 function rateRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   return fc.record({
-    jobs: fc.array(jobArb(fc.constant<JobStart>("ready"), { queue: fc.constantFrom(0, 2), key: fc.constant(null) }).map((j) => ({ ...j, rated: true })), { minLength: 2, maxLength: 3 }),
-    controls: controlsArb.map((c) => ({ ...c, pausedB: false, rateR: 1 })),
+    jobs: fc.array(jobArb(fc.constant<JobStart>("ready"), { queue: fc.constant(2), key: fc.constant(null) }).map((j) => ({ ...j, rated: true, idempotencyKey: null })), { minLength: 2, maxLength: 3 }),
+    // Nothing else holds the claimers back (no cap, no other limit): only the rate key's one start decides.
+    controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, rateA: null, pausedB: false, rateR: 1 })),
     workers: workersOf(fc.record({ skew: fc.constant(0), steps: claimStep(fc.constantFrom<Outcome>("complete", "crash")).map((s) => [s]) }), 2, Math.min(3, maxWorkers)),
   }).map((s) => ({ ...s, jobs: oneHolderPerKey(s.jobs) }));
 }
