@@ -48,6 +48,14 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   return claimWithControls(ctx, memory, params, constrained);
 }
 
+/** A queue or task control row with a control a claim counts under the row's exclusive lock: a cap or a rate limit. */
+// deno-lint-ignore no-explicit-any
+export const countedControl = (eb: ExpressionBuilder<any, any>) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]);
+
+/** A queue control row whose claims need the controls transaction: counted (above), or it has held rate-keyed or fairness-keyed jobs. */
+// deno-lint-ignore no-explicit-any
+const controlledQueue = (eb: ExpressionBuilder<any, any>) => eb.or([countedControl(eb), eb("keyed_rate", "=", 1), eb("fair", "=", 1)]);
+
 /**
  * Whether a control stops the one-statement claim: an unpaused queue among
  * the claim's queues with a cap or a rate limit or rate-keyed jobs, or that
@@ -58,13 +66,13 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
 async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolean> {
   const { db, tables } = ctx;
   const build = () => {
-    let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]));
+    let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where(countedControl);
     if (params.tasks !== undefined) tasks = tasks.where("name", "in", [...params.tasks]);
     return db
       .selectFrom(tables.queues)
       .select(sql<number>`1`.as("capped"))
       .where("name", "in", [...params.queues])
-      .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null), eb("keyed_rate", "=", 1), eb("fair", "=", 1)]))
+      .where(controlledQueue)
       .where("paused", "=", 0)
       .unionAll(tasks)
       .limit(1);
@@ -192,10 +200,10 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
               w
                 .selectFrom("ctl_q")
                 .select("name")
-                .where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null), c("keyed_rate", "=", 1), c("fair", "=", 1)]))
+                .where(controlledQueue)
                 .where("paused", "=", 0),
             ),
-            w.exists(w.selectFrom("ctl_t").select("name").where((c) => c.or([c("max_running", "is not", null), c("rate_limit", "is not", null)]))),
+            w.exists(w.selectFrom("ctl_t").select("name").where(countedControl)),
           ]),
         ),
       );
@@ -440,7 +448,7 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
     return rows;
   }
   const capped = (await read()
-    .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]))
+    .where(countedControl)
     .forUpdate()
     .execute()) as QueueRow[];
   const cappedNames = new Set(capped.map((r) => r.name));
@@ -470,7 +478,7 @@ async function taskRoom(
     .selectFrom(ctx.tables.tasks)
     .select(["name", "max_running", ...RATE_COLUMNS])
     .where("name", "in", tasks)
-    .where((eb) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)]))
+    .where(countedControl)
     .orderBy("name");
   if (count && ctx.engine.capabilities.rowLocks) q = q.forUpdate();
   for (const r of (await q.execute()) as TaskRow[]) {

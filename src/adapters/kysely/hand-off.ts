@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
 import type { StoreContext } from "./context.ts";
 import type { Capabilities } from "./engine.ts";
-import { CAPS_MEMORY_MS, claimSet, type ClaimMemory } from "./claim.ts";
+import { CAPS_MEMORY_MS, claimSet, countedControl, type ClaimMemory } from "./claim.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { guard } from "./guard.ts";
 import { labelled } from "./labels.ts";
@@ -111,7 +111,7 @@ function handOffStatement(ctx: StoreContext, queues: readonly string[], tasks: r
   // deno-lint-ignore no-explicit-any
   let next: any = guard(d.selectFrom(tables.jobs).select(["id", "priority", "run_at"]), "claim", { now: 0 })
     .where("queue", "=", sql.ref("ctl.name"))
-    .where("task", "not in", d.selectFrom("ctl_t").select("name").where((eb: any) => eb.or([eb("max_running", "is not", null), eb("rate_limit", "is not", null)])))
+    .where("task", "not in", d.selectFrom("ctl_t").select("name").where(countedControl))
     .where("rate_key", "is", null);
   if (tasks !== undefined) next = next.where("task", "in", [...tasks]);
   next = inClaimOrder(next)
