@@ -1,28 +1,30 @@
 /**
- * Fair sharing benchmark (issue 25 item 2): does a flooding key hold the
+ * Fair sharing benchmark (issue 25 item 6b): does a flooding key hold the
  * other keys back, and what does fairness cost? Per adapter, on a fresh
- * store per scenario, W docket workers of concurrency C run in THIS process
- * (each on its own adapter, so its own pool; not separate processes: a
- * shortcut of this first cut), polling every --poll-ms, handlers no-ops:
+ * store per scenario, W worker processes (bench/fairness-child.ts) of
+ * concurrency C poll every --poll-ms, handlers no-ops; this process
+ * enqueues:
  *
  *   idle:   S small keys each enqueue one job every --every-ms for --idle-s
  *           seconds on an empty fair queue;
  *   flood:  one key enqueues N jobs (batches of 1,000) while the S small keys
  *           enqueue as above until the flood has drained;
- *   plain:  the same N jobs without fairness keys, no small keys.
+ *   plain:  the same workload (N flood jobs, S small producers) without
+ *           fairness keys.
  *
  * Reported: the small keys' start latency (enqueue → handler start, one wall
  * clock), p50/p99, under the flood against idle (ratio); and the flood's
- * throughput (N over first enqueue → last start) with fairness against plain
- * (ratio). Targets: p99 ratio ≤ 2, throughput cost ≤ 10%.
+ * throughput (N over first enqueue → last start) with fairness against
+ * plain (ratio). Targets: p99 ratio ≤ 2, throughput cost ≤ 10%.
  *
  *   npx tsx bench/fairness.ts [--adapters sqlite,postgres,mysql] [--jobs 20000] [--small 100] [--every-ms 100]
- *     [--workers 4] [--concurrency 10] [--poll-ms 50] [--idle-s 3]
+ *     [--workers 4] [--concurrency 10] [--poll-ms 50] [--idle-s 3] [--runs 1]
  */
 import { Docket } from "../src/index.ts";
-import type { DocketAdapter } from "../src/core/adapter.ts";
 import { openDatabase, type AdapterName, type Database } from "./databases.ts";
-import { wallNow } from "./children.ts";
+import { startChild, wallNow } from "./children.ts";
+
+const CHILD = new URL("./fairness-child.ts", import.meta.url).pathname;
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
@@ -34,6 +36,7 @@ const workers = Number(args.get("workers") ?? 4);
 const concurrency = Number(args.get("concurrency") ?? 10);
 const pollMs = Number(args.get("poll-ms") ?? 50);
 const idleS = Number(args.get("idle-s") ?? 3);
+const runs = Number(args.get("runs") ?? 1);
 
 interface Measured {
   latencies: number[];
@@ -53,35 +56,26 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   const client = new Docket({ adapter });
   await client.migrate();
   const m: Measured = { latencies: [], floodStarted: 0, floodFirst: 0, floodLast: 0 };
-  const stores: DocketAdapter[] = [];
-  const ws = [];
-  for (let i = 0; i < workers; i++) {
-    const a = await db.open(n);
-    stores.push(a);
-    const d = new Docket({ adapter: a });
-    ws.push(
-      d.worker({
-        queues: ["fair"],
-        concurrency,
-        pollMs,
-        logger: null,
-        handlers: {
-          small: async (p: { at: number }) => void m.latencies.push(wallNow() - p.at),
-          flood: async () => {
-            m.floodStarted++;
-            m.floodLast = wallNow();
-          },
-        },
-      } as never),
-    );
-  }
-  for (const w of ws) await w.start();
+  const children = Array.from({ length: workers }, () => startChild([CHILD, JSON.stringify(db.spec(n)), String(concurrency), String(pollMs)]));
+  await Promise.all(children.map((c) => c.next((x) => x.ready === true)));
+  const started = new Map<number, number>();
+  const progress = children.map((c, i) =>
+    (async () => {
+      for (;;) {
+        const x = await c.next((y) => y.progress === false || y.done === true);
+        if (x.done) return x;
+        started.set(i, Number(x.flood));
+      }
+    })(),
+  );
+  const floodStarted = () => [...started.values()].reduce((a, b) => a + b, 0);
   let producing = true;
-  const producers = kind === "plain" ? [] : Array.from({ length: small }, (_, k) =>
+  const producers = Array.from({ length: small }, (_, k) =>
     (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * everyMs));
       while (producing) {
-        await client.enqueue("small", { at: wallNow() }, { queue: "fair", fairness: { key: `small:${k}` } } as never).catch(() => undefined);
+        const fairness = kind === "plain" ? {} : { fairness: { key: `small:${k}` } };
+        await client.enqueue("small", { at: wallNow() }, { queue: "fair", ...fairness } as never).catch(() => undefined);
         await new Promise((r) => setTimeout(r, everyMs));
       }
     })(),
@@ -95,13 +89,17 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
       await client.enqueueMany(batch as never);
     }
     const deadline = Date.now() + 300_000;
-    while (m.floodStarted < jobs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (floodStarted() < jobs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
   producing = false;
   await Promise.all(producers);
   await new Promise((r) => setTimeout(r, 300));
-  for (const w of ws) await w.stop();
-  for (const a of stores) await a.close();
+  for (const c of children) c.send({ stop: true });
+  for (const r of await Promise.all(progress)) {
+    m.latencies.push(...(r.latencies as number[]));
+    m.floodStarted += Number(r.flood);
+    m.floodLast = Math.max(m.floodLast, Number(r.floodLast));
+  }
   await adapter.close();
   return m;
 }
@@ -111,23 +109,27 @@ const say = (s: string) => {
   console.log(s);
   lines.push(s);
 };
-say(`fairness benchmark: ${jobs} flood jobs, ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in one process, poll ${pollMs} ms`);
+say(`fairness benchmark: ${jobs} flood jobs, ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in ${workers} processes, poll ${pollMs} ms`);
 for (const name of adapters) {
   const db = await openDatabase(name);
   try {
-    const idle = await scenario(db, 1, "idle");
-    const flood = await scenario(db, 2, "flood");
-    const plain = await scenario(db, 3, "plain");
-    const rate = (x: Measured) => x.floodStarted / ((x.floodLast - x.floodFirst) / 1000);
-    const p99i = pct(idle.latencies, 99);
-    const p99f = pct(flood.latencies, 99);
-    say(
-      `${name}: small-key start latency idle p50 ${pct(idle.latencies, 50).toFixed(1)} ms p99 ${p99i.toFixed(1)} ms (${idle.latencies.length} jobs); ` +
-        `under flood p50 ${pct(flood.latencies, 50).toFixed(1)} ms p99 ${p99f.toFixed(1)} ms (${flood.latencies.length} jobs); p99 ratio ${(p99f / p99i).toFixed(2)}×`,
-    );
-    say(
-      `${name}: flood throughput with fairness ${rate(flood).toFixed(0)} jobs/s (${flood.floodStarted}/${jobs}), without ${rate(plain).toFixed(0)} jobs/s (${plain.floodStarted}/${jobs}); ratio ${(rate(flood) / rate(plain)).toFixed(2)}`,
-    );
+    for (let run = 0; run < runs; run++) {
+      const base = run * 3;
+      const idle = await scenario(db, base + 1, "idle");
+      const flood = await scenario(db, base + 2, "flood");
+      const plain = await scenario(db, base + 3, "plain");
+      const rate = (x: Measured) => x.floodStarted / ((x.floodLast - x.floodFirst) / 1000);
+      const p99i = pct(idle.latencies, 99);
+      const p99f = pct(flood.latencies, 99);
+      say(
+        `${name}: small-key start latency idle p50 ${pct(idle.latencies, 50).toFixed(1)} ms p99 ${p99i.toFixed(1)} ms (${idle.latencies.length} jobs); ` +
+          `under flood p50 ${pct(flood.latencies, 50).toFixed(1)} ms p99 ${p99f.toFixed(1)} ms (${flood.latencies.length} jobs); p99 ratio ${(p99f / p99i).toFixed(2)}×` +
+          `; without fairness keys under the flood p50 ${pct(plain.latencies, 50).toFixed(1)} ms p99 ${pct(plain.latencies, 99).toFixed(1)} ms`,
+      );
+      say(
+        `${name}: flood throughput with fairness ${rate(flood).toFixed(0)} jobs/s (${flood.floodStarted}/${jobs}), without ${rate(plain).toFixed(0)} jobs/s (${plain.floodStarted}/${jobs}); ratio ${(rate(flood) / rate(plain)).toFixed(2)}`,
+      );
+    }
   } finally {
     await db.dispose();
   }

@@ -1,0 +1,46 @@
+/**
+ * One worker process of the fairness benchmark (bench/fairness.ts): a
+ * docket worker on queue "fair" whose handlers record, for small jobs, the
+ * start latency (wall clock now − the payload's enqueue time) and, for flood
+ * jobs, how many started and when the last did. Prints {ready} once the
+ * worker runs, {progress, flood} every 100 ms, and on {stop} stops the
+ * worker and prints {done, latencies, flood, floodLast}.
+ *
+ * argv: store spec (JSON), concurrency, pollMs.
+ */
+import { createInterface } from "node:readline";
+import { Docket } from "../src/index.ts";
+import { openSpec, type StoreSpec } from "./databases.ts";
+import { wallNow } from "./children.ts";
+
+const [specJson, concurrencyArg, pollArg] = process.argv.slice(2);
+const adapter = await openSpec(JSON.parse(specJson!) as StoreSpec);
+const latencies: number[] = [];
+let flood = 0;
+let floodLast = 0;
+const worker = new Docket({ adapter }).worker({
+  queues: ["fair"],
+  concurrency: Number(concurrencyArg),
+  pollMs: Number(pollArg),
+  logger: null,
+  handlers: {
+    small: async (p: unknown) => void latencies.push(wallNow() - (p as { at: number }).at),
+    flood: async () => {
+      flood++;
+      floodLast = wallNow();
+    },
+  },
+});
+await worker.start();
+const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");
+say({ ready: true });
+const timer = setInterval(() => say({ progress: false, flood }), 100);
+for await (const line of createInterface({ input: process.stdin })) {
+  if ((JSON.parse(line) as { stop?: boolean }).stop) {
+    clearInterval(timer);
+    await worker.stop();
+    await adapter.close();
+    say({ done: true, latencies, flood, floodLast });
+    process.exit(0);
+  }
+}
