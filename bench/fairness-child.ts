@@ -40,7 +40,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     clearInterval(timer);
     await worker.stop();
     await adapter.close();
-    say({ done: true, latencies, flood, floodLast });
-    process.exit(0);
+    // A pipe's writes are asynchronous: exit once this (large) line is out.
+    process.stdout.write(JSON.stringify({ done: true, latencies, flood, floodLast }) + "\n", () => process.exit(0));
   }
 }

@@ -405,15 +405,9 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
       if (!passedOver) break;
     }
+    for (const [queue, f] of fair) await f.finish(ctx, db, queue, chosen);
     await logStarts(ctx, db, limits, params);
-    // The fair queues' key writes come last: a claim holds those rows only until it commits.
-    const finishFair = async () => {
-      for (const [queue, f] of fair) await f.finish(ctx, db, queue, chosen);
-    };
-    if (chosen.length === 0) {
-      await finishFair();
-      return [];
-    }
+    if (chosen.length === 0) return [];
     const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
@@ -426,7 +420,6 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           ? chosen.map((id) => claimedRow(whole.get(id)!, params))
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
-    await finishFair();
     return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
   });
 }

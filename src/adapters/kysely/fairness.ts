@@ -1,16 +1,14 @@
 /**
  * Fair sharing in storage: a fair queue's keys are rows `(queue, name,
  * weight, served, used, active)`; the rule that orders and advances them is
- * the core's (core/fairness.ts). A claim reads the rows of the keys it
- * serves unlocked (claims of one queue run side by side: none waits for
- * another's keys), takes their jobs `FOR UPDATE SKIP LOCKED`, and writes
- * the served keys' turn states back in one statement, the last of its
- * transaction. Turn states are advisory: a lost or overtaken write changes
- * which key goes first, never which jobs may run. `active` keeps keys
- * without live jobs out of the claims' scan: a claim clears it only when
- * the key has no job that is scheduled, ready, blocked or running (checked
- * by a statement run after it has locked the key's row, so an enqueue that
- * committed since is seen), and every enqueue of the key writes it again
+ * the core's (core/fairness.ts). A claim takes the rows of the keys it
+ * serves `FOR UPDATE SKIP LOCKED` (where the engine has row locks; SQLite
+ * has one writer), so concurrent claimers serve different keys and none
+ * waits for another's keys (R21); it writes their turn states back in one
+ * statement in its transaction. `active` keeps keys without live jobs out
+ * of the claims' scan: a claim clears it only when the key has no job that
+ * is scheduled, ready, blocked or running (checked in the guarded UPDATE,
+ * under the key row's lock), and every enqueue of the key writes it again
  * (always a write, never read-and-skip, so it waits for a claim holding the
  * row), as does a replay of one of its jobs.
  */
@@ -56,32 +54,35 @@ export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly
 
 /**
  * Up to `limit` active keys of `queue` not in `except`, in serving order
- * (served, then name), read unlocked, and the largest `served` of the
- * queue's keys (`base`: 0 when none; new positions go after it), in one
- * statement.
+ * (served, then name), locked `FOR UPDATE SKIP LOCKED` where the engine has
+ * row locks: a key another claim holds is passed over.
  */
-export async function readFairKeys(ctx: StoreContext, db: AnyDb, queue: string, limit: number, except: readonly string[]): Promise<{ turns: FairTurn[]; base: number }> {
-  const { tables } = ctx;
+export async function lockFairKeys(ctx: StoreContext, db: AnyDb, queue: string, limit: number, except: readonly string[]): Promise<FairTurn[]> {
   let q = db
-    .selectFrom(tables.fairKeys)
+    .selectFrom(ctx.tables.fairKeys)
     .select(["name", "weight", "served", "used"])
-    .select((eb: ExpressionBuilder<any, any>) => eb.selectFrom(`${tables.fairKeys} as mk`).select(eb.fn.max("mk.served").as("m")).where("mk.queue", "=", queue).as("docket_base"))
     .where("queue", "=", queue)
     .where("active", "=", 1)
     .orderBy("served")
     .orderBy("name")
     .limit(limit);
   if (except.length > 0) q = q.where("name", "not in", [...except]);
-  const rows = (await labelled(q, "fair-keys").execute()) as { name: string; weight: unknown; served: unknown; used: unknown; docket_base: unknown }[];
-  const turns = rows.map((r) => ({ key: r.name, weight: Number(r.weight), served: Number(r.served), used: Number(r.used) }));
-  return { turns, base: Number(rows[0]?.docket_base ?? 0) };
+  if (ctx.engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
+  const rows = (await labelled(q, "fair-keys").execute()) as { name: string; weight: unknown; served: unknown; used: unknown }[];
+  return rows.map((r) => ({ key: r.name, weight: Number(r.weight), served: Number(r.served), used: Number(r.used) }));
 }
 
-/**
- * Writes the turn states of `turns` (keys of `queue` this claim served) in
- * one UPDATE, rows locked in (queue, name) order; a claim writes them last,
- * so it holds their rows only until it commits.
- */
+/** The largest `served` of `queue`'s keys (0 when none): new positions go after it. */
+export async function maxServed(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
+  const r = await db
+    .selectFrom(ctx.tables.fairKeys)
+    .select((eb: ExpressionBuilder<any, any>) => eb.fn.max("served").as("m"))
+    .where("queue", "=", queue)
+    .executeTakeFirst();
+  return Number(r?.m ?? 0);
+}
+
+/** Writes the turn states of `turns` (keys of `queue` this transaction holds) in one UPDATE. */
 export async function writeTurns(ctx: StoreContext, db: AnyDb, queue: string, turns: readonly FairTurn[]): Promise<void> {
   if (turns.length === 0) return;
   const cases = (column: "served" | "used") =>
@@ -96,22 +97,14 @@ export async function writeTurns(ctx: StoreContext, db: AnyDb, queue: string, tu
 }
 
 /**
- * Clears `active` of those of `names` (keys of `queue` the claim found
- * without ready jobs, never the implicit key) that have no live job: the
- * rows are locked first (`FOR UPDATE SKIP LOCKED` where the engine has row
- * locks: a key another transaction writes, e.g. an enqueue of it, is left
- * active), then the UPDATE reads the live jobs in a statement of its own,
- * so a job committed before the lock was taken is seen.
+ * Clears `active` of those of `names` (keys of `queue` this transaction
+ * holds, never the implicit key) that have no live job, as the UPDATE
+ * itself reads them.
  */
 export async function deactivateIdle(ctx: StoreContext, db: AnyDb, queue: string, names: readonly string[]): Promise<void> {
-  let keys = names.filter((n) => n !== IMPLICIT_FAIR_KEY).sort();
+  const keys = names.filter((n) => n !== IMPLICIT_FAIR_KEY);
   if (keys.length === 0) return;
   const { tables } = ctx;
-  if (ctx.engine.capabilities.skipLocked) {
-    const lock = db.selectFrom(tables.fairKeys).select("name").where("queue", "=", queue).where("name", "in", keys).orderBy("name").forUpdate().skipLocked();
-    keys = ((await labelled(lock, "fair-idle").execute()) as { name: string }[]).map((r) => r.name);
-    if (keys.length === 0) return;
-  }
   await db
     .updateTable(tables.fairKeys)
     .set({ active: 0 })

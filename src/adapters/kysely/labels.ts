@@ -32,12 +32,8 @@ export type StatementLabel =
   | "debounce-find"
   /** An enqueue's upsert of the fairness keys its jobs name (weight, active). */
   | "fair-store"
-  /** A claim's read (unlocked) of the fairness keys it may serve, in serving order. */
+  /** A claim's lock (`FOR UPDATE SKIP LOCKED`) of the fairness keys it serves, in serving order. */
   | "fair-keys"
-  /** A fair claim's lock (`FOR UPDATE SKIP LOCKED`, by id) of the jobs it takes of its round-robin sequence. */
-  | "fair-jobs"
-  /** A claim's lock (`FOR UPDATE SKIP LOCKED`) of the fairness keys it found without ready jobs, before it clears those without live jobs. */
-  | "fair-idle"
   /** A claim's write of the turn states of the fairness keys it served. */
   | "fair-serve";
 

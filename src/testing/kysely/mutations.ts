@@ -176,12 +176,12 @@ const isRunningCount = (n: SelectQueryNode) =>
  * (a LATERAL read on PostgreSQL, a correlated scalar read elsewhere).
  */
 const isBlockedRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_EQ) && n.limit !== undefined;
-/** A fair claim's lock of the jobs it takes, by id: the statement labelled `fair-jobs`. */
-const isFairJobsLock = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && JSON.stringify(n.endModifiers ?? []).includes("docket:fair-jobs");
+/** A fair claim's lock of the fairness keys it serves: `SELECT … FROM fair_keys … FOR UPDATE SKIP LOCKED`. */
+const isFairKeyLock = (n: SelectQueryNode) => isTable(fromTable(n), "fair_keys") && (n.endModifiers ?? []).some((m) => m.modifier === "ForUpdate");
 
-/** Mutation: a fair claim takes the jobs it chose without `FOR UPDATE SKIP LOCKED`, so it cannot tell the jobs another claim holds. */
-export function fairJobsUnlocked(): KyselyPlugin {
-  return rewritePlugin({ select: (n) => (isFairJobsLock(n) ? withoutRowLocks(n) : n) });
+/** Mutation: a fair claim reads the keys it serves without locking them, so concurrent claimers serve the same keys. */
+export function fairKeysUnlocked(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isFairKeyLock(n) ? withoutRowLocks(n) : n) });
 }
 
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
@@ -627,14 +627,14 @@ export const MUTATIONS: readonly Mutation[] = [
     wrapEngine: idempotencyConflictsUnhandled.wrapEngine,
   },
   {
-    id: "fair-jobs-unlocked",
+    id: "fair-keys-unlocked",
     description:
-      "a fair claim takes the jobs it chose without `FOR UPDATE SKIP LOCKED`: it cannot see that another claim holds a key's first job, so " +
-      "concurrent claimers pick the same jobs of the least recently served key, one waits for the other and comes back short, or the key gets two turns of a round (R21)",
+      "a fair queue's claim reads the fairness keys it serves without `FOR UPDATE SKIP LOCKED`: concurrent claimers all serve the least recently served key, " +
+      "so a flooding key takes more than its turn of a round (or a claimer waits on its jobs and takes nothing while other keys have ready jobs) (R21)",
     appliesTo: (a) => a.skipLocked,
-    concurrentOnly: "one claimer takes the jobs it chose whether or not it locks them: only a second claimer in between holds the same jobs",
+    concurrentOnly: "one claimer serves the keys in turn whether or not it locks them: only a second claimer in between serves the same key",
     notApplicableBecause: "SQLite's single writer runs one claim at a time; there is no row lock to remove",
-    plugins: () => [fairJobsUnlocked()],
+    plugins: () => [fairKeysUnlocked()],
   },
   {
     id: "replay-unlocked-unguarded",
