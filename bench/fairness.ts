@@ -53,7 +53,9 @@ const pct = (xs: number[], p: number) => {
 
 async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain"): Promise<Measured> {
   // The producers' store: a pool as large as its producers (a hundred tenants' web servers do not queue on four connections).
-  const pool = db.spec(n).adapter === "postgres" ? { max: small } : db.spec(n).adapter === "mysql" ? { connectionLimit: small } : {};
+  // (At most 40: PostgreSQL's default max_connections is 100, and the workers hold 16.)
+  const size = Math.min(small, 40);
+  const pool = db.spec(n).adapter === "postgres" ? { max: size } : db.spec(n).adapter === "mysql" ? { connectionLimit: size } : {};
   const adapter = await db.open(n, pool as never);
   const client = new Docket({ adapter });
   await client.migrate();
@@ -73,13 +75,14 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   const floodStarted = () => [...started.values()].reduce((a, b) => a + b, 0);
   let producing = true;
   const enqueueMs: number[] = [];
+  let failed = 0;
   const producers = Array.from({ length: small }, (_, k) =>
     (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * everyMs));
       while (producing) {
         const fairness = kind === "plain" ? {} : { fairness: { key: `small:${k}` } };
         const at = wallNow();
-        await client.enqueue("small", { at }, { queue: "fair", ...fairness } as never).catch(() => undefined);
+        await client.enqueue("small", { at }, { queue: "fair", ...fairness } as never).catch(() => void failed++);
         enqueueMs.push(wallNow() - at);
         await new Promise((r) => setTimeout(r, everyMs));
       }
@@ -106,6 +109,7 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     m.floodLast = Math.max(m.floodLast, Number(r.floodLast));
   }
   await adapter.close();
+  if (failed > 0) console.log(`  ${kind}: ${failed} small enqueues failed`);
   if (process.env.BENCH_DEBUG) console.log(`  ${kind}: enqueue p50 ${pct(enqueueMs, 50).toFixed(1)} ms p99 ${pct(enqueueMs, 99).toFixed(1)} ms (${enqueueMs.length})`);
   return m;
 }
