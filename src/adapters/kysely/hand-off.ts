@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
 import type { StoreContext } from "./context.ts";
 import type { Capabilities } from "./engine.ts";
-import { CAPS_MEMORY_MS, claimSet, countedControl, type ClaimMemory } from "./claim.ts";
+import { CAPS_MEMORY_MS, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { guard } from "./guard.ts";
 import { labelled } from "./labels.ts";

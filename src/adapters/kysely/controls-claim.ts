@@ -1,0 +1,279 @@
+/**
+ * The claim that applies controls (see claim.ts for when it runs): in one
+ * transaction, pause, queue and task caps, rate limits, concurrency keys'
+ * constrained share and fair queues' round-robin, decided by the core's
+ * greedy rule (core/claim-order.ts) over candidates read under the control
+ * rows' locks.
+ */
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
+import type { ClaimParams } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
+import { mergeByHeads } from "../../core/fairness.ts";
+import { FairClaim, fairPick } from "./fair-claim.ts";
+import { byClaimOrder, claimedOrder, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import type { AnyDb } from "./engine.ts";
+import type { StoreContext } from "./context.ts";
+import { guard } from "./guard.ts";
+import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
+import type { QueueRow, TaskRow } from "./controls.ts";
+import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomAt, roomOf, type HeldLimit } from "./rate-limits.ts";
+import { labelled } from "./labels.ts";
+import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
+
+/**
+ * A claim when some control may apply: in one transaction, the control
+ * rows of the claim's capped queues are locked exclusively (their room is
+ * counted), the others shared; candidates are picked by the greedy cap
+ * rule, taking at most `constrained` keyed jobs and jobs of capped queues
+ * and tasks; capped tasks' rows are locked exclusively as candidates reach
+ * them. With `constrained` 0, capped queues and tasks are left alone: every
+ * control row is read shared and no room is counted.
+ */
+export async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number): Promise<JobRecord[]> {
+  // No cap met lately: expect none, and lock every queue's control row shared in one read; a cap found
+  // there (set since) rolls this transaction back and the claim runs again with the capped rows locked exclusively.
+  const expectNoCaps = params.now - memory.capsSeenAt >= CAPS_MEMORY_MS;
+  try {
+    return await claimUnderControls(ctx, memory, params, constrained, expectNoCaps);
+  } catch (error) {
+    if (error !== CAPS_FOUND) throw error;
+    memory.capsSeenAt = params.now;
+    return claimUnderControls(ctx, memory, params, constrained, false);
+  }
+}
+
+/** The columns a candidate read adds: its task's cap and rate limit. */
+const TASK_CAP = "docket_task_cap";
+const TASK_RATE = "docket_task_rate";
+
+/** Whether a queue or task row has a control that a claim counts under its exclusive lock: a cap or a rate limit. */
+const counted = (r: { max_running: unknown; rate_limit?: unknown }): boolean => r.max_running !== null || (r.rate_limit ?? null) !== null;
+
+/** A rate limit a claim holds locked, where its room is kept, and its room when locked. */
+interface LimitInRoom {
+  held: HeldLimit;
+  map: Map<string, number>;
+  initial: number;
+}
+
+/** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
+const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
+
+function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number, expectNoCaps: boolean): Promise<JobRecord[]> {
+  const { tables, engine } = ctx;
+  return engine.writeTransaction(ctx.db, async (db) => {
+    const queueRows = await lockQueueControls(ctx, db, params.queues, constrained === 0 ? "shared" : expectNoCaps ? "expectNoCaps" : "lockCapped");
+    const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
+    const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
+    if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
+    const fairQueues = new Set(queueRows.filter((r) => Number(r.fair ?? 0) === 1 && !paused.has(r.name)).map((r) => r.name));
+    if (fairQueues.size > 0) memory.capsSeenAt = params.now;
+    const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
+    const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
+    /** The fair queues this claim serves, with the keys it holds. */
+    const fair = new Map<string, FairClaim>();
+    const rates = rateRoomOf();
+    const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
+    const limits: LimitInRoom[] = [];
+    const hold = (held: HeldLimit | null, map: Map<string, number>) => {
+      if (held === null) return;
+      const initial = roomOf(held, params.now);
+      map.set(held.name, initial);
+      limits.push({ held, map, initial });
+    };
+    // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
+    if (constrained > 0) {
+      for (const r of capped) {
+        if (r.max_running !== null) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
+        hold(heldLimit(tables.queues, r), rates.queues);
+      }
+    }
+    // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
+    // is constrained and `constrained` of them are taken. Such a job must not hide the jobs behind it, so
+    // passes repeat without the exhausted tasks (and, once no constrained job may be taken, without keyed
+    // jobs, capped queues and capped tasks) until the limit is reached or nothing is left.
+    const checkedTasks = new Set<string>();
+    const cappedTasks = new Set<string>();
+    const exhausted = new Set<string>();
+    const chosen: number[] = [];
+    // Without RETURNING, candidates are read whole under their row locks: the claimed records are made from them.
+    const readWhole = !engine.capabilities.returning && engine.capabilities.rowLocks;
+    const whole = new Map<number, JobRow>();
+    for (;;) {
+      const need = params.limit - chosen.length;
+      const spent = room.constrained <= 0;
+      if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) exhausted.add(task);
+      const groups: { queues: string[]; limit: number }[] = [];
+      if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
+      for (const name of fairUncapped) groups.push({ queues: [name], limit: need });
+      if (!spent) {
+        for (const { name } of capped) {
+          const left = Math.min(room.queues.get(name) ?? Infinity, rates.queues.get(name) ?? Infinity);
+          if (left > 0) groups.push({ queues: [name], limit: Math.min(left, need, room.constrained) });
+        }
+      }
+      if (need <= 0 || groups.length === 0) break;
+      const plain: ClaimCandidate[] = [];
+      const served: ClaimCandidate[][] = [];
+      const newKeys = new Set<string>();
+      /** A candidate row read: its controls noted, the candidate made. */
+      const seen = (row: Record<string, any>): ClaimCandidate => {
+        const { [TASK_CAP]: taskCap, [TASK_RATE]: taskRate, ...r } = row;
+        const rateKey = r.rate_key ?? null;
+        if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
+        if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
+        if (readWhole) whole.set(Number(r.id), r as JobRow);
+        return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null };
+      };
+      /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order. */
+      const candidateQuery = (queues: string[]) => {
+        const from = db.selectFrom(tables.jobs);
+        // deno-lint-ignore no-explicit-any
+        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key"]);
+        // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
+        const taskColumn = (column: string, as: string) => (eb: ExpressionBuilder<any, any>) => eb.selectFrom(tables.tasks).select(column).where("name", "=", sql.ref(`${tables.jobs}.task`)).as(as);
+        columns = columns.select(taskColumn("max_running", TASK_CAP)).select(taskColumn("rate_limit", TASK_RATE));
+        let q = guard(columns, "claim", { now: params.now }).where("queue", "in", queues);
+        if (spent) q = unkeyed(q).where("rate_key", "is", null);
+        else if (rates.spentKeys.size > 0) q = q.where((eb) => eb.or([eb("rate_key", "is", null), eb("rate_key", "not in", [...rates.spentKeys])]));
+        if (chosen.length > 0) q = q.where("id", "not in", chosen);
+        if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
+        if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
+        return inClaimOrder(q);
+      };
+      for (const g of groups) {
+        const queue = g.queues[0]!;
+        if (g.queues.length === 1 && fairQueues.has(queue)) {
+          const filtered = spent || rates.spentKeys.size > 0 || chosen.length > 0 || exhausted.size > 0;
+          served.push(await fairPick(ctx, db, fair, queue, g.limit, params.limit, chosen, filtered, candidateQuery, seen));
+          continue;
+        }
+        let q = candidateQuery(g.queues).limit(g.limit);
+        if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
+        for (const r of await labelled(q, "claim-candidates").execute()) plain.push(seen(r));
+      }
+      // Fair queues' candidates in their round-robin order, merged with the others' (claim order) by their heads.
+      const candidates = mergeByHeads([plain.sort(byClaimOrder), ...served]);
+      if (candidates.length === 0) break;
+      const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t) && cappedTasks.has(t));
+      const tasksRoom = await taskRoom(ctx, db, unseen, !spent);
+      for (const [task, left] of tasksRoom.caps) room.tasks.set(task, left);
+      for (const [task, held] of tasksRoom.limits) {
+        if (held === null) rates.tasks.set(task, 0);
+        else hold(held, rates.tasks);
+      }
+      if (tasksRoom.caps.size + tasksRoom.limits.size > 0) memory.capsSeenAt = params.now;
+      for (const t of unseen) checkedTasks.add(t);
+      for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, rates.keys);
+      const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
+      if (!passedOver) break;
+    }
+    for (const [queue, f] of fair) await f.finish(ctx, db, queue, chosen);
+    await logStarts(ctx, db, limits, params);
+    if (chosen.length === 0) return [];
+    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
+    let rows: JobRow[];
+    if (engine.capabilities.returning) {
+      rows = (await update.returningAll().execute()) as JobRow[];
+    } else {
+      const updated = Number((await update.executeTakeFirst()).numUpdatedRows);
+      // The chosen rows are locked by this transaction since they were read: the UPDATE moved each of them as read.
+      rows =
+        readWhole && updated === chosen.length
+          ? chosen.map((id) => claimedRow(whole.get(id)!, params))
+          : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
+    }
+    return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
+  });
+}
+
+/**
+ * The control rows of `queues`, locked for the rest of the transaction:
+ * capped or rate-limited ones exclusively (in name order; their room is
+ * counted under the lock), the rest shared, so claims of uncapped queues do not wait for each
+ * other while a pause or cap change waits for them. A row that gained a
+ * cap between the two reads is reported paused: this claim leaves it alone.
+ * With `expectNoCaps`, every row is read shared in one statement, and an
+ * unpaused capped row throws CAPS_FOUND; with `shared` (a claim that takes
+ * no job of a capped queue), every row is read shared in one statement.
+ */
+async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], mode: "lockCapped" | "expectNoCaps" | "shared"): Promise<QueueRow[]> {
+  const read = () =>
+    db
+      .selectFrom(ctx.tables.queues)
+      .select(["name", "paused", "max_running", "keyed_rate", "fair", ...RATE_COLUMNS])
+      .where("name", "in", [...queues])
+      .orderBy("name");
+  if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];
+  if (mode !== "lockCapped") {
+    const rows = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
+    if (mode === "expectNoCaps" && rows.some((r) => counted(r) && Number(r.paused) !== 1)) throw CAPS_FOUND;
+    return rows;
+  }
+  const capped = (await read()
+    .where(countedControl)
+    .forUpdate()
+    .execute()) as QueueRow[];
+  const cappedNames = new Set(capped.map((r) => r.name));
+  if (queues.every((q) => cappedNames.has(q))) return capped;
+  const others = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
+  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (counted(r) ? { ...r, paused: 1 } : r));
+  return [...capped, ...rest];
+}
+
+/**
+ * Remaining room per capped task among `tasks` (`caps`), and the rate
+ * limits among them (`limits`), with the task control rows locked in name
+ * order; without `count` (a claim that takes no job of a capped or
+ * rate-limited task), room 0 for each cap and a null limit (no room) for
+ * each rate limit, read without locks or counts.
+ */
+async function taskRoom(
+  ctx: StoreContext,
+  db: AnyDb,
+  tasks: string[],
+  count: boolean,
+): Promise<{ caps: Map<string, number>; limits: Map<string, HeldLimit | null> }> {
+  const caps = new Map<string, number>();
+  const limits = new Map<string, HeldLimit | null>();
+  if (tasks.length === 0) return { caps, limits };
+  let q = db
+    .selectFrom(ctx.tables.tasks)
+    .select(["name", "max_running", ...RATE_COLUMNS])
+    .where("name", "in", tasks)
+    .where(countedControl)
+    .orderBy("name");
+  if (count && ctx.engine.capabilities.rowLocks) q = q.forUpdate();
+  for (const r of (await q.execute()) as TaskRow[]) {
+    if (r.max_running !== null) caps.set(r.name, count ? Number(r.max_running) - (await countRunning(ctx, db, "task", r.name)) : 0);
+    const held = heldLimit(ctx.tables.tasks, r);
+    if (held !== null) limits.set(r.name, count ? held : null);
+  }
+  return { caps, limits };
+}
+
+/**
+ * Logs the starts this claim took of each limit it holds, and tells the
+ * caller (`onRateLimited`) when the earliest of the limits it used up has
+ * room again.
+ */
+async function logStarts(ctx: StoreContext, db: AnyDb, limits: readonly LimitInRoom[], params: ClaimParams): Promise<void> {
+  let heldUntil = Number.POSITIVE_INFINITY;
+  for (const { held, map, initial } of limits) {
+    const left = map.get(held.name)!;
+    if (initial - left > 0) await logTaken(ctx, db, held, params.now, initial - left);
+    if (left <= 0) heldUntil = Math.min(heldUntil, roomAt(held, params.now));
+  }
+  if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
+}
+
+/** How many jobs of a queue or task are running, not counting any this claim has not written yet. */
+async function countRunning(ctx: StoreContext, db: AnyDb, column: "queue" | "task", value: string): Promise<number> {
+  const r = await db
+    .selectFrom(ctx.tables.jobs)
+    .select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll().as("n"))
+    .where(column, "=", value)
+    .where("state", "=", "running")
+    .executeTakeFirst();
+  return Number(r?.n ?? 0);
+}
