@@ -1,9 +1,10 @@
 /**
  * Probe (not a benchmark of record): what one claim of a fair queue costs.
- * One session claims `--limit` jobs at a time (and completes them) from a
- * queue of N flood-key jobs plus S small keys of one job each (re-enqueued
- * as they are taken, so S keys stay active), against the same jobs without
- * fairness keys; prints claims/s and statements per claim by label.
+ * One session claims `--limit` jobs at a time (and completes them) until a
+ * queue of N flood-key jobs plus S small keys of one job each is drained,
+ * against the same jobs without fairness keys; prints the time per claim
+ * and the statements per claim by label (a subquery built apart, such as a
+ * UNION ALL's part, counts once too).
  *
  *   npx tsx bench/fair-probe.ts [sqlite|postgres|mysql] [--jobs 5000] [--small 100] [--limit 10]
  */
