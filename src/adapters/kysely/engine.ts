@@ -22,6 +22,13 @@ export interface Capabilities {
   readonly rowLocks: boolean;
   /** `FOR UPDATE SKIP LOCKED`: claims, staging and purges pass over rows another transaction holds. */
   readonly skipLocked: boolean;
+  /**
+   * A `FOR UPDATE SKIP LOCKED` read locks only the rows it returns, however
+   * it reaches them (PostgreSQL). MariaDB's InnoDB locks, for the length of
+   * the read, rows it scans through an index that do not match, so another
+   * transaction's locked read may skip rows that are free.
+   */
+  readonly exactSkipLocked: boolean;
   /** A claim as one statement, `WITH … UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`, atomic on its own. */
   readonly claimStatement: boolean;
   /** PostgreSQL arrays: `x = ANY(ARRAY(SELECT …))`, and array parameters (`$ids::bigint[]`, `unnest(…)`); otherwise `x IN (SELECT …)` and lists. */

@@ -12,7 +12,7 @@
  * job or per key (one more pair per further batch of keys when the first
  * batch has too few with ready jobs).
  */
-import type { SelectQueryBuilder } from "kysely";
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import { byClaimOrder, type ClaimCandidate } from "../../core/claim-order.ts";
 import { IMPLICIT_FAIR_KEY, advanceTurns, fairSequence, type FairTurn } from "../../core/fairness.ts";
 import type { AnyDb } from "./engine.ts";
@@ -22,6 +22,9 @@ import { labelled } from "./labels.ts";
 
 /** Keys per candidate statement: a UNION ALL of at most this many subqueries. */
 const KEYS_PER_STATEMENT = 50;
+
+/** How many windows of held keys' jobs claimers with room spread over. */
+const OVERFLOW_SPREAD = 4;
 
 /** What one claim holds and has seen of one fair queue. */
 export class FairClaim {
@@ -35,6 +38,8 @@ export class FairClaim {
   readonly byId = new Map<number, ClaimCandidate>();
   /** Per key, the ids of its latest read and whether that read was short (fewer than asked: all its ready jobs). */
   readonly lastRead = new Map<string, { ids: number[]; short: boolean }>();
+  /** Jobs it took of keys other claims hold (see `overflow`): in no key's turn. */
+  readonly overflow = new Set<number>();
   /** Keys found with no ready job by an unfiltered read: cleared when they have no live job either. */
   readonly idle = new Set<string>();
   passes = 0;
@@ -50,7 +55,11 @@ export class FairClaim {
   /** After the claim's passes: writes the served keys' turn states and deactivates the idle keys. */
   async finish(ctx: StoreContext, db: AnyDb, queue: string, chosen: readonly number[]): Promise<void> {
     const taken = new Set(chosen);
-    const keys = chosen.map((id) => this.byId.get(id)).filter((c): c is ClaimCandidate => c !== undefined).map(keyOf);
+    const keys = chosen
+      .filter((id) => !this.overflow.has(id))
+      .map((id) => this.byId.get(id))
+      .filter((c): c is ClaimCandidate => c !== undefined)
+      .map(keyOf);
     const out = new Set([...this.lastRead].filter(([, r]) => r.short && r.ids.every((id) => taken.has(id))).map(([key]) => key));
     await writeTurns(ctx, db, queue, [...advanceTurns(this.turns, keys, out, this.base).values()]);
     await deactivateIdle(ctx, db, queue, [...this.idle]);
@@ -99,11 +108,13 @@ export async function fairPick(
       const parts = batch.map((key, k) => {
         const q = query([queue]);
         const ofKey = key === IMPLICIT_FAIR_KEY ? q.where("fair_key", "is", null) : q.where("fair_key", "=", key);
-        // The jobs are read unlocked: the key's row lock keeps every other claim off them (a cancel racing the claim
-        // is caught by the claim UPDATE's guard). Locking them here would not be safe on MariaDB: a read of one
-        // key's jobs through another index locks (briefly) the other keys' rows it scans, and a claim holding one
-        // of those keys then skips its own jobs and passes the key over.
-        return db.selectFrom(ofKey.limit(need).as(`fk${k}`)).selectAll();
+        // The key's row lock keeps every other claim serving keys off these jobs (a cancel racing the claim is caught
+        // by the claim UPDATE's guard). Where a locked read locks only what it returns (PostgreSQL) they are also
+        // taken SKIP LOCKED, so that a claim taking jobs of held keys (`overflow`) never makes this claim wait or
+        // take what it took. Not on MariaDB: a read of one key's jobs through another index locks (briefly) the
+        // other keys' rows it scans, and a claim holding one of those keys would then skip its own jobs.
+        const jobs = ofKey.limit(need);
+        return db.selectFrom((ctx.engine.capabilities.exactSkipLocked ? jobs.forUpdate().skipLocked() : jobs).as(`fk${k}`)).selectAll();
       });
       // deno-lint-ignore no-explicit-any
       let union: any = parts[0]!;
@@ -127,5 +138,51 @@ export async function fairPick(
     if (keys.length === 0) break;
   }
   for (const list of lists.values()) list.sort(byClaimOrder);
-  return fairSequence(f.turns, lists).filter((c) => !picked.has(c.id));
+  const sequence = fairSequence(f.turns, lists).filter((c) => !picked.has(c.id));
+  if (sequence.length >= need || f.more || !ctx.engine.capabilities.exactSkipLocked) return sequence;
+  return [...sequence, ...(await overflow(db, f, queue, need - sequence.length, Math.max(need, claimLimit), query, seen))];
+}
+
+/**
+ * Work-conserving past the keys a claim holds (where a locked read locks
+ * only what it returns, so the holders take their jobs SKIP LOCKED and
+ * never wait for these): when it has read every key
+ * it could take and still has room for `room` jobs, it takes jobs of the
+ * keys other claims hold (a key one claim serves would otherwise drain at
+ * that claim's pace alone): from a window of `room` of their ready jobs in
+ * claim order, past the first `skip` (which the holders take) and a random
+ * further multiple of `skip` (so that claimers with room do not all pick
+ * one window), `FOR UPDATE SKIP LOCKED`. These jobs come after every job of
+ * the keys it holds and count in no key's turn: a claim does not write the
+ * turn state of a key another claim holds.
+ */
+async function overflow(
+  db: AnyDb,
+  f: FairClaim,
+  queue: string,
+  room: number,
+  skip: number,
+  // deno-lint-ignore no-explicit-any
+  query: (queues: string[]) => SelectQueryBuilder<any, any, any>,
+  // deno-lint-ignore no-explicit-any
+  seen: (row: Record<string, any>) => ClaimCandidate,
+): Promise<ClaimCandidate[]> {
+  const held = f.turns.map((t) => t.key);
+  let window = query([queue]).clearSelect().select("id");
+  const named = held.filter((k) => k !== IMPLICIT_FAIR_KEY);
+  // deno-lint-ignore no-explicit-any
+  window = window.where((eb: ExpressionBuilder<any, any>) => {
+    const others = named.length > 0 ? eb("fair_key", "not in", named) : eb("fair_key", "is not", null);
+    return held.includes(IMPLICIT_FAIR_KEY) ? others : eb.or([others, eb("fair_key", "is", null)]);
+  });
+  window = window.offset(skip * (1 + Math.floor(Math.random() * OVERFLOW_SPREAD))).limit(room);
+  // By primary key (`id = ANY(ARRAY(…))`: the window is computed once), the guard checked again under the lock.
+  const q = query([queue])
+    .clearOrderBy()
+    .where(sql<boolean>`${sql.ref("id")} = any(array(${window}))`)
+    .forUpdate()
+    .skipLocked();
+  const got = ((await labelled(q, "fair-overflow").execute()) as Record<string, unknown>[]).map(seen).sort(byClaimOrder);
+  for (const c of got) f.overflow.add(c.id);
+  return got;
 }

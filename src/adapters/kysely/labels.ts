@@ -34,6 +34,8 @@ export type StatementLabel =
   | "fair-store"
   /** A claim's lock (`FOR UPDATE SKIP LOCKED`) of the fairness keys it serves, in serving order. */
   | "fair-keys"
+  /** A fair claim's lock (`FOR UPDATE SKIP LOCKED`) of jobs of keys other claims hold, when it has room past its own keys. */
+  | "fair-overflow"
   /** A claim's write of the turn states of the fairness keys it served. */
   | "fair-serve";
 

@@ -36,7 +36,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
-    capabilities: { returning: false, rowLocks: true, skipLocked: true, claimStatement: false, arrays: false, onConflict: false, blocking: false },
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
     // Migration 14: the generated column behind the unique index of pending debounce keys.

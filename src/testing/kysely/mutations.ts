@@ -184,6 +184,14 @@ export function fairKeysUnlocked(): KyselyPlugin {
   return rewritePlugin({ select: (n) => (isFairKeyLock(n) ? withoutRowLocks(n) : n) });
 }
 
+/** A fair claim's lock of jobs of keys other claims hold: the statement labelled `fair-overflow`. */
+const isFairOverflow = (n: SelectQueryNode) => JSON.stringify(n.endModifiers ?? []).includes("docket:fair-overflow");
+
+/** Mutation: a fair claim with room past the keys it holds takes nothing of the keys other claims hold (not work-conserving). */
+export function fairOverflowNone(): KyselyPlugin {
+  return rewritePlugin({ select: (n) => (isFairOverflow(n) ? noRows(n) : n) });
+}
+
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
 const isControlRead = (n: SelectQueryNode) => (isTable(fromTable(n), "queues") || isTable(fromTable(n), "tasks")) && hasPredicate(n.where, NAME_IN);
 

@@ -16,7 +16,7 @@ import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/h
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { debounceUnguarded, engineWithoutTransactions, fairKeysUnlocked, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { debounceUnguarded, engineWithoutTransactions, fairKeysUnlocked, fairOverflowNone, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
 /**
@@ -344,6 +344,32 @@ const HELD_RACES: HeldRace[] = [
       if (b.length !== 2) return `session 2 took ${b.length} jobs of 2 while keys x and y had ready jobs (keys ${keys(b)}; session 1: ${keys(a)})`;
       const flood = [...a, ...b].filter((j) => j.fairKey === "flood").length;
       return flood > 1 ? `the flooding key took ${flood} of the round's 3 slots while x and y waited (${keys(a)}, ${keys(b)})` : null;
+    },
+  },
+  {
+    id: "R21 (room past the held keys)",
+    name: "a claimer of a fair queue with room past the keys it can take serves the keys other claimers hold: a key one claimer serves does not drain at that claimer's pace alone",
+    guard: "the overflow read of a fair claim (jobs of held keys past their first ones, FOR UPDATE SKIP LOCKED)",
+    mutant: { instrument: { plugins: [fairOverflowNone()] } },
+    // Where a locked read locks only what it returns (PostgreSQL); elsewhere a claim takes no job of a held key.
+    applies: ({ s1 }) => (s1.capabilities as { exactSkipLocked?: boolean } | undefined)?.exactSkipLocked === true,
+    // One key, flood, of 60 jobs. Session 1 claims one job and is held before it writes the key's turn and its claim,
+    // holding the key's row. Session 2 claims three: it can take no key, and takes three of flood's later jobs.
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      await t.adapter.enqueue({ jobs: Array.from({ length: 60 }, () => newJob({ queue: "q", fairness: { key: "flood", weight: 1 }, runAt: now })), now });
+      const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const held = hook.holdNext("fair-serve");
+      const first = claim(s1, 1);
+      await held.reached;
+      const second = claim(s2, 3);
+      await settle(second);
+      held.release();
+      const [a, b] = await Promise.all([first, second]);
+      const ids = [...a, ...b].map((j) => j.id);
+      if (new Set(ids).size !== ids.length) return `a job was claimed twice (${JSON.stringify(ids)})`;
+      if (a.length !== 1) return `session 1 took ${a.length} jobs of 1`;
+      return b.length === 3 ? null : `session 2 took ${b.length} jobs of 3 while key flood, held by session 1, had ${60 - a.length - b.length} more ready`;
     },
   },
 ];
