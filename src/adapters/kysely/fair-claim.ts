@@ -38,8 +38,6 @@ export class FairClaim {
   readonly byId = new Map<number, ClaimCandidate>();
   /** Per key, the ids of its latest read and whether that read was short (fewer than asked: all its ready jobs). */
   readonly lastRead = new Map<string, { ids: number[]; short: boolean }>();
-  /** Jobs it took of keys other claims hold (see `overflow`): in no key's turn. */
-  readonly overflow = new Set<number>();
   /** Keys found with no ready job by an unfiltered read: cleared when they have no live job either. */
   readonly idle = new Set<string>();
   passes = 0;
@@ -55,11 +53,8 @@ export class FairClaim {
   /** After the claim's passes: writes the served keys' turn states and deactivates the idle keys. */
   async finish(ctx: StoreContext, db: AnyDb, queue: string, chosen: readonly number[]): Promise<void> {
     const taken = new Set(chosen);
-    const keys = chosen
-      .filter((id) => !this.overflow.has(id))
-      .map((id) => this.byId.get(id))
-      .filter((c): c is ClaimCandidate => c !== undefined)
-      .map(keyOf);
+    // Jobs taken by `overflow` are not in `byId`: they count in no key's turn.
+    const keys = chosen.map((id) => this.byId.get(id)).filter((c): c is ClaimCandidate => c !== undefined).map(keyOf);
     const out = new Set([...this.lastRead].filter(([, r]) => r.short && r.ids.every((id) => taken.has(id))).map(([key]) => key));
     await writeTurns(ctx, db, queue, [...advanceTurns(this.turns, keys, out, this.base).values()]);
     await deactivateIdle(ctx, db, queue, [...this.idle]);
@@ -182,7 +177,6 @@ async function overflow(
     .where(sql<boolean>`${sql.ref("id")} = any(array(${window}))`)
     .forUpdate()
     .skipLocked();
-  const got = ((await labelled(q, "fair-overflow").execute()) as Record<string, unknown>[]).map(seen).sort(byClaimOrder);
-  for (const c of got) f.overflow.add(c.id);
-  return got;
+  // Not entered in `f.byId`: the claim's turn writes never count them.
+  return ((await labelled(q, "fair-overflow").execute()) as Record<string, unknown>[]).map(seen).sort(byClaimOrder);
 }

@@ -47,6 +47,23 @@ export const noTransaction: Mutant = { instrument: { wrapEngine: engineWithoutTr
 /** Mutation: a key's admitted jobs are counted by `states` instead of ready + running. */
 const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holdersCountedIn(states)] } });
 
+/**
+ * Two claims of queue q at one instant: session 1 claims `first` jobs and is
+ * held at its `fair-serve` write (its key rows and jobs held, nothing
+ * committed) while session 2 claims `second`; then session 1 goes on.
+ */
+async function claimsAtFairServe({ t, hook, s1, s2 }: HeldSessions, first: number, second: number) {
+  const now = t.clock.now();
+  const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+  const held = hook.holdNext("fair-serve");
+  const one = claim(s1, first);
+  await held.reached;
+  const two = claim(s2, second);
+  await settle(two);
+  held.release();
+  return Promise.all([one, two]);
+}
+
 const HELD_RACES: HeldRace[] = [
   {
     id: "R1",
@@ -331,14 +348,7 @@ const HELD_RACES: HeldRace[] = [
       const fair = (key: string) => newJob({ queue: "q", fairness: { key, weight: 1 }, runAt: now });
       await t.adapter.enqueue({ jobs: Array.from({ length: 20 }, () => fair("flood")), now });
       await t.adapter.enqueue({ jobs: [fair("x"), fair("y")], now });
-      const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-      const held = hook.holdNext("fair-serve");
-      const first = claim(s1, 1);
-      await held.reached;
-      const second = claim(s2, 2);
-      await settle(second);
-      held.release();
-      const [a, b] = await Promise.all([first, second]);
+      const [a, b] = await claimsAtFairServe({ t, hook, s1, s2 }, 1, 2);
       const keys = (jobs: typeof a) => JSON.stringify(jobs.map((j) => j.fairKey));
       if (a.length !== 1) return `session 1 took ${a.length} jobs of 1 (keys ${keys(a)}; session 2: ${keys(b)})`;
       if (b.length !== 2) return `session 2 took ${b.length} jobs of 2 while keys x and y had ready jobs (keys ${keys(b)}; session 1: ${keys(a)})`;
@@ -358,14 +368,7 @@ const HELD_RACES: HeldRace[] = [
     async scenario({ t, hook, s1, s2 }) {
       const now = t.clock.now();
       await t.adapter.enqueue({ jobs: Array.from({ length: 60 }, () => newJob({ queue: "q", fairness: { key: "flood", weight: 1 }, runAt: now })), now });
-      const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-      const held = hook.holdNext("fair-serve");
-      const first = claim(s1, 1);
-      await held.reached;
-      const second = claim(s2, 3);
-      await settle(second);
-      held.release();
-      const [a, b] = await Promise.all([first, second]);
+      const [a, b] = await claimsAtFairServe({ t, hook, s1, s2 }, 1, 3);
       const ids = [...a, ...b].map((j) => j.id);
       if (new Set(ids).size !== ids.length) return `a job was claimed twice (${JSON.stringify(ids)})`;
       if (a.length !== 1) return `session 1 took ${a.length} jobs of 1`;
