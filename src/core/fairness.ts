@@ -1,22 +1,30 @@
 /**
- * Fair sharing, as one rule: within a queue, claims serve fairness keys in
- * weighted round-robin. Each key has a turn state (its weight, the position
- * at which its last turn ended, and how many jobs it has taken of a turn
- * not yet ended); a claim orders the keys with ready jobs by that position
- * (then by name), gives each in turn up to its weight (the first turn: what
- * is left of it), and goes round again while it has room and any key has
- * ready jobs (work-conserving). Within a key, jobs go in claim order. The
- * jobs of a fair queue without a fairness key form one implicit key
- * (IMPLICIT_FAIR_KEY, weight 1). Adapters store the turn states, hand each
- * claim's keys and candidates to `fairSequence`, and write back what
- * `advanceTurns` returns; nothing here reads storage.
+ * Fair sharing, as one rule: within a queue, jobs are served in the order
+ * of their fair tags, a virtual finish time each job gets when it is
+ * enqueued (start-time fair queueing, decided at enqueue). A key's jobs
+ * follow one another `UNIT ÷ weight` apart, starting from where its last
+ * job ended or from the queue's virtual clock, whichever is later; the
+ * clock stands just before the queue's first ready job. So a key that
+ * floods a million jobs spreads them over a million units ahead, while a
+ * key that enqueues one job now lands just before the queue's head: claims
+ * take jobs in tag order (then id) and serve the keys in weighted
+ * round-robin without reading or locking any key. The jobs of a fair queue
+ * without a fairness key form one implicit key (IMPLICIT_FAIR_KEY, weight 1).
  *
- * The bound: a claim takes a turn of each key in position order, so a key
- * with a ready job is reached after at most ⌈active keys ÷ jobs per claim⌉
- * claims of its queue (with weights 1; a claim's turns end at least one
- * key each), however many jobs the other keys hold.
+ * Priorities order the jobs within one key: a claim of a queue that has
+ * held prioritized fair jobs takes, for each key, the key's best jobs in
+ * the places (tags) of that key's first ones, and gives the places its
+ * taken jobs left to the key's remaining jobs (`withinKeys`).
+ *
+ * Adapters store each key's last tag, read the clock, and call `fairTags`
+ * at enqueue; nothing here reads storage.
+ *
+ * The bound: a job enqueued for a key with no ready job is placed before
+ * the queue's first ready job, so it is behind at most the jobs placed
+ * before it since, at most ⌈Σ weights of the active keys ÷ jobs per
+ * claim⌉ claims of its queue, however many jobs the other keys hold.
  */
-import { byClaimOrder } from "./claim-order.ts";
+import { byClaimOrder, type ClaimCandidate } from "./claim-order.ts";
 import { InvalidArgumentError } from "./errors.ts";
 import { shown } from "./shown.ts";
 import { checkKeys, checkObject, validateInteger, validateName } from "./validate.ts";
@@ -34,6 +42,9 @@ export const MAX_FAIR_WEIGHT = 1000;
 /** The key of a fair queue's jobs that name none: one key of weight 1 (never a valid name, so never a user's key). */
 export const IMPLICIT_FAIR_KEY = "";
 
+/** The tag distance between successive jobs of a key of weight 1 (a key of weight w: UNIT ÷ w, rounded). */
+export const FAIR_UNIT = 1_000_000;
+
 /** An enqueue's `fairness` option, checked; InvalidArgumentError otherwise. */
 export function validateFairness(value: unknown, at: string): FairnessSpec {
   const what = `${at}fairness`;
@@ -46,47 +57,82 @@ export function validateFairness(value: unknown, at: string): FairnessSpec {
   return { key, weight };
 }
 
-/** A key's turn state, as stored. */
-export interface FairTurn {
-  key: string;
-  weight: number;
-  /** Where its last turn ended (larger: served more recently). */
-  served: number;
-  /** Jobs taken of its current turn (0 <= used < weight). */
-  used: number;
-}
-
-/** The order in which a claim serves keys: least recently served first, then by name. */
-export function byTurn(a: FairTurn, b: FairTurn): number {
-  return a.served - b.served || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+/**
+ * The queue's virtual clock for an enqueue: just before its first ready
+ * job (`head`, the smallest tag of its ready jobs) by one unit and one, so a
+ * key that comes back lands ahead of the key being served; with no ready
+ * tagged job, `top` (the largest last tag of its keys), so that every key
+ * starts level. Never below 0, where every key starts.
+ */
+export function fairClock(head: number | null, top: number): number {
+  return Math.max(0, head === null ? top : head - FAIR_UNIT - 1);
 }
 
 /**
- * The round-robin sequence of a fair queue's candidates: `lists` holds each
- * key's candidates in claim order; round 1 gives each key (in `byTurn`
- * order) what is left of its turn (`weight − used`), each later round up to
- * `weight`, until every list is used up. Keys without a turn state are
- * served first as new keys (served 0, weight 1). A claim walks this
- * sequence under the other controls.
+ * The tags of `weights.length` successive jobs of one key whose last tag
+ * is `last`, enqueued at clock `clock` (each job weighing its own weight),
+ * and the key's last tag after them.
  */
-export function fairSequence<C>(turns: readonly FairTurn[], lists: ReadonlyMap<string, readonly C[]>): C[] {
-  const known = new Map(turns.map((t) => [t.key, t]));
-  const order = [...lists.keys()].map((key) => known.get(key) ?? { key, weight: 1, served: 0, used: 0 }).sort(byTurn);
-  const at = new Map<string, number>();
-  const out: C[] = [];
-  for (let round = 0; ; round++) {
-    let added = 0;
-    for (const t of order) {
-      const list = lists.get(t.key)!;
-      const from = at.get(t.key) ?? 0;
-      const share = round === 0 ? Math.max(1, t.weight - t.used) : t.weight;
-      const to = Math.min(list.length, from + share);
-      for (let i = from; i < to; i++) out.push(list[i]!);
-      added += to - from;
-      at.set(t.key, to);
-    }
-    if (added === 0) return out;
+export function fairTags(last: number, clock: number, weights: readonly number[]): { tags: number[]; last: number } {
+  let at = Math.max(last, clock);
+  const tags = weights.map((w) => (at += Math.max(1, Math.round(FAIR_UNIT / w))));
+  return { tags, last: at };
+}
+
+/** A candidate of a fair queue: its tag (null: enqueued before its store knew the queue fair; served after the tagged ones). */
+export type FairCandidate = ClaimCandidate & { fairTag: number | null };
+
+const keyOf = (c: ClaimCandidate): string => c.fairKey ?? IMPLICIT_FAIR_KEY;
+
+/** Fair order: tag, then id; untagged jobs after the tagged ones, in claim order. */
+export function byFairOrder(a: FairCandidate, b: FairCandidate): number {
+  if (a.fairTag === null || b.fairTag === null) return a.fairTag === null && b.fairTag === null ? byClaimOrder(a, b) : a.fairTag === null ? 1 : -1;
+  return a.fairTag - b.fairTag || a.id - b.id;
+}
+
+/**
+ * Priorities within keys. `window` is a claim's first candidates of a
+ * queue in fair order; `best` holds, for each key with jobs in the window,
+ * that key's first ready jobs in claim order (at least as many as it has in
+ * the window; they may overlap it). Returns the candidates to walk: each
+ * key's best jobs, as many as it had in the window, in the places (tags) of
+ * its window jobs, in fair order; and `retag(chosen)`, the tags to write
+ * after the claim took `chosen`: every job of `window` and `best` not taken
+ * gets, in claim order within its key, the places the key's taken jobs did
+ * not use, so no key gains or loses a place.
+ */
+export function withinKeys<C extends FairCandidate>(window: readonly C[], best: ReadonlyMap<string, readonly C[]>): { candidates: C[]; retag: (chosen: ReadonlySet<number>) => Map<number, number> } {
+  const slots = new Map<string, number[]>();
+  const pools = new Map<string, C[]>();
+  for (const c of window) {
+    if (c.fairTag === null) continue;
+    slots.set(keyOf(c), [...(slots.get(keyOf(c)) ?? []), c.fairTag]);
   }
+  const candidates: C[] = [];
+  for (const [key, tags] of slots) {
+    const seen = new Map<number, C>();
+    for (const c of [...window.filter((w) => w.fairTag !== null && keyOf(w) === key), ...(best.get(key) ?? [])]) seen.set(c.id, c);
+    const pool = [...seen.values()].sort(byClaimOrder);
+    pools.set(key, pool);
+    tags.sort((a, b) => a - b);
+    pool.slice(0, tags.length).forEach((c, i) => candidates.push({ ...c, fairTag: tags[i]! }));
+  }
+  candidates.push(...window.filter((c) => c.fairTag === null));
+  candidates.sort(byFairOrder);
+  const placeOf = new Map(candidates.filter((c) => c.fairTag !== null).map((c) => [c.id, c.fairTag!]));
+  const retag = (chosen: ReadonlySet<number>) => {
+    const out = new Map<number, number>();
+    for (const pool of pools.values()) {
+      const used = new Set(pool.filter((c) => chosen.has(c.id)).map((c) => placeOf.get(c.id)!));
+      const free = pool.map((c) => c.fairTag!).filter((t) => !used.delete(t)).sort((a, b) => a - b);
+      const left = pool.filter((c) => !chosen.has(c.id));
+      left.forEach((c, i) => {
+        if (free[i] !== c.fairTag) out.set(c.id, free[i]!);
+      });
+    }
+    return out;
+  };
+  return { candidates, retag };
 }
 
 /**
@@ -106,34 +152,4 @@ export function mergeByHeads<C extends { priority: number; runAt: number; id: nu
     if (best === -1) return out;
     out.push(lists[best]![at[best]!++]!);
   }
-}
-
-/**
- * The turn states a claim leaves: `taken` is the keys of the jobs it took,
- * in the order taken; `out` the keys that have no ready job left after it;
- * `base` the largest `served` stored for the queue. A key that took jobs
- * and finished a turn (reached its weight, or ran out of ready jobs) gets
- * `served` = base + the position of its last taken job (keys served by one
- * claim keep the order it served them in), and `used` what it took of the
- * turn after that; one that took jobs without finishing its turn keeps its
- * position and adds them to `used`. Keys that took nothing are unchanged
- * (absent from the result).
- */
-export function advanceTurns(turns: readonly FairTurn[], taken: readonly string[], out: ReadonlySet<string>, base: number): Map<string, FairTurn> {
-  const known = new Map(turns.map((t) => [t.key, t]));
-  const count = new Map<string, number>();
-  const last = new Map<string, number>();
-  taken.forEach((key, i) => {
-    count.set(key, (count.get(key) ?? 0) + 1);
-    last.set(key, i + 1);
-  });
-  const next = new Map<string, FairTurn>();
-  for (const [key, n] of count) {
-    const t = known.get(key) ?? { key, weight: 1, served: 0, used: 0 };
-    const total = t.used + n;
-    if (out.has(key)) next.set(key, { ...t, served: base + last.get(key)!, used: 0 });
-    else if (total >= t.weight) next.set(key, { ...t, served: base + last.get(key)!, used: total % t.weight });
-    else next.set(key, { ...t, used: total });
-  }
-  return next;
 }

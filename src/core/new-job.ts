@@ -22,7 +22,7 @@ export function newJobRecord(id: number, job: NewJob, now: number): JobRecord {
     concurrencyKey: job.concurrency?.key ?? null,
     onConflict: job.concurrency?.onConflict ?? null,
     rateKey: job.rateLimit?.key ?? null,
-    fairKey: job.fairness?.key ?? null,
+    fairKey: job.fairness?.key || null,
     timeoutMs: job.timeoutMs ?? null,
     leaseToken: null,
     leaseExpiresAt: null,

@@ -387,20 +387,24 @@ export const controlInvariants: Invariant[] = [
 
 /**
  * Fair sharing (I13, R21), judged on runs whose claims each take at most one
- * job (the schedules' fairness family): a claim comes back empty only when
- * every key of its fair queue that still had a ready job (counting the jobs
- * returned by claims that had begun before it ended) was being served by a
- * claim that overlapped it, which held the key. Claimers that all serve the
- * least recently served key wait for each other's job and come back empty
- * while other keys wait. (A stricter per-round share check was tried and
- * dropped: with concurrent claimers the served positions of one round can
- * tie, and the history cannot tell a legitimate second turn from an unfair
- * one.)
+ * job of a fair queue whose keys (weight 1) all had their jobs ready from
+ * the start, enqueued in one batch, so that each key's n-th job has the
+ * n-th place of every key (the schedules' fairness family):
+ * - a claim comes back empty only when every key that still had a ready job
+ *   (counting the jobs returned by claims that had begun before it ended)
+ *   was being served by a claim that overlapped it;
+ * - a claim never takes a key's job past a place another key still had
+ *   free: when it took key K's job, K having had s jobs taken by claims
+ *   that ended before it began, no other key K' with s' such jobs had more
+ *   than s' + o jobs (o: the claims that overlapped it, each of which may
+ *   hold one) while s > s' + o. Claims that ignore the places serve the
+ *   first key's jobs first.
+ * (A job taken twice, after its lease ran out, makes the second check stand down.)
  */
 export const fairnessInvariants: Invariant[] = [
   {
     id: "I13",
-    name: "fair sharing: a claim comes back empty only while every key with ready jobs (none a rate limit holds) is being served by an overlapping claim",
+    name: "fair sharing: claims serve the keys' places in turn, and come back empty only while every key with ready jobs (none a rate limit holds) is being served by an overlapping claim",
     check: (run) => {
       // Jobs a rate limit may hold back (a rate key, a rate-limited queue) are left out: an empty claim may be the limit's.
       const rated = run.limits?.rates;
@@ -417,7 +421,10 @@ export const fairnessInvariants: Invariant[] = [
       const ready = new Map<string, number>();
       for (const j of keyed) ready.set(`${j.queue}/${j.fairKey}`, (ready.get(`${j.queue}/${j.fairKey}`) ?? 0) + 1);
       const out: string[] = [];
+      const returned = claims.flatMap((c) => c.effects.filter((e) => e.result !== null).map((e) => e.id));
+      const once = new Set(returned).size === returned.length;
       for (const c of claims) {
+        const overlapping = claims.filter((d) => d !== c && d.start < c.end && d.end > c.start);
         if (c.effects.every((e) => e.result === null)) {
           const served = new Set<string>();
           const before = new Map<string, number>();
@@ -425,12 +432,31 @@ export const fairnessInvariants: Invariant[] = [
             for (const f of d.effects) {
               const dk = f.result ? keyOf(f.id) : null;
               if (dk === null) continue;
-              if (d !== c && d.start < c.end && d.end > c.start) served.add(dk);
+              if (overlapping.includes(d)) served.add(dk);
               if ((d.firstStatement ?? d.start) < c.end) before.set(dk, (before.get(dk) ?? 0) + 1);
             }
           }
           const waiting = [...ready].filter(([k, n]) => n > (before.get(k) ?? 0) && !served.has(k)).map(([k]) => k);
           if (waiting.length > 0) out.push(`${c.label} returned nothing while ${waiting.join(", ")} had ready jobs no overlapping claim served`);
+          continue;
+        }
+        const took = c.effects.map((e) => (e.result ? keyOf(e.id) : null)).find((k) => k !== null);
+        if (!once || took === undefined || took === null) continue;
+        const done = new Map<string, number>();
+        for (const d of claims) {
+          if (d.end >= c.start) continue;
+          for (const f of d.effects) {
+            const dk = f.result ? keyOf(f.id) : null;
+            if (dk !== null) done.set(dk, (done.get(dk) ?? 0) + 1);
+          }
+        }
+        const s = done.get(took) ?? 0;
+        const o = overlapping.length;
+        const [queue] = took.split("/");
+        for (const [other, n] of ready) {
+          if (other === took || other.split("/")[0] !== queue) continue;
+          const s2 = done.get(other) ?? 0;
+          if (s > s2 + o && n > s2 + o) out.push(`${c.label} took job ${s + 1} of ${took} while ${other} (${s2} taken, ${o} overlapping claims) still had job ${s2 + o + 1} of ${n} in an earlier place`);
         }
       }
       return out;

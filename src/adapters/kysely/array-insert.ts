@@ -27,6 +27,7 @@ const ADMISSION_COLUMNS = [
   ["on_conflict", "text"],
   ["rate_key", "text"],
   ["fair_key", "text"],
+  ["fair_tag", "bigint"],
   ["finished_at", "bigint"],
   ["last_error", "text"],
 ] as const;

@@ -27,7 +27,10 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
   if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
   if (params.stage !== false) await stageDue(ctx, params.now);
   if (ctx.engine.capabilities.claimStatement && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS) {
-    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained));
+    // One queue this store knows fair and not prioritized: the statement takes its tagged jobs in fair order.
+    const only = params.queues.length === 1 ? params.queues[0]! : null;
+    const fair = only !== null && ctx.fairQueues.fair.has(only) && !ctx.fairQueues.prioritized.has(only);
+    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair));
     if (claimed.length > 0) return claimed;
     // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction.
     if (!(await capsApply(ctx, params))) return [];
@@ -38,6 +41,16 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
 /** A queue control row whose claims need the controls transaction: counted (above), or it has held rate-keyed or fairness-keyed jobs. */
 // deno-lint-ignore no-explicit-any
 const controlledQueue = (eb: ExpressionBuilder<any, any>) => eb.or([countedControl(eb), eb("keyed_rate", "=", 1), eb("fair", "=", 1)]);
+
+/** The same for a claim in fair order: a fair queue needs the transaction only when prioritized (see fair-claim.ts). */
+// deno-lint-ignore no-explicit-any
+const controlledFairQueue = (eb: ExpressionBuilder<any, any>) => eb.or([countedControl(eb), eb("keyed_rate", "=", 1), eb("fair_priorities", "=", 1)]);
+
+/** `q` in fair order (tag, then id), its untagged jobs left out; or in claim order. */
+// deno-lint-ignore no-explicit-any
+function ordered<Q extends { orderBy: (column: string) => any; where: (...args: any[]) => any }>(q: Q, fair: boolean): Q {
+  return fair ? q.where("fair_tag", "is not", null).orderBy("fair_tag").orderBy("id") : inClaimOrder(q);
+}
 
 /**
  * Whether a control stops the one-statement claim: an unpaused queue among
@@ -74,14 +87,14 @@ async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolea
  * new setting); claims never wait for each other. With `constrained` below
  * the limit, it takes at most that many keyed jobs (see `uncappedStatement`).
  */
-async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number): Promise<JobRecord[]> {
+async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, fair: boolean): Promise<JobRecord[]> {
   // Built and compiled once per queue and task set; the values that change per claim are slots.
   // A prepared statement where the engine has them: its states are literals (see guard), so a plan made
   // without the parameters' values still finds ready jobs through the partial claim index. (With the states
   // as parameters PostgreSQL's generic plan scanned and sorted every ready job: 11.8 ms against 5.7 ms to
   // claim 700 of 20,000, EXPLAIN ANALYZE with plan_cache_mode forced each way; now 5.3 ms against 5.4.)
   const keyed: KeyedPick = constrained >= params.limit ? "any" : constrained === 0 ? "none" : "some";
-  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed]);
+  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed, fair]);
   const values: Record<(typeof CLAIM_SLOTS)[number], unknown> = {
     now: params.now,
     limit: params.limit,
@@ -90,7 +103,7 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, 
     leaseExpiresAt: params.leaseExpiresAt,
     worker: params.worker ?? null,
   };
-  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed);
+  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair);
   const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
   return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => j.concurrencyKey !== null);
@@ -100,7 +113,7 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, 
 const CLAIM_SLOTS = ["now", "limit", "constrainedLimit", "leaseToken", "leaseExpiresAt", "worker"] as const;
 const SLOTTED = Object.fromEntries(CLAIM_SLOTS.map((name) => [name, new Slot(name)]));
 /** The columns a split claim's picks carry, to be ordered together. */
-const ORDER_COLUMNS = ["id", "priority", "run_at"];
+const ORDER_COLUMNS = ["id", "priority", "run_at", "fair_tag"];
 
 /** How many keyed jobs a one-statement claim may take: any number (up to `limit`), none, or some (`constrainedLimit`). */
 type KeyedPick = "any" | "none" | "some";
@@ -114,7 +127,7 @@ type KeyedPick = "any" | "none" | "some";
  * job behind those could not be among the first `limit` taken). The rows
  * locked but left out are not written and stay ready.
  */
-function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, keyed: KeyedPick) {
+function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, keyed: KeyedPick, fair: boolean) {
   const { tables, engine } = ctx;
   const caps = engine.capabilities;
   const queues = [...params.queues];
@@ -122,7 +135,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
   const controls = db
     .with(
       (cte) => cte("ctl_q").materialized(),
-      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate", "fair"]).where("name", "in", queues)),
+      (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate", "fair", "fair_priorities"]).where("name", "in", queues)),
     )
     .with(
       (cte) => cte("ctl_t").materialized(),
@@ -146,7 +159,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
               w
                 .selectFrom("ctl_q")
                 .select("name")
-                .where(controlledQueue)
+                .where(fair ? controlledFairQueue : controlledQueue)
                 .where("paused", "=", 0),
             ),
             w.exists(w.selectFrom("ctl_t").select("name").where(countedControl)),
@@ -154,7 +167,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
         ),
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
-    return inClaimOrder(where(q)).limit(limit);
+    return ordered(where(q), fair).limit(limit);
   };
   if (keyed !== "some") {
     const pick = (eb: unknown) => lock(ready(eb, ["id"], params.limit, keyed === "none" ? unkeyed : undefined));
@@ -169,7 +182,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
       (cte) => cte("keyed").materialized(),
       (eb) => {
         const window = ready(eb, [...ORDER_COLUMNS, "concurrency_key"], params.limit).as("w");
-        const chosen = inClaimOrder(eb.selectFrom(window).select("w.id").where("w.concurrency_key", "is not", null)).limit(params.constrainedLimit!);
+        const chosen = ordered(eb.selectFrom(window).select("w.id").where("w.concurrency_key", "is not", null), fair).limit(params.constrainedLimit!);
         const byId = caps.arrays ? sql<boolean>`${sql.ref("id")} = any(array(${chosen}))` : (w: ExpressionBuilder<any, any>) => w("id", "in", chosen);
         return lock(guard(eb.selectFrom(tables.jobs).select(ORDER_COLUMNS).where(byId), "claim", { now: params.now }));
       },
@@ -179,7 +192,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
       // deno-lint-ignore no-explicit-any
       (eb: any) => {
         const both = eb.selectFrom("unkeyed").select(ORDER_COLUMNS).unionAll(eb.selectFrom("keyed").select(ORDER_COLUMNS));
-        return inClaimOrder(eb.selectFrom(both.as("both")).select("id")).limit(params.limit);
+        return ordered(eb.selectFrom(both.as("both")).select("id"), fair).limit(params.limit);
       },
     );
   return finishClaim(ctx, picking, params);

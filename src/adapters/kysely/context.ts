@@ -1,6 +1,7 @@
 import type { CompiledQuery } from "kysely";
 import type { Engine, AnyDb } from "./engine.ts";
 import type { TableNames } from "./identifiers.ts";
+import type { FairQueues } from "./fairness.ts";
 
 /** What every shared module works with: the kysely instance, docket's table names, the engine, the compiled statements. */
 export interface StoreContext {
@@ -9,6 +10,8 @@ export interface StoreContext {
   readonly engine: Engine;
   /** Statements compiled once on the store's own kysely instance (see compiledOnce); a context on a caller's instance has a map of its own. */
   readonly statements: Map<string, CompiledQuery>;
+  /** The fair queues the store knows (shared by every context of one store). */
+  readonly fairQueues: FairQueues;
 }
 
 /** Rows per INSERT, and jobs per batched UPDATE. */

@@ -9,7 +9,8 @@ import { sql, type ExpressionBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { mergeByHeads } from "../../core/fairness.ts";
-import { FairClaim, fairPick } from "./fair-claim.ts";
+import { fairPick, writeTags } from "./fair-claim.ts";
+import type { FairCandidate } from "../../core/fairness.ts";
 import { byClaimOrder, claimedOrder, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -67,11 +68,13 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
     if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
     const fairQueues = new Set(queueRows.filter((r) => Number(r.fair ?? 0) === 1 && !paused.has(r.name)).map((r) => r.name));
-    if (fairQueues.size > 0) memory.capsSeenAt = params.now;
+    const prioritized = new Set(queueRows.filter((r) => Number(r.fair_priorities ?? 0) === 1).map((r) => r.name));
+    for (const r of queueRows) if (Number(r.fair ?? 0) === 1) ctx.fairQueues.fair.add(r.name);
+    for (const name of prioritized) ctx.fairQueues.prioritized.add(name);
+    // A prioritized fair queue's claims always need this transaction; a plain fair queue's need the one statement only when it knows the queue fair.
+    if ([...fairQueues].some((q) => prioritized.has(q))) memory.capsSeenAt = params.now;
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
     const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
-    /** The fair queues this claim serves, with the keys it holds. */
-    const fair = new Map<string, FairClaim>();
     const rates = rateRoomOf();
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
     const limits: LimitInRoom[] = [];
@@ -114,22 +117,24 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       }
       if (need <= 0 || groups.length === 0) break;
       const plain: ClaimCandidate[] = [];
-      const served: ClaimCandidate[][] = [];
+      const served: FairCandidate[][] = [];
+      const retags: ((chosen: ReadonlySet<number>) => Map<number, number>)[] = [];
       const newKeys = new Set<string>();
       /** A candidate row read: its controls noted, the candidate made. */
-      const seen = (row: Record<string, any>): ClaimCandidate => {
+      const seen = (row: Record<string, any>): FairCandidate => {
         const { [TASK_CAP]: taskCap, [TASK_RATE]: taskRate, ...r } = row;
         const rateKey = r.rate_key ?? null;
         if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
         if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
         if (readWhole) whole.set(Number(r.id), r as JobRow);
-        return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null };
+        const fairTag = r.fair_tag === null || r.fair_tag === undefined ? null : Number(r.fair_tag);
+        return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null, fairTag };
       };
       /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order. */
       const candidateQuery = (queues: string[]) => {
         const from = db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
-        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key"]);
+        let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key", "fair_tag"]);
         // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
         const taskColumn = (column: string, as: string) => (eb: ExpressionBuilder<any, any>) => eb.selectFrom(tables.tasks).select(column).where("name", "=", sql.ref(`${tables.jobs}.task`)).as(as);
         columns = columns.select(taskColumn("max_running", TASK_CAP)).select(taskColumn("rate_limit", TASK_RATE));
@@ -144,15 +149,16 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       for (const g of groups) {
         const queue = g.queues[0]!;
         if (g.queues.length === 1 && fairQueues.has(queue)) {
-          const filtered = spent || rates.spentKeys.size > 0 || chosen.length > 0 || exhausted.size > 0;
-          served.push(await fairPick(ctx, db, fair, queue, g.limit, params.limit, chosen, filtered, candidateQuery, seen));
+          const pick = await fairPick(ctx, db, queue, g.limit, prioritized.has(queue), candidateQuery, seen);
+          served.push(pick.candidates);
+          if (pick.retag) retags.push(pick.retag);
           continue;
         }
         let q = candidateQuery(g.queues).limit(g.limit);
         if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
         for (const r of await labelled(q, "claim-candidates").execute()) plain.push(seen(r));
       }
-      // Fair queues' candidates in their round-robin order, merged with the others' (claim order) by their heads.
+      // Fair queues' candidates in their fair order, merged with the others' (claim order) by their heads.
       const candidates = mergeByHeads([plain.sort(byClaimOrder), ...served]);
       if (candidates.length === 0) break;
       const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t) && cappedTasks.has(t));
@@ -166,9 +172,10 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       for (const t of unseen) checkedTasks.add(t);
       for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, rates.keys);
       const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
+      // The tags of the prioritized queues' jobs this pass read, written before the next pass reads them again.
+      for (const retag of retags) await writeTags(ctx, db, retag(new Set(chosen)));
       if (!passedOver) break;
     }
-    for (const [queue, f] of fair) await f.finish(ctx, db, queue, chosen);
     await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
     const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
@@ -201,7 +208,7 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
   const read = () =>
     db
       .selectFrom(ctx.tables.queues)
-      .select(["name", "paused", "max_running", "keyed_rate", "fair", ...RATE_COLUMNS])
+      .select(["name", "paused", "max_running", "keyed_rate", "fair", "fair_priorities", ...RATE_COLUMNS])
       .where("name", "in", [...queues])
       .orderBy("name");
   if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];

@@ -10,6 +10,7 @@ export interface QueueRow extends RateColumns {
   max_running: number | string | null;
   keyed_rate?: number | string;
   fair?: number | string;
+  fair_priorities?: number | string;
 }
 
 /** A task control row as drivers return it. */

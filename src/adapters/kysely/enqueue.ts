@@ -15,7 +15,7 @@ import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts"
 import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
-import { storeFairKeys } from "./fairness.ts";
+import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -26,9 +26,10 @@ import { storeFairKeys } from "./fairness.ts";
  * and stores nothing. Ready jobs are announced to other processes once
  * stored. See DocketAdapter.enqueue.
  */
-export async function enqueue(ctx: StoreContext, params: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
-  if (params.jobs.length === 0) return [];
+export async function enqueue(ctx: StoreContext, given: EnqueueParams, background: (work: Promise<void>) => void): Promise<EnqueuedRecord[]> {
+  if (given.jobs.length === 0) return [];
   const { db, engine } = ctx;
+  const params = await withImplicitKeys(ctx, given);
   const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit || j.debounce || j.fairness);
   if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
@@ -78,6 +79,15 @@ export async function enqueue(ctx: StoreContext, params: EnqueueParams, backgrou
 
 const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
 
+/** `params` with the implicit key's fairness on each job without a fairness key of a queue the store knows fair (see FairQueues). */
+async function withImplicitKeys(ctx: StoreContext, params: EnqueueParams): Promise<EnqueueParams> {
+  const plain = params.jobs.filter((j) => !j.fairness);
+  if (plain.length === 0) return params;
+  const fair = await fairQueuesAmong(ctx, ctx.db, [...new Set(plain.map((j) => j.queue))]);
+  if (fair.size === 0) return params;
+  return { ...params, jobs: params.jobs.map((j) => (j.fairness || !fair.has(j.queue) ? j : { ...j, fairness: IMPLICIT_FAIRNESS })) };
+}
+
 /** The columns a new row does not set (`rowsOf`): all null until a claim, an outcome or a handler writes them. */
 const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
 
@@ -96,7 +106,8 @@ function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
     concurrency_key: j.concurrency?.key ?? null,
     on_conflict: j.concurrency?.onConflict ?? null,
     rate_key: j.rateLimit?.key ?? null,
-    fair_key: j.fairness?.key ?? null,
+    fair_key: j.fairness?.key || null,
+    fair_tag: null as number | null,
     timeout_ms: j.timeoutMs ?? null,
     idempotency_key: j.idempotencyKey ?? null,
     debounce_key: j.debounce?.key ?? null,
@@ -131,7 +142,7 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
   const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
   if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
   // Fairness keys before rate keys: a claim holds the keys it serves (never waiting for them) and then waits for rate keys.
-  await storeFairKeys(ctx, db, params.jobs);
+  await storeFairKeys(ctx, db, params.jobs, values);
   await storeRateKeys(ctx, db, params.jobs);
   // The stored limit of a key named twice is the last job's.
   const limits = new Map<string, number>();

@@ -1,147 +1,147 @@
 /**
- * Fair sharing in storage: a fair queue's keys are rows `(queue, name,
- * weight, served, used, active)`; the rule that orders and advances them is
- * the core's (core/fairness.ts). A claim takes the rows of the keys it
- * serves `FOR UPDATE SKIP LOCKED` (where the engine has row locks; SQLite
- * has one writer), so concurrent claimers serve different keys and none
- * waits for another's keys (R21); it writes their turn states back in one
- * statement in its transaction. `active` keeps keys without live jobs out
- * of the claims' scan: a claim clears it only when the key has no job that
- * is scheduled, ready, blocked or running (checked in the guarded UPDATE,
- * under the key row's lock), and every enqueue of the key writes it again
- * (always a write, never read-and-skip, so it waits for a claim holding the
- * row), as does a replay of one of its jobs.
+ * Fair sharing in storage (the rule is the core's, core/fairness.ts): a
+ * fair queue's keys are rows `(queue, name, weight, served)`, `served`
+ * being the key's last tag; each job of a fair queue carries its tag
+ * (`fair_tag`), given at enqueue under its key row's lock. Claims read no
+ * key row: they take a fair queue's ready jobs in tag order. A queue is fair
+ * once it has held a fairness-keyed job (`queues.fair`, never cleared), and
+ * prioritized once it has held a fair job of a priority other than 0
+ * (`queues.fair_priorities`): its claims then order each key's jobs by
+ * priority (core `withinKeys`).
  */
 import { sql, type ExpressionBuilder } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
-import { IMPLICIT_FAIR_KEY, type FairTurn } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, fairClock, fairTags } from "../../core/fairness.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { labelled } from "./labels.ts";
 
-/** The live states: a key with a job in one of them stays active. */
-const LIVE_STATES = ["scheduled", "ready", "blocked", "running"];
+/** How long a store trusts its list of fair queues for an enqueue of jobs without a fairness key (wall clock). */
+export const FAIR_QUEUES_TTL_MS = 1000;
 
 /**
- * Stores the fairness keys a batch names (the last job's weight for a key
- * named twice), active, in one statement in (queue, name) order; marks
- * their queues fair first (a queue newly marked gets its implicit key's
- * row too). Inside the enqueue's transaction.
+ * What a store knows of the fair queues: those read (or made) fair and
+ * prioritized (neither flag is ever cleared, so what it knows stays true),
+ * and when it last read the list. A queue made fair by another process
+ * is known here within FAIR_QUEUES_TTL_MS; a job without a fairness key
+ * enqueued here before then has no tag, and claims take it after the
+ * queue's tagged jobs.
  */
-export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[]): Promise<void> {
-  const weights = new Map<string, { queue: string; name: string; weight: number }>();
-  for (const j of jobs) if (j.fairness) weights.set(JSON.stringify([j.queue, j.fairness.key]), { queue: j.queue, name: j.fairness.key, weight: j.fairness.weight });
-  if (weights.size === 0) return;
-  const { tables, engine } = ctx;
-  const queues = [...new Set([...weights.values()].map((w) => w.queue))].sort();
-  // The flag only ever goes from 0 to 1: a queue read as marked needs no write.
-  const marked = new Set(((await db.selectFrom(tables.queues).select("name").where("name", "in", queues).where("fair", "=", 1).execute()) as { name: string }[]).map((r) => r.name));
-  for (const queue of queues) {
-    if (marked.has(queue)) continue;
-    const insert = db.insertInto(tables.queues).values({ name: queue, paused: 0, max_running: null, fair: 1 });
-    await (engine.capabilities.onConflict ? insert.onConflict((oc) => oc.column("name").doUpdateSet({ fair: 1 })) : insert.onDuplicateKeyUpdate({ fair: 1 })).execute();
-    weights.set(JSON.stringify([queue, IMPLICIT_FAIR_KEY]), { queue, name: IMPLICIT_FAIR_KEY, weight: 1 });
+export class FairQueues {
+  readonly fair = new Set<string>();
+  readonly prioritized = new Set<string>();
+  readAt = Number.NEGATIVE_INFINITY;
+}
+
+/** The queues among `queues` known fair, the list read again when older than FAIR_QUEUES_TTL_MS. */
+export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: readonly string[]): Promise<Set<string>> {
+  const known = ctx.fairQueues;
+  if (performance.now() - known.readAt >= FAIR_QUEUES_TTL_MS) {
+    known.readAt = performance.now();
+    const rows = (await db.selectFrom(ctx.tables.queues).select(["name", "fair_priorities"]).where("fair", "=", 1).execute()) as { name: string; fair_priorities: unknown }[];
+    for (const r of rows) {
+      known.fair.add(r.name);
+      if (Number(r.fair_priorities) === 1) known.prioritized.add(r.name);
+    }
   }
-  const rows = [...weights.values()]
-    .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((w) => ({ ...w, served: 0, used: 0, active: 1 }));
+  return new Set(queues.filter((q) => known.fair.has(q)));
+}
+
+/**
+ * Gives the fair jobs of a batch their tags (`values[i].fair_tag`, for each
+ * job with `fairness`; the implicit key's for IMPLICIT_FAIR_KEY), inside the
+ * enqueue's transaction: marks their queues fair (and prioritized, for a job
+ * of priority other than 0), reads each queue's clock, and advances each
+ * key's last tag by its jobs' steps in one upsert per statement, which
+ * also locks the key rows (in (queue, name) order) until the transaction
+ * ends; the tags are read back under that lock (RETURNING, or a locking
+ * read), so two enqueues of one key get successive tags (R21).
+ */
+export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], values: Record<string, unknown>[]): Promise<void> {
+  const groups = new Map<string, { queue: string; name: string; weight: number; at: number[]; weights: number[] }>();
+  jobs.forEach((j, i) => {
+    if (!j.fairness) return;
+    const id = JSON.stringify([j.queue, j.fairness.key]);
+    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
+    g.weight = j.fairness.weight;
+    g.at.push(i);
+    g.weights.push(j.fairness.weight);
+    groups.set(id, g);
+  });
+  if (groups.size === 0) return;
+  const { tables, engine } = ctx;
+  const queues = [...new Set([...groups.values()].map((g) => g.queue))].sort();
+  const prioritized = new Set(jobs.filter((j) => j.fairness && j.priority !== 0).map((j) => j.queue));
+  await markQueues(ctx, db, queues, prioritized);
+  const keys = [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const clocks = new Map<string, number>();
+  for (const queue of queues) clocks.set(queue, await clockOf(ctx, db, queue));
+  // `used` carries each key's advance (the sum of its jobs' steps) into the upsert: last = max(last, clock) + advance.
+  const advance = new Map(keys.map((g) => [g, fairTags(0, 0, g.weights).last]));
+  const rows = keys.map((g) => ({ queue: g.queue, name: g.name, weight: g.weight, served: clocks.get(g.queue)! + advance.get(g)!, used: advance.get(g)!, active: 1 }));
   const insert = db.insertInto(tables.fairKeys).values(rows);
   const upsert = engine.capabilities.onConflict
-    ? insert.onConflict((oc) => oc.columns(["queue", "name"]).doUpdateSet({ weight: (eb: ExpressionBuilder<any, any>) => eb.ref("excluded.weight"), active: 1 }))
-    : insert.onDuplicateKeyUpdate({ weight: sql`values(weight)`, active: 1 });
-  await labelled(upsert, "fair-store").execute();
+    ? insert.onConflict((oc) =>
+        oc.columns(["queue", "name"]).doUpdateSet({
+          weight: (eb: ExpressionBuilder<any, any>) => eb.ref("excluded.weight"),
+          served: sql`case when ${sql.ref(`${tables.fairKeys}.served`)} + ${sql.ref("excluded.used")} > ${sql.ref("excluded.served")} then ${sql.ref(`${tables.fairKeys}.served`)} + ${sql.ref("excluded.used")} else ${sql.ref("excluded.served")} end`,
+          active: 1,
+        }),
+      )
+    : insert.onDuplicateKeyUpdate({ weight: sql`values(weight)`, served: sql`greatest(served + values(used), values(served))`, active: 1 });
+  const lasts = new Map<string, number>();
+  if (engine.capabilities.returning) {
+    for (const r of (await labelled(upsert.returning(["queue", "name", "served"]), "fair-store").execute()) as { queue: string; name: string; served: unknown }[]) {
+      lasts.set(JSON.stringify([r.queue, r.name]), Number(r.served));
+    }
+  } else {
+    await labelled(upsert, "fair-store").execute();
+    for (const queue of queues) {
+      let read = db.selectFrom(tables.fairKeys).select(["name", "served"]).where("queue", "=", queue).where("name", "in", keys.filter((g) => g.queue === queue).map((g) => g.name));
+      if (engine.capabilities.rowLocks) read = read.forUpdate();
+      for (const r of (await labelled(read, "fair-keys").execute()) as { name: string; served: unknown }[]) lasts.set(JSON.stringify([queue, r.name]), Number(r.served));
+    }
+  }
+  for (const g of keys) {
+    const last = lasts.get(JSON.stringify([g.queue, g.name]))!;
+    const { tags } = fairTags(last - advance.get(g)!, Number.NEGATIVE_INFINITY, g.weights);
+    g.at.forEach((i, k) => (values[i]!.fair_tag = tags[k]));
+  }
 }
 
-/**
- * Up to `limit` active keys of `queue` not in `except`, in serving order
- * (served, then name), locked `FOR UPDATE SKIP LOCKED` where the engine has
- * row locks: a key another claim holds is passed over.
- */
-export async function lockFairKeys(ctx: StoreContext, db: AnyDb, queue: string, limit: number, except: readonly string[]): Promise<FairTurn[]> {
-  let q = db
-    .selectFrom(ctx.tables.fairKeys)
-    .select(["name", "weight", "served", "used"])
+/** Marks `queues` fair (and those in `prioritized` prioritized) where this store does not know them so; remembers them. */
+async function markQueues(ctx: StoreContext, db: AnyDb, queues: readonly string[], prioritized: ReadonlySet<string>): Promise<void> {
+  const known = ctx.fairQueues;
+  const { tables, engine } = ctx;
+  for (const queue of queues) {
+    const priorities = prioritized.has(queue) ? 1 : 0;
+    if (known.fair.has(queue) && (priorities === 0 || known.prioritized.has(queue))) continue;
+    const insert = db.insertInto(tables.queues).values({ name: queue, paused: 0, max_running: null, fair: 1, fair_priorities: priorities });
+    const set = priorities === 1 ? { fair: 1, fair_priorities: 1 } : { fair: 1 };
+    await (engine.capabilities.onConflict ? insert.onConflict((oc) => oc.column("name").doUpdateSet(set)) : insert.onDuplicateKeyUpdate(set)).execute();
+    known.fair.add(queue);
+    if (priorities === 1) known.prioritized.add(queue);
+  }
+}
+
+/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys. */
+async function clockOf(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
+  const { tables } = ctx;
+  const head = await db
+    .selectFrom(tables.jobs)
+    .select((eb: ExpressionBuilder<any, any>) => eb.fn.min("fair_tag").as("m"))
     .where("queue", "=", queue)
-    .where("active", "=", 1)
-    .orderBy("served")
-    .orderBy("name")
-    .limit(limit);
-  if (except.length > 0) q = q.where("name", "not in", [...except]);
-  if (ctx.engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-  const rows = (await labelled(q, "fair-keys").execute()) as { name: string; weight: unknown; served: unknown; used: unknown }[];
-  return rows.map((r) => ({ key: r.name, weight: Number(r.weight), served: Number(r.served), used: Number(r.used) }));
-}
-
-/** The largest `served` of `queue`'s keys (0 when none): new positions go after it. */
-export async function maxServed(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
-  const r = await db
-    .selectFrom(ctx.tables.fairKeys)
+    .where("state", "=", "ready")
+    .where("fair_tag", "is not", null)
+    .executeTakeFirst();
+  if (head?.m !== null && head?.m !== undefined) return fairClock(Number(head.m), 0);
+  const top = await db
+    .selectFrom(tables.fairKeys)
     .select((eb: ExpressionBuilder<any, any>) => eb.fn.max("served").as("m"))
     .where("queue", "=", queue)
     .executeTakeFirst();
-  return Number(r?.m ?? 0);
+  return fairClock(null, Number(top?.m ?? 0));
 }
 
-/** Writes the turn states of `turns` (keys of `queue` this transaction holds) in one UPDATE. */
-export async function writeTurns(ctx: StoreContext, db: AnyDb, queue: string, turns: readonly FairTurn[]): Promise<void> {
-  if (turns.length === 0) return;
-  const cases = (column: "served" | "used") =>
-    // The values are integers the core computed, written as literals: a parameter there is text to PostgreSQL.
-    sql`case ${sql.join(turns.map((t) => sql`when ${sql.ref("name")} = ${t.key} then ${sql.lit(Math.trunc(t[column]))}`), sql` `)} end`;
-  const update = db
-    .updateTable(ctx.tables.fairKeys)
-    .set({ served: cases("served"), used: cases("used") })
-    .where("queue", "=", queue)
-    .where("name", "in", turns.map((t) => t.key));
-  await labelled(update, "fair-serve").execute();
-}
-
-/**
- * Clears `active` of those of `names` (keys of `queue` this transaction
- * holds, never the implicit key) that have no live job, as the UPDATE
- * itself reads them.
- */
-export async function deactivateIdle(ctx: StoreContext, db: AnyDb, queue: string, names: readonly string[]): Promise<void> {
-  const keys = names.filter((n) => n !== IMPLICIT_FAIR_KEY);
-  if (keys.length === 0) return;
-  const { tables } = ctx;
-  await db
-    .updateTable(tables.fairKeys)
-    .set({ active: 0 })
-    .where("queue", "=", queue)
-    .where("name", "in", keys)
-    .where((eb: ExpressionBuilder<any, any>) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom(`${tables.jobs} as lj`)
-            .select(sql<number>`1`.as("one"))
-            .where("lj.queue", "=", queue)
-            .where("lj.fair_key", "=", sql.ref(`${tables.fairKeys}.name`))
-            .where("lj.state", "in", LIVE_STATES),
-        ),
-      ),
-    )
-    .execute();
-}
-
-/** Sets `active` again, in one UPDATE, on the fairness keys of the jobs `ids` (a replay made them ready). */
-export async function reactivateKeysOf(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<void> {
-  if (ids.length === 0) return;
-  const { tables } = ctx;
-  await db
-    .updateTable(tables.fairKeys)
-    .set({ active: 1 })
-    .where("active", "=", 0)
-    .where((eb: ExpressionBuilder<any, any>) =>
-      eb.exists(
-        eb
-          .selectFrom(`${tables.jobs} as rj`)
-          .select(sql<number>`1`.as("one"))
-          .where("rj.id", "in", [...ids])
-          .where("rj.queue", "=", sql.ref(`${tables.fairKeys}.queue`))
-          .where("rj.fair_key", "=", sql.ref(`${tables.fairKeys}.name`)),
-      ),
-    )
-    .execute();
-}
+/** The implicit key's `fairness` for a job without one in a fair queue. */
+export const IMPLICIT_FAIRNESS = { key: IMPLICIT_FAIR_KEY, weight: 1 } as const;

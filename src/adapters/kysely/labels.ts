@@ -30,14 +30,14 @@ export type StatementLabel =
   | "rate-log"
   /** The locked read of a debounce key's pending job, before an enqueue merges into it (or inserts the key's next job). */
   | "debounce-find"
-  /** An enqueue's upsert of the fairness keys its jobs name (weight, active). */
+  /** An enqueue's upsert of the fairness keys its jobs name (weight; its last tag advanced), which locks their rows; RETURNING their last tags where the engine can. */
   | "fair-store"
-  /** A claim's lock (`FOR UPDATE SKIP LOCKED`) of the fairness keys it serves, in serving order. */
+  /** An enqueue's locking read of its fairness keys' last tags, after their upsert (engines without RETURNING). */
   | "fair-keys"
-  /** A fair claim's lock (`FOR UPDATE SKIP LOCKED`) of jobs of keys other claims hold, when it has room past its own keys. */
-  | "fair-overflow"
-  /** A claim's write of the turn states of the fairness keys it served. */
-  | "fair-serve";
+  /** A claim's read of a prioritized fair queue's keys' best jobs (`FOR UPDATE SKIP LOCKED`). */
+  | "fair-best"
+  /** A claim's write of the tags of a prioritized fair queue's jobs it read and left. */
+  | "fair-retag";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -5,7 +5,6 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
-import { reactivateKeysOf } from "./fairness.ts";
 
 /** The columns a replay sets besides state and updated_at: due now, a fresh attempt budget, no finish. */
 export function replaySet(now: number): Record<string, unknown> {
@@ -45,7 +44,6 @@ export function replayDead(ctx: StoreContext, params: ReplayDeadParams): Promise
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", ids).where("state", "=", TRANSITIONS.replay.to).execute()) as JobRow[]);
     }
     const records = rows.map(rowToRecord).sort((a, b) => (a.id < b.id ? -1 : 1));
-    await reactivateKeysOf(ctx, db, records.filter((r) => r.fairKey !== null).map((r) => r.id));
     await engine.announceReady(db, [...new Set(records.map((r) => r.queue))].map((queue) => ({ queue, due: true })));
     return records;
   });

@@ -53,7 +53,7 @@ import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./sche
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
-import { reactivateKeysOf } from "./fairness.ts";
+import { FairQueues } from "./fairness.ts";
 import { repairKeys } from "./repair.ts";
 import { payloadLimitWithin } from "./statement-size.ts";
 
@@ -89,7 +89,7 @@ export class KyselyStore implements DocketAdapter {
 
   constructor(options: StoreOptions) {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
-    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map() };
+    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map(), fairQueues: new FairQueues() };
     this.#ownsDb = options.ownsDb;
     this.name = engine.name;
     this.capabilities = engine.capabilities;
@@ -177,7 +177,6 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(async () => {
       const record = await transition(this.#ctx, "replay", params, replaySet(params.now));
       // The replayed job is live before its key is made active again: no claim clears the key in between.
-      if (record?.fairKey) await reactivateKeysOf(this.#ctx, this.#ctx.db, [record.id]);
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
       return record;
     });

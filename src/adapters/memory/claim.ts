@@ -9,7 +9,7 @@
  */
 import type { ClaimParams } from "../../core/adapter.ts";
 import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
-import { IMPLICIT_FAIR_KEY, advanceTurns, fairSequence, mergeByHeads } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, byFairOrder, mergeByHeads, withinKeys, type FairCandidate } from "../../core/fairness.ts";
 import { logStarts, nextRoomAt, rateRoom, type RateLimit } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { applyTransition, guardHolds, stageDue } from "./guarded-write.ts";
@@ -55,43 +55,33 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   const chosen: number[] = [];
   const exhausted = new Set<string>();
   const fairQueues = [...queues].filter((q) => state.fairKeys.has(q));
-  const byId = new Map(candidates.map((c) => [c.id, c]));
-  /** Per fair queue, each key's candidates of the latest pass and how many that pass could take. */
-  const lastPass = new Map<string, { ids: Map<string, number[]>; need: number }>();
   for (;;) {
-    // Fair queues' candidates in round-robin order (the jobs chosen by earlier passes counting in their keys'
-    // turns), merged with the others' (claim order) by their heads: as the SQL adapters do, pass by pass.
+    // Fair queues' first candidates in fair order (each key's best jobs in its places, in a prioritized queue),
+    // merged with the others' (claim order) by their heads: as the SQL adapters do, pass by pass.
+    const need = params.limit - chosen.length;
     const plain = candidates.filter((c) => !state.fairKeys.has(c.queue));
+    const retags: ((chosen: ReadonlySet<number>) => Map<number, number>)[] = [];
     const served = fairQueues.map((q) => {
-      const lists = new Map<string, ClaimCandidate[]>();
-      const ids = new Map<string, number[]>();
-      for (const c of [...chosen.map((id) => byId.get(id)!), ...candidates]) {
-        if (c.queue !== q) continue;
-        const key = c.fairKey ?? IMPLICIT_FAIR_KEY;
-        lists.set(key, [...(lists.get(key) ?? []), c]);
-        if (!chosen.includes(c.id)) ids.set(key, [...(ids.get(key) ?? []), c.id]);
-      }
-      for (const list of lists.values()) list.sort(byClaimOrder);
-      lastPass.set(q, { ids, need: params.limit - chosen.length });
-      return fairSequence([...state.fairKeys.get(q)!.values()], lists).filter((c) => !chosen.includes(c.id));
+      const mine: FairCandidate[] = candidates.filter((c) => c.queue === q).map((c) => ({ ...c, fairTag: state.fairTags.get(c.id) ?? null }));
+      const window = mine.sort(byFairOrder).slice(0, need);
+      if (!state.prioritized.has(q)) return window;
+      const counts = new Map<string, number>();
+      for (const c of window) if (c.fairTag !== null) counts.set(c.fairKey ?? IMPLICIT_FAIR_KEY, (counts.get(c.fairKey ?? IMPLICIT_FAIR_KEY) ?? 0) + 1);
+      const best = new Map<string, FairCandidate[]>();
+      for (const [key, n] of counts) best.set(key, mine.filter((c) => c.fairTag !== null && (c.fairKey ?? IMPLICIT_FAIR_KEY) === key).sort(byClaimOrder).slice(0, n));
+      const picked = withinKeys(window, best);
+      retags.push(picked.retag);
+      return picked.candidates;
     });
-    const walk = mergeByHeads([plain, ...served]);
-    if (!takeWithinCaps(walk, params.limit, room, chosen, exhausted)) break;
+    const walk = mergeByHeads<ClaimCandidate>([plain, ...served]);
+    const passedOver = takeWithinCaps(walk, params.limit, room, chosen, exhausted);
+    for (const retag of retags) for (const [id, tag] of retag(new Set(chosen))) state.fairTags.set(id, tag);
+    if (!passedOver) break;
     const taken = new Set(chosen);
     const full = room.constrained <= 0;
     candidates = candidates.filter(
       (c) => !taken.has(c.id) && !exhausted.has(c.task) && !(c.rateKey != null && rates.spentKeys.has(c.rateKey)) && !(full && isConstrained(c, room)),
     );
-  }
-  // The served keys' turns advance (see core/fairness.ts advanceTurns).
-  for (const q of fairQueues) {
-    const keys = state.fairKeys.get(q)!;
-    const taken = new Set(chosen);
-    const mine = chosen.map((id) => byId.get(id)!).filter((c) => c.queue === q);
-    const pass = lastPass.get(q)!;
-    const out = new Set([...pass.ids].filter(([, ids]) => ids.length < pass.need && ids.every((id) => taken.has(id))).map(([key]) => key));
-    const base = Math.max(0, ...[...keys.values()].map((t) => t.served));
-    for (const [key, turn] of advanceTurns([...keys.values()], mine.map((c) => c.fairKey ?? IMPLICIT_FAIR_KEY), out, base)) keys.set(key, turn);
   }
   // Each limit's starts are logged; a limit that held a job back tells the caller when it has room again.
   let heldUntil = Number.POSITIVE_INFINITY;

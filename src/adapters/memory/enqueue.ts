@@ -15,7 +15,7 @@ import { IdempotencyConflictError, InvalidArgumentError } from "../../core/error
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
-import { IMPLICIT_FAIR_KEY } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, fairClock, fairTags } from "../../core/fairness.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
@@ -43,14 +43,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
   }
-  // A fairness key's stored weight is the last one given; its queue becomes fair, with the implicit key of weight 1.
-  for (const j of params.jobs) {
-    if (!j.fairness) continue;
-    let keys = state.fairKeys.get(j.queue);
-    if (!keys) state.fairKeys.set(j.queue, (keys = new Map([[IMPLICIT_FAIR_KEY, { key: IMPLICIT_FAIR_KEY, weight: 1, served: 0, used: 0 }]])));
-    const turn = keys.get(j.fairness.key);
-    keys.set(j.fairness.key, turn ? { ...turn, weight: j.fairness.weight } : { key: j.fairness.key, weight: j.fairness.weight, served: 0, used: 0 });
-  }
+  const tags = fairTagsOf(state, params.jobs);
   const records = params.jobs.map((job): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };
@@ -69,6 +62,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
       if (decision === "discarded") Object.assign(record, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
     }
     state.jobs.set(record.id, record);
+    if (tags.has(job)) state.fairTags.set(record.id, tags.get(job)!);
     return { ...record, created: true };
   });
   announce(
@@ -128,4 +122,47 @@ function releaseKeys(state: MemoryState, keys: ReadonlySet<string>, finishedBefo
 /** Whether `job` finished at or before `finishedBefore`, so its idempotency key's hold has ended. */
 function releasable(job: JobRecord, finishedBefore: number): boolean {
   return TERMINAL_STATES.includes(job.state) && job.finishedAt !== null && job.finishedAt <= finishedBefore;
+}
+
+/**
+ * The tags of a batch's jobs of fair queues (see core/fairness.ts), as the
+ * SQL adapters give them: the queues of fairness-keyed jobs become fair
+ * (and prioritized, for such a job of a priority other than 0); each
+ * queue's clock is read before the batch; each key (the implicit key for a
+ * job without one) advances by its jobs' steps, its stored weight the last
+ * job's. Every job of the batch counts, also one that merges or finds its
+ * idempotency key held (its place stays unused).
+ */
+function fairTagsOf(state: MemoryState, jobs: readonly NewJob[]): Map<NewJob, number> {
+  for (const j of jobs) {
+    if (!j.fairness) continue;
+    if (!state.fairKeys.has(j.queue)) state.fairKeys.set(j.queue, new Map());
+    if (j.priority !== 0) state.prioritized.add(j.queue);
+  }
+  const groups = new Map<string, { queue: string; key: string; jobs: NewJob[] }>();
+  for (const j of jobs) {
+    if (!state.fairKeys.has(j.queue)) continue;
+    const key = j.fairness?.key ?? IMPLICIT_FAIR_KEY;
+    const id = JSON.stringify([j.queue, key]);
+    groups.set(id, { queue: j.queue, key, jobs: [...(groups.get(id)?.jobs ?? []), j] });
+  }
+  const clocks = new Map<string, number>();
+  for (const { queue } of groups.values()) {
+    if (clocks.has(queue)) continue;
+    let head: number | null = null;
+    for (const job of state.jobs.values()) {
+      const tag = state.fairTags.get(job.id);
+      if (job.queue === queue && job.state === "ready" && tag !== undefined && (head === null || tag < head)) head = tag;
+    }
+    clocks.set(queue, fairClock(head, Math.max(0, ...[...state.fairKeys.get(queue)!.values()].map((k) => k.last))));
+  }
+  const out = new Map<NewJob, number>();
+  for (const { queue, key, jobs: mine } of groups.values()) {
+    const keys = state.fairKeys.get(queue)!;
+    const weights = mine.map((j) => j.fairness?.weight ?? 1);
+    const { tags, last } = fairTags(keys.get(key)?.last ?? 0, clocks.get(queue)!, weights);
+    keys.set(key, { weight: weights[weights.length - 1]!, last });
+    mine.forEach((j, i) => out.set(j, tags[i]!));
+  }
+  return out;
 }

@@ -8,7 +8,6 @@
 import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { RateLimit, StartLog } from "../../core/rate-limit.ts";
-import type { FairTurn } from "../../core/fairness.ts";
 import { nextTurn } from "../../core/turn.ts";
 
 export interface MemoryState {
@@ -27,8 +26,12 @@ export interface MemoryState {
   /** The starts inside the window of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly rateLogs: Map<string, StartLog>;
   readonly schedules: Map<string, StoredSchedule>;
-  /** The fair queues (those that have held fairness-keyed jobs), each with its keys' turn states by key. */
-  readonly fairKeys: Map<string, Map<string, FairTurn>>;
+  /** The fair queues (those that have held fairness-keyed jobs), each with its keys' weights and last tags by key (see core/fairness.ts). */
+  readonly fairKeys: Map<string, Map<string, { weight: number; last: number }>>;
+  /** The fair queues that have held a fair job of a priority other than 0: their claims order each key's jobs by priority. */
+  readonly prioritized: Set<string>;
+  /** Each fair job's tag, by id (a job enqueued before its queue became fair has none). */
+  readonly fairTags: Map<number, number>;
   /** Subscribers to ready notices, of every handle on this state. */
   readonly readyListeners: Set<(notice: ReadyNotice) => void>;
 }
@@ -45,6 +48,8 @@ export function emptyState(): MemoryState {
     rateLogs: new Map(),
     schedules: new Map(),
     fairKeys: new Map(),
+    prioritized: new Set(),
+    fairTags: new Map(),
     readyListeners: new Set(),
   };
 }

@@ -207,5 +207,18 @@ export function migrations(prefix: string): readonly Migration[] {
           ADD INDEX ${jobs}_fair (state, queue, fair_key, priority, run_at, id)`,
       ],
     },
+    {
+      // Fair sharing by tags (core/fairness.ts): each job of a fair queue carries its tag, claims take a fair queue's
+      // ready jobs in tag order (the index), and a key's served column is its last tag; fair_priorities: the queue
+      // has held a fair job of a priority other than 0 (its claims order each key's jobs by priority). Keys are no
+      // longer read in turn order: their index goes. used: the advance of the key's latest enqueue (sum of its jobs' steps),
+      // carried into the upsert that moves served.
+      version: 16,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN fair_priorities SMALLINT NOT NULL DEFAULT 0, ADD CONSTRAINT ${prefix}queues_fair_priorities CHECK (fair_priorities IN (0, 1))`,
+        `ALTER TABLE ${jobs} ADD COLUMN fair_tag BIGINT NULL, ADD INDEX ${jobs}_fair_tag (state, queue, fair_tag, id)`,
+        `ALTER TABLE ${prefix}fair_keys DROP INDEX ${prefix}fair_keys_turn, MODIFY used BIGINT NOT NULL DEFAULT 0`,
+      ],
+    },
   ];
 }

@@ -216,5 +216,19 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${jobs}_fair ON ${jobs} (queue, fair_key, priority, run_at, id) WHERE state = 'ready' AND fair_key IS NOT NULL`,
       ],
     },
+    {
+      // Fair sharing by tags (core/fairness.ts): each job of a fair queue carries its tag, claims take a fair queue's
+      // ready jobs in tag order (the index), and a key's served column is its last tag; fair_priorities: the queue
+      // has held a fair job of a priority other than 0 (its claims order each key's jobs by priority). Keys are no
+      // longer read in turn order: their index goes. used: the advance of the key's latest enqueue (sum of its jobs' steps),
+      // carried into the upsert that moves served.
+      version: 17,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN fair_priorities INTEGER NOT NULL DEFAULT 0 CHECK (fair_priorities IN (0, 1))`,
+        `ALTER TABLE ${jobs} ADD COLUMN fair_tag INTEGER`,
+        `CREATE INDEX ${jobs}_fair_tag ON ${jobs} (queue, fair_tag, id) WHERE state = 'ready' AND fair_tag IS NOT NULL`,
+        `DROP INDEX ${prefix}fair_keys_turn`,
+      ],
+    },
   ];
 }

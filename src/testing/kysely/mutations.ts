@@ -176,20 +176,18 @@ const isRunningCount = (n: SelectQueryNode) =>
  * (a LATERAL read on PostgreSQL, a correlated scalar read elsewhere).
  */
 const isBlockedRead = (n: SelectQueryNode) => isTable(fromTable(n), "jobs") && hasPredicate(n.where, KEY_EQ) && hasPredicate(n.where, STATE_EQ) && n.limit !== undefined;
-/** A fair claim's lock of the fairness keys it serves: `SELECT … FROM fair_keys … FOR UPDATE SKIP LOCKED`. */
-const isFairKeyLock = (n: SelectQueryNode) => isTable(fromTable(n), "fair_keys") && (n.endModifiers ?? []).some((m) => m.modifier === "ForUpdate");
+/** An ORDER BY item on the `fair_tag` column. */
+const isFairTagOrder = (item: { orderBy: unknown }) => JSON.stringify(item.orderBy).includes('"fair_tag"');
 
-/** Mutation: a fair claim reads the keys it serves without locking them, so concurrent claimers serve the same keys. */
-export function fairKeysUnlocked(): KyselyPlugin {
-  return rewritePlugin({ select: (n) => (isFairKeyLock(n) ? withoutRowLocks(n) : n) });
-}
-
-/** A fair claim's lock of jobs of keys other claims hold: the statement labelled `fair-overflow`. */
-const isFairOverflow = (n: SelectQueryNode) => JSON.stringify(n.endModifiers ?? []).includes("docket:fair-overflow");
-
-/** Mutation: a fair claim with room past the keys it holds takes nothing of the keys other claims hold (not work-conserving). */
-export function fairOverflowNone(): KyselyPlugin {
-  return rewritePlugin({ select: (n) => (isFairOverflow(n) ? noRows(n) : n) });
+/** Mutation: claims of a fair queue ignore the jobs' tags (they take its jobs by id), so a flooding key takes every slot. */
+export function fairOrderIgnored(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => {
+      const items = n.orderBy?.items ?? [];
+      if (!items.some(isFairTagOrder)) return n;
+      return { ...n, orderBy: { ...n.orderBy!, items: items.filter((i) => !isFairTagOrder(i)) } };
+    },
+  });
 }
 
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
@@ -635,14 +633,11 @@ export const MUTATIONS: readonly Mutation[] = [
     wrapEngine: idempotencyConflictsUnhandled.wrapEngine,
   },
   {
-    id: "fair-keys-unlocked",
+    id: "fair-order-ignored",
     description:
-      "a fair queue's claim reads the fairness keys it serves without `FOR UPDATE SKIP LOCKED`: concurrent claimers all serve the least recently served key, " +
-      "so a flooding key takes more than its turn of a round (or a claimer waits on its jobs and takes nothing while other keys have ready jobs) (R21)",
-    appliesTo: (a) => a.skipLocked,
-    concurrentOnly: "one claimer serves the keys in turn whether or not it locks them: only a second claimer in between serves the same key",
-    notApplicableBecause: "SQLite's single writer runs one claim at a time; there is no row lock to remove",
-    plugins: () => [fairKeysUnlocked()],
+      "a fair queue's claims ignore its jobs' tags (`ORDER BY fair_tag` dropped: they take its jobs by id), so a key that enqueued first takes every slot until its jobs run out (R21)",
+    appliesTo: () => true,
+    plugins: () => [fairOrderIgnored()],
   },
   {
     id: "replay-unlocked-unguarded",

@@ -16,7 +16,7 @@ import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/h
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { debounceUnguarded, engineWithoutTransactions, fairKeysUnlocked, fairOverflowNone, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { debounceUnguarded, engineWithoutTransactions, fairOrderIgnored, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
 /**
@@ -49,15 +49,23 @@ const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holde
 
 /**
  * Two claims of queue q at one instant: session 1 claims `first` jobs and is
- * held at its `fair-serve` write (its key rows and jobs held, nothing
- * committed) while session 2 claims `second`; then session 1 goes on.
+ * held at its claim UPDATE in the transaction that applies controls (its
+ * candidates read and locked, nothing written: a one-statement claim it
+ * tries first is let through), while session 2 claims `second`; then
+ * session 1 goes on.
  */
-async function claimsAtFairServe({ t, hook, s1, s2 }: HeldSessions, first: number, second: number) {
+async function claimsHeldAtUpdate({ t, hook, s1, s2 }: HeldSessions, first: number, second: number) {
   const now = t.clock.now();
   const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-  const held = hook.holdNext("fair-serve");
+  let held = hook.holdNext("claim");
   const one = claim(s1, first);
-  await held.reached;
+  for (;;) {
+    const sql = await held.reached;
+    if (!/^\s*with\b/i.test(sql)) break;
+    const passed = held;
+    held = hook.holdNext("claim");
+    passed.release();
+  }
   const two = claim(s2, second);
   await settle(two);
   held.release();
@@ -334,45 +342,58 @@ const HELD_RACES: HeldRace[] = [
   },
   {
     id: "R21",
-    name: "two claimers of a fair queue serve different keys: the second neither takes a second job of the key the first serves nor comes away empty",
-    guard: "the fairness key rows taken FOR UPDATE SKIP LOCKED by the claim that serves them",
-    mutant: { instrument: { plugins: [fairKeysUnlocked()] } },
-    // SQLite's single writer runs the two claims one after the other: nothing to race, no lock to remove.
+    name: "two claimers of a fair queue take the first places: the second passes over the jobs the first holds and serves the next keys, not the flooding key's later jobs",
+    guard: "claims take a fair queue's jobs in tag order (`ORDER BY fair_tag, id`), `FOR UPDATE SKIP LOCKED` where the engine can",
+    mutant: { instrument: { plugins: [fairOrderIgnored()] } },
+    // SQLite's single writer runs the two claims one after the other: nothing to race.
     applies: ({ s1 }) => s1.capabilities?.skipLocked === true,
-    // Keys flood (20 jobs), x and y (one each), all unserved: serving order flood, x, y. Session 1 claims one job
-    // (flood's) and is held before it writes the keys' turns and its claim. Session 2 claims two: with the key rows
-    // locked it passes over flood and serves x and y; reading them unlocked it serves flood and x too, and either
-    // takes flood's job before session 1 (which then comes away empty) or waits for it and gets only x.
+    // Key flood enqueues 20 jobs, then keys x and y one each: places x, flood 1, y, flood 2, … Session 1 claims two
+    // (x and flood's first) and is held before its UPDATE, holding them. Session 2 claims two: in tag order it
+    // passes over them and takes y and flood's second; by id it takes flood's later jobs while y waits.
     async scenario({ t, hook, s1, s2 }) {
       const now = t.clock.now();
       const fair = (key: string) => newJob({ queue: "q", fairness: { key, weight: 1 }, runAt: now });
       await t.adapter.enqueue({ jobs: Array.from({ length: 20 }, () => fair("flood")), now });
-      await t.adapter.enqueue({ jobs: [fair("x"), fair("y")], now });
-      const [a, b] = await claimsAtFairServe({ t, hook, s1, s2 }, 1, 2);
+      await t.adapter.enqueue({ jobs: [fair("x")], now });
+      await t.adapter.enqueue({ jobs: [fair("y")], now });
+      const [a, b] = await claimsHeldAtUpdate({ t, hook, s1, s2 }, 2, 2);
       const keys = (jobs: typeof a) => JSON.stringify(jobs.map((j) => j.fairKey));
-      if (a.length !== 1) return `session 1 took ${a.length} jobs of 1 (keys ${keys(a)}; session 2: ${keys(b)})`;
-      if (b.length !== 2) return `session 2 took ${b.length} jobs of 2 while keys x and y had ready jobs (keys ${keys(b)}; session 1: ${keys(a)})`;
+      const ids = [...a, ...b].map((j) => j.id);
+      if (new Set(ids).size !== ids.length) return `a job was claimed twice (${JSON.stringify(ids)})`;
+      if (a.length !== 2 || b.length !== 2) return `the sessions took ${a.length} and ${b.length} jobs of 2 each (${keys(a)}, ${keys(b)})`;
       const flood = [...a, ...b].filter((j) => j.fairKey === "flood").length;
-      return flood > 1 ? `the flooding key took ${flood} of the round's 3 slots while x and y waited (${keys(a)}, ${keys(b)})` : null;
+      return flood > 2 ? `the flooding key took ${flood} of the 4 slots while ${["x", "y"].filter((k) => ![...a, ...b].some((j) => j.fairKey === k)).join(" and ")} waited (${keys(a)}, ${keys(b)})` : null;
     },
   },
   {
-    id: "R21 (room past the held keys)",
-    name: "a claimer of a fair queue with room past the keys it can take serves the keys other claimers hold: a key one claimer serves does not drain at that claimer's pace alone",
-    guard: "the overflow read of a fair claim (jobs of held keys past their first ones, FOR UPDATE SKIP LOCKED)",
-    mutant: { instrument: { plugins: [fairOverflowNone()] } },
-    // Where a locked read locks only what it returns (PostgreSQL); elsewhere a claim takes no job of a held key.
-    applies: ({ s1 }) => (s1.capabilities as { exactSkipLocked?: boolean } | undefined)?.exactSkipLocked === true,
-    // One key, flood, of 60 jobs. Session 1 claims one job and is held before it writes the key's turn and its claim,
-    // holding the key's row. Session 2 claims three: it can take no key, and takes three of flood's later jobs.
+    id: "R21 (enqueue)",
+    name: "two enqueues of one fairness key at one instant get successive places: the key never gets two jobs in one round",
+    guard: "the key row's last tag advanced and read back in the enqueue's transaction, under the row's lock",
+    mutant: noTransaction,
+    // Where the advance and its read are one statement (RETURNING: PostgreSQL, SQLite) there is nothing between them to race.
+    applies: ({ s1 }) => (s1.capabilities as { returning?: boolean } | undefined)?.returning === false,
+    // Key flood holds 20 jobs. Session 1 enqueues a job of key x and is held after advancing x's row, before reading it
+    // back; session 2 enqueues another job of x. Under the lock session 2 waits and takes the place after session 1's;
+    // without the transaction it advances the row in between, and session 1 reads back session 2's place.
     async scenario({ t, hook, s1, s2 }) {
       const now = t.clock.now();
-      await t.adapter.enqueue({ jobs: Array.from({ length: 60 }, () => newJob({ queue: "q", fairness: { key: "flood", weight: 1 }, runAt: now })), now });
-      const [a, b] = await claimsAtFairServe({ t, hook, s1, s2 }, 1, 3);
-      const ids = [...a, ...b].map((j) => j.id);
-      if (new Set(ids).size !== ids.length) return `a job was claimed twice (${JSON.stringify(ids)})`;
-      if (a.length !== 1) return `session 1 took ${a.length} jobs of 1`;
-      return b.length === 3 ? null : `session 2 took ${b.length} jobs of 3 while key flood, held by session 1, had ${60 - a.length - b.length} more ready`;
+      const fair = (key: string) => newJob({ queue: "q", fairness: { key, weight: 1 }, runAt: now });
+      await t.adapter.enqueue({ jobs: Array.from({ length: 20 }, () => fair("flood")), now });
+      const held = hook.holdNext("fair-keys");
+      const one = s1.enqueue({ jobs: [fair("x")], now });
+      await held.reached;
+      const two = s2.enqueue({ jobs: [fair("x")], now });
+      await settle(two);
+      held.release();
+      await Promise.all([one, two]);
+      // In fair order x's two jobs have places in two rounds, flood's second job between them; with one place, none.
+      const order: string[] = [];
+      while (order.filter((k) => k === "x").length < 2 && order.length < 22) {
+        const [job] = await t.adapter.claim({ queues: ["q"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+        order.push(job?.fairKey ?? "-");
+      }
+      const between = order.slice(order.indexOf("x") + 1, order.lastIndexOf("x")).length;
+      return between === 0 ? `key x's two jobs were served one after the other (${JSON.stringify(order)}): its two enqueues got one place` : null;
     },
   },
 ];
