@@ -16,6 +16,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
+import { fairInOneStatement, insertOneFair } from "./fair-enqueue.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -46,6 +47,14 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     return records;
   }
   const values = rowsOf(params);
+  if (values.length === 1 && fairInOneStatement(ctx, params.jobs[0]!)) {
+    // One fair job of a queue known fair: one statement tags and stores it (and announces it, where it can).
+    const notice = params.transaction === undefined && values[0]!.state === "ready" ? engine.statementNotice : undefined;
+    const records = await engine.writeStatement(db, (w) => insertOneFair(ctx, w, values[0]!, params.jobs[0]!, notice));
+    if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
+    else if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    return records.map(created);
+  }
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     if (values.length === 1 && params.transaction === undefined) {
