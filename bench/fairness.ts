@@ -76,6 +76,7 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   let producing = true;
   const enqueueMs: number[] = [];
   let failed = 0;
+  let floodEnqueuedMs = 0;
   const producers = Array.from({ length: small }, (_, k) =>
     (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * everyMs));
@@ -96,6 +97,7 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
       const batch = Array.from({ length: Math.min(1000, jobs - i) }, () => ({ task: "flood", payload: {}, options: { queue: "fair", ...(kind === "flood" ? { fairness: { key: "flood" } } : {}) } }));
       await client.enqueueMany(batch as never);
     }
+    floodEnqueuedMs = wallNow() - m.floodFirst;
     const deadline = Date.now() + 300_000;
     while (floodStarted() < jobs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
@@ -110,6 +112,7 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   }
   await adapter.close();
   if (failed > 0) console.log(`  ${kind}: ${failed} small enqueues failed`);
+  if (process.env.BENCH_DEBUG && kind !== "idle") console.log(`  ${kind}: the flood's ${jobs} jobs enqueued in ${floodEnqueuedMs.toFixed(0)} ms`);
   if (process.env.BENCH_DEBUG) console.log(`  ${kind}: enqueue p50 ${pct(enqueueMs, 50).toFixed(1)} ms p99 ${pct(enqueueMs, 99).toFixed(1)} ms (${enqueueMs.length})`);
   return m;
 }

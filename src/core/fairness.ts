@@ -58,14 +58,15 @@ export function validateFairness(value: unknown, at: string): FairnessSpec {
 }
 
 /**
- * The queue's virtual clock for an enqueue: just before its first ready
- * job (`head`, the smallest tag of its ready jobs) by one unit and one, so a
- * key that comes back lands ahead of the key being served; with no ready
- * tagged job, `top` (the largest last tag of its keys), so that every key
- * starts level. Never below 0, where every key starts.
+ * The queue's virtual clock for an enqueue: one unit before its first
+ * ready job (`head`, the smallest tag of its ready jobs), so a key that
+ * comes back (weight 1) lands in the head's place, after it and after the
+ * keys that came back before it (ties go by id: first come, first served);
+ * with no ready tagged job, `top` (the largest last tag of its keys), so
+ * that every key starts level. Never below 0, where every key starts.
  */
 export function fairClock(head: number | null, top: number): number {
-  return Math.max(0, head === null ? top : head - FAIR_UNIT - 1);
+  return Math.max(0, head === null ? top : head - FAIR_UNIT);
 }
 
 /**

@@ -12,13 +12,17 @@ import type { JobRow } from "./row.ts";
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 export const CAPS_MEMORY_MS = 1000;
 
-/** What one store remembers between claims: when a claim last met a cap on its queues or tasks. */
+/** How often, at most, an empty claim of a fair queue in fair order looks for its untagged jobs (see claim.ts). */
+export const UNTAGGED_LOOK_MS = 1000;
+
+/** What one store remembers between claims: when a claim last met a cap on its queues or tasks, and when one last looked for untagged fair jobs. */
 export interface ClaimMemory {
   capsSeenAt: number;
+  untaggedLookedAt: number;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY };
 }
 
 /** A queue or task control row with a control a claim counts under the row's exclusive lock: a cap or a rate limit. */

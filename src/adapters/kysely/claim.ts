@@ -9,7 +9,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { stageDue } from "./admission.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
-import { CAPS_MEMORY_MS, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
+import { CAPS_MEMORY_MS, UNTAGGED_LOOK_MS, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 import { claimWithControls } from "./controls-claim.ts";
 
 export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
@@ -32,8 +32,12 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const fair = only !== null && ctx.fairQueues.fair.has(only) && !ctx.fairQueues.prioritized.has(only);
     const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair));
     if (claimed.length > 0) return claimed;
-    // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction.
-    if (!(await capsApply(ctx, params))) return [];
+    // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction,
+    // and, at most every UNTAGGED_LOOK_MS, an empty fair queue: its jobs without a tag (enqueued before a store knew it fair).
+    if (!(await capsApply(ctx, params, fair))) {
+      if (!fair || params.now - memory.untaggedLookedAt < UNTAGGED_LOOK_MS) return [];
+      memory.untaggedLookedAt = params.now;
+    }
   }
   return claimWithControls(ctx, memory, params, constrained);
 }
@@ -59,7 +63,7 @@ function ordered<Q extends { orderBy: (column: string) => any; where: (...args: 
  * task among its tasks (any task when the claim names none) with a cap or
  * a rate limit, as that statement tests it.
  */
-async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolean> {
+async function capsApply(ctx: StoreContext, params: ClaimParams, fair: boolean): Promise<boolean> {
   const { db, tables } = ctx;
   const build = () => {
     let tasks = db.selectFrom(tables.tasks).select(sql<number>`1`.as("capped")).where(countedControl);
@@ -68,12 +72,12 @@ async function capsApply(ctx: StoreContext, params: ClaimParams): Promise<boolea
       .selectFrom(tables.queues)
       .select(sql<number>`1`.as("capped"))
       .where("name", "in", [...params.queues])
-      .where(controlledQueue)
+      .where(fair ? controlledFairQueue : controlledQueue)
       .where("paused", "=", 0)
       .unionAll(tasks)
       .limit(1);
   };
-  const compiled = compiledOnce(ctx.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null]), build, {}, ctx.engine.prepare);
+  const compiled = compiledOnce(ctx.statements, JSON.stringify(["caps", params.queues, params.tasks ?? null, fair]), build, {}, ctx.engine.prepare);
   return (await db.executeQuery(compiled)).rows.length > 0;
 }
 

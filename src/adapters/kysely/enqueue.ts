@@ -16,7 +16,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
-import { fairInOneStatement, insertOneFair } from "./fair-enqueue.ts";
+import { fairBatchInOneStatement, fairInOneStatement, insertManyFair, insertOneFair } from "./fair-enqueue.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -42,6 +42,14 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     };
     const records = runs.length === 1 ? await engine.writeStatement(db, write) : await engine.writeTransaction(db, write);
     // As below: in the caller's transaction the notice rides on it; otherwise it is sent in the background.
+    if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
+    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    return records;
+  }
+  if (fairBatchInOneStatement(ctx, params.jobs)) {
+    // Jobs whose only control is a fairness key, of queues known fair: one statement tags and stores them all.
+    const ids = await engine.writeStatement(db, (w) => insertManyFair(ctx, w, params.jobs, params.now));
+    const records = params.jobs.map((job, i) => ({ ...newJobRecord(ids[i]!, job, params.now), created: true }) as EnqueuedRecord);
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
     else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records;

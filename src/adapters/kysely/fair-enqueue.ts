@@ -2,16 +2,18 @@
  * The common fair enqueue as ONE statement, where the engine runs a
  * data-modifying WITH (PostgreSQL): one job whose only control is its
  * fairness key, of a queue the store knows fair (and prioritized, if the
- * job's priority is not 0). The statement reads the queue's clock, upserts
- * the key's row advancing its last tag by the job's step (which locks the
- * row until the statement commits), and inserts the job with that tag: the
- * tags of `storeFairKeys` (fairness.ts), without a transaction's round
- * trips. Where the engine can, it also announces the job on commit.
+ * job's priority is not 0). With the queue's clock (`clockOf`, read at
+ * most every FAIR_CLOCK_TTL_MS), the statement upserts the key's row
+ * advancing its last tag by the job's step (which locks the row until the
+ * statement commits), and inserts the job with that tag: the tags of
+ * `storeFairKeys` (fairness.ts), without a transaction's round trips.
+ * Where the engine can, it also announces the job on commit.
  */
 import { sql } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
-import { FAIR_UNIT, IMPLICIT_FAIR_KEY, fairTags } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, fairTags } from "../../core/fairness.ts";
+import { clockOf } from "./fairness.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -31,18 +33,9 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
   const columns = Object.keys(row).filter((c) => c !== "fair_tag");
   const build = () => {
     const q = new Slot("queue");
-    const ready = ctx.db
-      .selectFrom(tables.jobs)
-      .select(sql`min(fair_tag)`.as("m"))
-      .where("queue", "=", q)
-      .where("state", "=", "ready")
-      .where("fair_tag", "is not", null);
-    const top = ctx.db.selectFrom(tables.fairKeys).select(sql`max(served)`.as("m")).where("queue", "=", q);
-    // The queue's clock (core fairClock) plus the job's step: the row's last tag for a new key.
-    const clock = sql`greatest(0, coalesce((${ready}) - ${sql.lit(FAIR_UNIT + 1)}, (${top}), 0))`;
     const advanced = ctx.db
       .insertInto(tables.fairKeys)
-      .values({ queue: q, name: new Slot(" key"), weight: new Slot(" weight"), served: sql`${clock} + ${new Slot(" step")}`, used: new Slot(" step"), active: 1 })
+      .values({ queue: q, name: new Slot(" key"), weight: new Slot(" weight"), served: new Slot(" first"), used: new Slot(" step"), active: 1 })
       .onConflict((oc) =>
         oc.columns(["queue", "name"]).doUpdateSet({
           weight: sql`excluded.weight`,
@@ -70,9 +63,123 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
   };
   const key = `insert-fair:${notice ? "announced:" : ""}${columns.join(",")}`;
   const step = fairTags(0, 0, [job.fairness!.weight]).last;
-  const values: Record<string, unknown> = { ...row, " key": job.fairness!.key ?? IMPLICIT_FAIR_KEY, " weight": job.fairness!.weight, " step": step };
+  const clock = await clockOf(ctx, db, job.queue);
+  const values: Record<string, unknown> = { ...row, " key": job.fairness!.key ?? IMPLICIT_FAIR_KEY, " weight": job.fairness!.weight, " step": step, " first": clock + step };
   if (notice) values[" notice"] = notice.payload({ queue: job.queue, due: false });
   const rows = (await db.executeQuery(compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare))).rows as JobRow[];
   if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: inserted ${rows.length} of 1 jobs`);
   return rows.map(rowToRecord);
+}
+
+/** The job columns that travel as arrays in `insertManyFair`, with their SQL types (as array-insert.ts's). */
+const MANY_COLUMNS = [
+  ["task", "text"],
+  ["queue", "text"],
+  ["payload", "text"],
+  ["state", "text"],
+  ["priority", "integer"],
+  ["run_at", "bigint"],
+  ["max_attempts", "integer"],
+  ["backoff", "text"],
+  ["timeout_ms", "bigint"],
+  ["trace_context", "text"],
+  ["fair_key", "text"],
+] as const;
+
+/** Whether a batch takes `insertManyFair`: arrays, no control but fairness keys, and every fair job's queue known fair (and prioritized where it must be). */
+export function fairBatchInOneStatement(ctx: StoreContext, jobs: readonly NewJob[]): boolean {
+  if (!ctx.engine.capabilities.arrays || jobs.length < 2 || !jobs.some((j) => j.fairness)) return false;
+  return jobs.every(
+    (j) =>
+      !j.concurrency &&
+      !j.idempotencyKey &&
+      !j.rateLimit &&
+      !j.debounce &&
+      (!j.fairness || (ctx.fairQueues.fair.has(j.queue) && (j.priority === 0 || ctx.fairQueues.prioritized.has(j.queue)))),
+  );
+}
+
+/**
+ * A batch (see `fairBatchInOneStatement`) in ONE statement: its keys'
+ * rows upserted in (queue, name) order, each advanced by the sum of its
+ * jobs' steps (locked until the statement commits), and the jobs inserted
+ * from arrays, each fair job's tag its key's new last tag less the steps of
+ * the key's later jobs in the batch. Returns the ids in input order.
+ */
+export async function insertManyFair(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], now: number): Promise<number[]> {
+  const { tables } = ctx;
+  const groups = new Map<string, { queue: string; name: string; weight: number; steps: number[]; at: number[] }>();
+  jobs.forEach((j, i) => {
+    if (!j.fairness) return;
+    const id = JSON.stringify([j.queue, j.fairness.key]);
+    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, steps: [], at: [] };
+    g.weight = j.fairness.weight;
+    g.steps.push(fairTags(0, 0, [j.fairness.weight]).last);
+    g.at.push(i);
+    groups.set(id, g);
+  });
+  const keys = [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const rest = new Array<number | null>(jobs.length).fill(null);
+  const keyName = new Array<string | null>(jobs.length).fill(null);
+  const first: number[] = [];
+  for (const g of keys) {
+    const total = g.steps.reduce((a, b) => a + b, 0);
+    let after = total;
+    g.at.forEach((i, k) => {
+      after -= g.steps[k]!;
+      rest[i] = after;
+      keyName[i] = g.name;
+    });
+    first.push((await clockOf(ctx, db, g.queue)) + total);
+  }
+  const values: Record<string, unknown> = {
+    kq: keys.map((g) => g.queue),
+    kn: keys.map((g) => g.name),
+    kw: keys.map((g) => g.weight),
+    kf: first,
+    ka: keys.map((g) => g.steps.reduce((a, b) => a + b, 0)),
+    kname: keyName,
+    rest,
+    now,
+  };
+  const rows = jobs.map((j) => ({
+    task: j.task,
+    queue: j.queue,
+    payload: j.payload,
+    state: j.state,
+    priority: j.priority,
+    run_at: j.runAt,
+    max_attempts: j.maxAttempts,
+    backoff: j.backoff ?? null,
+    timeout_ms: j.timeoutMs ?? null,
+    trace_context: j.traceContext ?? null,
+    fair_key: j.fairness?.key || null,
+  }));
+  for (const [column] of MANY_COLUMNS) values[column] = rows.map((r) => (r as Record<string, unknown>)[column] ?? null);
+  const build = () => {
+    const arr = (name: string, type: string) => sql`${new Slot(name)}::${sql.raw(`${type}[]`)}`;
+    // A raw WITH member is not parenthesized by kysely: the parentheses are the statement's own.
+    const advanced = sql`(insert into ${sql.table(tables.fairKeys)} (queue, name, weight, served, used, active)
+      select k.q, k.n, k.w, k.f, k.a, 1 from unnest(${arr("kq", "text")}, ${arr("kn", "text")}, ${arr("kw", "integer")}, ${arr("kf", "bigint")}, ${arr("ka", "bigint")}) as k(q, n, w, f, a)
+      on conflict (queue, name) do update set weight = excluded.weight, served = greatest(${sql.ref(`${tables.fairKeys}.served`)} + excluded.used, excluded.served), active = 1
+      returning queue, name, served)`;
+    const names = MANY_COLUMNS.map(([c]) => c);
+    const arrays = [...MANY_COLUMNS.map(([c, type]) => arr(c, type)), arr("kname", "text"), arr("rest", "bigint")];
+    const tag = sql`(select fk.served from fair_key fk where fk.queue = t.queue and fk.name = t.kname) - t.rest`;
+    return labelled(
+      ctx.db
+        .with("fair_key", () => advanced as never)
+        .insertInto(tables.jobs)
+        .columns([...names, "fair_tag", "attempt", "created_at", "updated_at"])
+        .expression(
+          sql`select ${sql.join(names.map((n) => sql.ref(`t.${n}`)))}, ${tag}, 0, ${new Slot("now")}::bigint, ${new Slot("now")}::bigint from unnest(${sql.join(arrays)}) as t(${sql.raw([...names, "kname", "rest"].join(", "))})`,
+        )
+        .returning("id"),
+      "enqueue",
+    );
+  };
+  const result = await db.executeQuery(compiledOnce(ctx.statements, "insert-many-fair", build, values, ctx.engine.prepare));
+  const ids = (result.rows as { id: number | string }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
+  if (ids.length !== jobs.length) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${jobs.length} jobs`);
+  return ids;
 }

@@ -31,7 +31,17 @@ export class FairQueues {
   readonly fair = new Set<string>();
   readonly prioritized = new Set<string>();
   readAt = Number.NEGATIVE_INFINITY;
+  /** Each fair queue's clock as last read, and when (wall clock): read again when older than FAIR_CLOCK_TTL_MS. */
+  readonly clocks = new Map<string, { clock: number; at: number }>();
 }
+
+/**
+ * How long a store uses a queue's clock it read (wall clock). A clock read
+ * earlier is at most this much behind: a key that comes back within it
+ * lands that much further ahead, before jobs placed since (bounded by what
+ * the queue served in that time); it never lands behind its place.
+ */
+export const FAIR_CLOCK_TTL_MS = 100;
 
 /** The queues among `queues` known fair, the list read again when older than FAIR_QUEUES_TTL_MS. */
 export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: readonly string[]): Promise<Set<string>> {
@@ -124,8 +134,16 @@ async function markQueues(ctx: StoreContext, db: AnyDb, queues: readonly string[
   }
 }
 
-/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys. */
-async function clockOf(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
+/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys; read at most every FAIR_CLOCK_TTL_MS. */
+export async function clockOf(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
+  const known = ctx.fairQueues.clocks.get(queue);
+  if (known !== undefined && performance.now() - known.at < FAIR_CLOCK_TTL_MS) return known.clock;
+  const clock = await readClock(ctx, db, queue);
+  ctx.fairQueues.clocks.set(queue, { clock, at: performance.now() });
+  return clock;
+}
+
+async function readClock(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
   const { tables } = ctx;
   const head = await db
     .selectFrom(tables.jobs)
