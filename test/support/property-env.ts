@@ -25,6 +25,11 @@ export interface PropertyEnv extends ScheduleEnv {
 }
 
 export const WORKERS = 4;
+/** After a reset: each store forgets what it remembered of the tables just emptied (KyselyStore.forgetRemembered). */
+function forgetRemembered(adapters: readonly unknown[]): void {
+  for (const a of adapters) (a as { forgetRemembered?: () => void }).forgetRemembered?.();
+}
+
 /** What a reset empties: jobs, and the stored controls and keys (they would otherwise leak from one run into the next). */
 const RESET_TABLES = ["jobs", "concurrency_keys", "rate_keys", "queues", "tasks"];
 const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
@@ -71,7 +76,10 @@ export async function openSqliteEnv(mutation?: Mutation): Promise<PropertyEnv> {
     statements,
     workers,
     plain,
-    reset: async () => void admin.exec(RESET_TABLES.map((t) => `DELETE FROM ${tablePrefix}${t};`).join("\n")),
+    reset: async () => {
+      admin.exec(RESET_TABLES.map((t) => `DELETE FROM ${tablePrefix}${t};`).join("\n"));
+      forgetRemembered([plain, ...workers.map((w) => w.adapter)]);
+    },
     cancelBlocked: async () => undefined,
     async close() {
       for (const w of workers) await w.adapter.close();
@@ -122,6 +130,7 @@ export async function openPostgresEnv(mutation?: Mutation): Promise<PropertyEnv>
     plain,
     reset: async () => {
       for (const t of RESET_TABLES) await admin.query(`DELETE FROM ${tablePrefix}${t}`);
+      forgetRemembered([plain, ...workers.map((w) => w.adapter)]);
     },
     cancelBlocked: async () => {
       for (const w of workers) {
@@ -173,6 +182,7 @@ export async function openMysqlEnv(mutation?: Mutation): Promise<PropertyEnv> {
     plain,
     reset: async () => {
       for (const t of RESET_TABLES) await admin.query(`DELETE FROM ${tablePrefix}${t}`);
+      forgetRemembered([plain, ...workers.map((w) => w.adapter)]);
     },
     cancelBlocked: async () => {
       for (const w of workers) {

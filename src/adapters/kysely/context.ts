@@ -1,7 +1,7 @@
 import type { CompiledQuery } from "kysely";
 import type { Engine, AnyDb } from "./engine.ts";
 import type { TableNames } from "./identifiers.ts";
-import type { FairQueues } from "./fairness.ts";
+import type { FairQueues } from "./fair-queues.ts";
 
 /** What every shared module works with: the kysely instance, docket's table names, the engine, the compiled statements. */
 export interface StoreContext {

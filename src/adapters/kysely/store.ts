@@ -79,7 +79,7 @@ export class KyselyStore implements DocketAdapter {
   readonly blocking: boolean;
   readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
   readonly payloadLimit?: (params: PayloadLimitParams) => Promise<number | null>;
-  readonly #ctx: StoreContext;
+  #ctx: StoreContext;
   readonly #claims = claimMemory();
   readonly #ownsDb: boolean;
   readonly #errorListeners = new Set<(error: DocketError) => void>();
@@ -104,6 +104,18 @@ export class KyselyStore implements DocketAdapter {
           return payloadLimitWithin(await engine.maxStatementBytes!(db));
         });
     }
+  }
+
+  /**
+   * Forgets what this store remembers of the database between calls (the
+   * fair queues and their clocks, the caps met lately): for tests that empty
+   * docket's tables under a live store. docket itself never deletes a queue's
+   * row, so in use what a store remembers stays true.
+   */
+  forgetRemembered(): void {
+    this.#ctx = { ...this.#ctx, fairQueues: new FairQueues() };
+    this.#claims.capsSeenAt = Number.NEGATIVE_INFINITY;
+    this.#claims.untaggedLookedAt = Number.NEGATIVE_INFINITY;
   }
 
   migrate(): Promise<MigrateResult> {
