@@ -399,7 +399,8 @@ export const controlInvariants: Invariant[] = [
  *   than s' + o jobs (o: the claims that overlapped it, each of which may
  *   hold one) while s > s' + o. Claims that ignore the places serve the
  *   first key's jobs first.
- * (A job taken twice, after its lease ran out, makes the second check stand down.)
+ * (A job taken twice, after its lease ran out, or a fair job a rate limit
+ * may hold back, makes the second check stand down.)
  */
 export const fairnessInvariants: Invariant[] = [
   {
@@ -411,6 +412,7 @@ export const fairnessInvariants: Invariant[] = [
       const heldByRate = (j: { rateKey: string | null; queue: string }) => j.rateKey !== null || rated?.queues[j.queue] !== undefined;
       const keyed = run.initial.filter((j) => j.fairKey !== null && j.state === "ready" && !heldByRate(j));
       if (keyed.length === 0) return [];
+      const rateHeld = run.initial.some((j) => j.fairKey !== null && heldByRate(j));
       const claims = operations(run).filter((o) => o.name === "claim" && o.error === undefined);
       if (claims.some((c) => (c.limit ?? 1) > 1)) return [];
       const initial = new Map(run.initial.map((j) => [j.id, j]));
@@ -441,7 +443,8 @@ export const fairnessInvariants: Invariant[] = [
           continue;
         }
         const took = c.effects.map((e) => (e.result ? keyOf(e.id) : null)).find((k) => k !== null);
-        if (!once || took === undefined || took === null) continue;
+        // Places are counted per key among all its jobs: a job a rate limit may hold back makes the count stand down.
+        if (!once || took === undefined || took === null || rateHeld) continue;
         const done = new Map<string, number>();
         for (const d of claims) {
           if (d.end >= c.start) continue;

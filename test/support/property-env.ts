@@ -31,7 +31,7 @@ function forgetRemembered(adapters: readonly unknown[]): void {
 }
 
 /** What a reset empties: jobs, and the stored controls and keys (they would otherwise leak from one run into the next). */
-const RESET_TABLES = ["jobs", "concurrency_keys", "rate_keys", "queues", "tasks"];
+const RESET_TABLES = ["jobs", "concurrency_keys", "rate_keys", "fair_keys", "queues", "tasks"];
 const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 let envs = 0;
 

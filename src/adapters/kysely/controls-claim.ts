@@ -203,8 +203,14 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * With `expectNoCaps`, every row is read shared in one statement, and an
  * unpaused capped row throws CAPS_FOUND; with `shared` (a claim that takes
  * no job of a capped queue), every row is read shared in one statement.
+ * Where a locked read may lock rows it does not return (no
+ * `exactSkipLocked`: MariaDB), a fair queue's row is locked exclusively as
+ * a capped one's: its claims take turns, so none passes over the jobs
+ * another one's reads only scanned (and comes back empty while jobs wait).
  */
 async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], mode: "lockCapped" | "expectNoCaps" | "shared"): Promise<QueueRow[]> {
+  const serialFair = !ctx.engine.capabilities.exactSkipLocked;
+  const exclusive = (r: QueueRow) => counted(r) || (serialFair && Number(r.fair ?? 0) === 1);
   const read = () =>
     db
       .selectFrom(ctx.tables.queues)
@@ -212,19 +218,27 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
       .where("name", "in", [...queues])
       .orderBy("name");
   if (!ctx.engine.capabilities.rowLocks) return (await read().execute()) as QueueRow[];
-  if (mode !== "lockCapped") {
+  if (mode === "expectNoCaps") {
     const rows = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
-    if (mode === "expectNoCaps" && rows.some((r) => counted(r) && Number(r.paused) !== 1)) throw CAPS_FOUND;
+    if (rows.some((r) => exclusive(r) && Number(r.paused) !== 1)) throw CAPS_FOUND;
     return rows;
   }
+  if (mode === "shared") {
+    // The fair queues this store knows, whose claims take turns, exclusively first (a shared lock is never upgraded:
+    // two claims could each wait for the other's); a row found fair only now is known from the next claim on.
+    const known = serialFair ? queues.filter((q) => ctx.fairQueues.fair.has(q)) : [];
+    const fair = known.length === 0 ? [] : ((await read().where("name", "in", known).forUpdate().execute()) as QueueRow[]);
+    const rest = fair.length === queues.length ? [] : ((await ctx.engine.shareLock(read().where("name", "not in", fair.length > 0 ? fair.map((r) => r.name) : [""])).execute()) as QueueRow[]);
+    return [...fair, ...rest].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
   const capped = (await read()
-    .where(countedControl)
+    .where((eb) => (serialFair ? eb.or([countedControl(eb), eb("fair", "=", 1)]) : countedControl(eb)))
     .forUpdate()
     .execute()) as QueueRow[];
   const cappedNames = new Set(capped.map((r) => r.name));
   if (queues.every((q) => cappedNames.has(q))) return capped;
   const others = (await ctx.engine.shareLock(read()).execute()) as QueueRow[];
-  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (counted(r) ? { ...r, paused: 1 } : r));
+  const rest = others.filter((r) => !cappedNames.has(r.name)).map((r) => (exclusive(r) ? { ...r, paused: 1 } : r));
   return [...capped, ...rest];
 }
 
