@@ -222,8 +222,9 @@ function lifecycleRace(maxWorkers: number): fc.Arbitrary<Scenario> {
 
 /**
  * A fair queue (qc): key f with 2–4 ready jobs, keys g and h with 1–2 each
- * (weight 1); 2–3 workers each claim one job at a time, once or twice,
- * and complete it or keep it. Concurrent claimers must serve different keys.
+ * (weight 1); 2–3 workers each claim one job at a time, one to three
+ * times, and complete it or keep it. Claims must take the keys' places in
+ * turn; concurrent claimers take different places.
  */
 function fairnessRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   const jobsOf = (key: string, min: number, max: number) =>
@@ -236,6 +237,6 @@ function fairnessRace(maxWorkers: number): fc.Arbitrary<Scenario> {
     g: jobsOf("g", 1, 2),
     h: jobsOf("h", 1, 2),
     controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, pausedB: false })),
-    workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(claimOne, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
+    workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(claimOne, { minLength: 1, maxLength: 3 }) }), 2, Math.min(3, maxWorkers)),
   }).map(({ f, g, h, controls, workers }) => ({ jobs: [...f, ...g, ...h], controls, workers }));
 }
