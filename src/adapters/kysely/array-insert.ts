@@ -8,7 +8,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { labelled } from "./labels.ts";
 
 /** The columns that differ from job to job, with their SQL types: each travels as one array parameter. */
-const ARRAY_COLUMNS = [
+export const ARRAY_COLUMNS = [
   ["task", "text"],
   ["queue", "text"],
   ["payload", "text"],

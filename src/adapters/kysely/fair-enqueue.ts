@@ -13,7 +13,8 @@ import { sql } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import { IMPLICIT_FAIR_KEY, fairTags } from "../../core/fairness.ts";
-import { clockOf } from "./fairness.ts";
+import { clockOf, fairKeysOf } from "./fairness.ts";
+import { ARRAY_COLUMNS } from "./array-insert.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -71,20 +72,8 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
   return rows.map(rowToRecord);
 }
 
-/** The job columns that travel as arrays in `insertManyFair`, with their SQL types (as array-insert.ts's). */
-const MANY_COLUMNS = [
-  ["task", "text"],
-  ["queue", "text"],
-  ["payload", "text"],
-  ["state", "text"],
-  ["priority", "integer"],
-  ["run_at", "bigint"],
-  ["max_attempts", "integer"],
-  ["backoff", "text"],
-  ["timeout_ms", "bigint"],
-  ["trace_context", "text"],
-  ["fair_key", "text"],
-] as const;
+/** The job columns that travel as arrays in `insertManyFair`, with their SQL types: an unkeyed insert's and the fairness key. */
+const MANY_COLUMNS = [...ARRAY_COLUMNS, ["fair_key", "text"]] as const;
 
 /** Whether a batch takes `insertManyFair`: arrays, no control but fairness keys, and every fair job's queue known fair (and prioritized where it must be). */
 export function fairBatchInOneStatement(ctx: StoreContext, jobs: readonly NewJob[]): boolean {
@@ -108,17 +97,7 @@ export function fairBatchInOneStatement(ctx: StoreContext, jobs: readonly NewJob
  */
 export async function insertManyFair(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], now: number): Promise<number[]> {
   const { tables } = ctx;
-  const groups = new Map<string, { queue: string; name: string; weight: number; steps: number[]; at: number[] }>();
-  jobs.forEach((j, i) => {
-    if (!j.fairness) return;
-    const id = JSON.stringify([j.queue, j.fairness.key]);
-    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, steps: [], at: [] };
-    g.weight = j.fairness.weight;
-    g.steps.push(fairTags(0, 0, [j.fairness.weight]).last);
-    g.at.push(i);
-    groups.set(id, g);
-  });
-  const keys = [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const keys = fairKeysOf(jobs).map((g) => ({ ...g, steps: g.weights.map((w) => fairTags(0, 0, [w]).last) }));
   const rest = new Array<number | null>(jobs.length).fill(null);
   const keyName = new Array<string | null>(jobs.length).fill(null);
   const first: number[] = [];

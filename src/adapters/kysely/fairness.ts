@@ -35,6 +35,30 @@ export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: read
   return new Set(queues.filter((q) => known.fair.has(q)));
 }
 
+/** One fairness key of a batch: its stored weight (the last job's), and its jobs' positions in the batch and weights, in batch order. */
+export interface BatchKey {
+  queue: string;
+  name: string;
+  weight: number;
+  at: number[];
+  weights: number[];
+}
+
+/** The fairness keys a batch names, in (queue, name) order: the order their rows are locked in. */
+export function fairKeysOf(jobs: readonly NewJob[]): BatchKey[] {
+  const groups = new Map<string, BatchKey>();
+  jobs.forEach((j, i) => {
+    if (!j.fairness) return;
+    const id = JSON.stringify([j.queue, j.fairness.key]);
+    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
+    g.weight = j.fairness.weight;
+    g.at.push(i);
+    g.weights.push(j.fairness.weight);
+    groups.set(id, g);
+  });
+  return [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
 /**
  * Gives the fair jobs of a batch their tags (`values[i].fair_tag`, for each
  * job with `fairness`; the implicit key's for IMPLICIT_FAIR_KEY), inside the
@@ -46,22 +70,12 @@ export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: read
  * read), so two enqueues of one key get successive tags (R21).
  */
 export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly NewJob[], values: Record<string, unknown>[]): Promise<void> {
-  const groups = new Map<string, { queue: string; name: string; weight: number; at: number[]; weights: number[] }>();
-  jobs.forEach((j, i) => {
-    if (!j.fairness) return;
-    const id = JSON.stringify([j.queue, j.fairness.key]);
-    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
-    g.weight = j.fairness.weight;
-    g.at.push(i);
-    g.weights.push(j.fairness.weight);
-    groups.set(id, g);
-  });
-  if (groups.size === 0) return;
+  const keys = fairKeysOf(jobs);
+  if (keys.length === 0) return;
   const { tables, engine } = ctx;
-  const queues = [...new Set([...groups.values()].map((g) => g.queue))].sort();
+  const queues = [...new Set(keys.map((g) => g.queue))].sort();
   const prioritized = new Set(jobs.filter((j) => j.fairness && j.priority !== 0).map((j) => j.queue));
   await markQueues(ctx, db, queues, prioritized);
-  const keys = [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const clocks = new Map<string, number>();
   for (const queue of queues) clocks.set(queue, await clockOf(ctx, db, queue));
   // `used` carries each key's advance (the sum of its jobs' steps) into the upsert: last = max(last, clock) + advance.
