@@ -396,9 +396,10 @@ export const controlInvariants: Invariant[] = [
  * - a claim never takes a key's job past a place another key still had
  *   free: when it took key K's job, K having had s jobs taken by claims
  *   that ended before it began, no other key K' with s' such jobs had more
- *   than s' + o jobs (o: the claims that overlapped it, each of which may
- *   hold one) while s > s' + o. Claims that ignore the places serve the
- *   first key's jobs first.
+ *   than s' + o jobs (o: the claims that overlapped it and returned a job
+ *   of K', or nothing, each of which may have held one of K''s places)
+ *   while s > s' + o. Claims that ignore the places serve the first key's
+ *   jobs first.
  * (A job taken twice, after its lease ran out, or a fair job a rate limit
  * may hold back, makes the second check stand down.)
  */
@@ -454,12 +455,13 @@ export const fairnessInvariants: Invariant[] = [
           }
         }
         const s = done.get(took) ?? 0;
-        const o = overlapping.length;
         const [queue] = took.split("/");
         for (const [other, n] of ready) {
           if (other === took || other.split("/")[0] !== queue) continue;
           const s2 = done.get(other) ?? 0;
-          if (s > s2 + o && n > s2 + o) out.push(`${c.label} took job ${s + 1} of ${took} while ${other} (${s2} taken, ${o} overlapping claims) still had job ${s2 + o + 1} of ${n} in an earlier place`);
+          // The overlapping claims that may have held a place of `other`: those that returned one of its jobs, or nothing.
+          const o = overlapping.filter((d) => d.effects.every((e) => e.result === null) || d.effects.some((e) => e.result !== null && keyOf(e.id) === other)).length;
+          if (s > s2 + o && n > s2 + o) out.push(`${c.label} took job ${s + 1} of ${took} while ${other} (${s2} taken, ${o} overlapping claims that may hold its places) still had job ${s2 + o + 1} of ${n} in an earlier place`);
         }
       }
       return out;

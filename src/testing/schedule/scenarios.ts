@@ -229,7 +229,7 @@ function lifecycleRace(maxWorkers: number): fc.Arbitrary<Scenario> {
 function fairnessRace(maxWorkers: number): fc.Arbitrary<Scenario> {
   const jobsOf = (key: string, min: number, max: number) =>
     fc.array(jobArb(fc.constant<JobStart>("ready"), { queue: fc.constant(2), key: fc.constant(null) }), { minLength: min, maxLength: max }).map((js) =>
-      js.map((j) => ({ ...j, task: "t", idempotencyKey: null, fairKey: key })),
+      js.map((j) => ({ ...j, task: "t", idempotencyKey: null, rated: false, fairKey: key })),
     );
   const claimOne = fc.record({ kind: fc.constant("claim" as const), limit: fc.constant(1), outcome: fc.constantFrom<Outcome>("complete", "crash") });
   return fc.record({
