@@ -19,8 +19,6 @@ import { FAIR_QUEUES_TTL_MS, FAIR_CLOCK_TTL_MS } from "./fair-queues.ts";
 
 export { FairQueues } from "./fair-queues.ts";
 
-
-
 /** The queues among `queues` known fair, the list read again when older than FAIR_QUEUES_TTL_MS. */
 export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: readonly string[]): Promise<Set<string>> {
   const known = ctx.fairQueues;
