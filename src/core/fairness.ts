@@ -80,6 +80,30 @@ export function fairTags(last: number, clock: number, weights: readonly number[]
   return { tags, last: at };
 }
 
+/** One fairness key of a batch: its stored weight (the last job's), and its jobs' positions in the batch and weights, in batch order. */
+export interface BatchKey {
+  queue: string;
+  name: string;
+  weight: number;
+  at: number[];
+  weights: number[];
+}
+
+/** The fairness keys a batch names, in (queue, name) order: the order their rows are locked in. */
+export function fairKeysOf(jobs: readonly { queue: string; fairness?: FairnessSpec | null }[]): BatchKey[] {
+  const groups = new Map<string, BatchKey>();
+  jobs.forEach((j, i) => {
+    if (!j.fairness) return;
+    const id = JSON.stringify([j.queue, j.fairness.key]);
+    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
+    g.weight = j.fairness.weight;
+    g.at.push(i);
+    g.weights.push(j.fairness.weight);
+    groups.set(id, g);
+  });
+  return [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
 /** A candidate of a fair queue: its tag (null: enqueued before its store knew the queue fair; served after the tagged ones). */
 export type FairCandidate = ClaimCandidate & { fairTag: number | null };
 

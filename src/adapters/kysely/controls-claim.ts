@@ -228,7 +228,8 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
     // two claims could each wait for the other's); a row found fair only now is known from the next claim on.
     const known = serialFair ? queues.filter((q) => ctx.fairQueues.fair.has(q)) : [];
     const fair = known.length === 0 ? [] : ((await read().where("name", "in", known).forUpdate().execute()) as QueueRow[]);
-    const rest = fair.length === queues.length ? [] : ((await ctx.engine.shareLock(read().where("name", "not in", fair.length > 0 ? fair.map((r) => r.name) : [""])).execute()) as QueueRow[]);
+    const others = fair.length > 0 ? read().where("name", "not in", fair.map((r) => r.name)) : read();
+    const rest = fair.length === queues.length ? [] : ((await ctx.engine.shareLock(others).execute()) as QueueRow[]);
     return [...fair, ...rest].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
   const capped = (await read()

@@ -158,7 +158,7 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
   const { now } = params;
   const idempotencyKeys = [...new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"))];
   if (idempotencyKeys.length > 0 && params.keysReleasedBefore !== undefined) await releaseKeys(ctx, db, idempotencyKeys, params.keysReleasedBefore);
-  // Fairness keys before rate keys: a claim holds the keys it serves (never waiting for them) and then waits for rate keys.
+  // Fairness keys first, then rate keys, each in name order: every enqueue locks them in this order (claims lock no fairness key).
   await storeFairKeys(ctx, db, params.jobs, values);
   await storeRateKeys(ctx, db, params.jobs);
   // The stored limit of a key named twice is the last job's.

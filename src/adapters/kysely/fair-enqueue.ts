@@ -12,8 +12,8 @@
 import { sql } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
-import { IMPLICIT_FAIR_KEY, fairTags } from "../../core/fairness.ts";
-import { clockOf, fairKeysOf } from "./fairness.ts";
+import { fairKeysOf, fairTags } from "../../core/fairness.ts";
+import { clockOf } from "./fairness.ts";
 import { ARRAY_COLUMNS } from "./array-insert.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
@@ -22,10 +22,19 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { labelled } from "./labels.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
+/**
+ * Whether a fair job can be tagged in the statement that stores it: its only
+ * control is its fairness key, and its queue is known fair (and prioritized,
+ * if the job's priority is not 0), so no queue row needs writing.
+ */
+function taggedInOneStatement(ctx: StoreContext, job: NewJob): boolean {
+  if (!job.fairness || job.concurrency || job.idempotencyKey || job.rateLimit || job.debounce) return false;
+  return ctx.fairQueues.fair.has(job.queue) && (job.priority === 0 || ctx.fairQueues.prioritized.has(job.queue));
+}
+
 /** Whether `job` (alone in its call) takes `insertOneFair`. */
 export function fairInOneStatement(ctx: StoreContext, job: NewJob): boolean {
-  if (!ctx.engine.capabilities.arrays || !job.fairness || job.concurrency || job.idempotencyKey || job.rateLimit || job.debounce) return false;
-  return ctx.fairQueues.fair.has(job.queue) && (job.priority === 0 || ctx.fairQueues.prioritized.has(job.queue));
+  return ctx.engine.capabilities.arrays && taggedInOneStatement(ctx, job);
 }
 
 /** Stores `row` (the values `rowsOf` made of `job`) with its tag, in one statement; see the module comment. */
@@ -36,12 +45,11 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
     const q = new Slot("queue");
     const advanced = ctx.db
       .insertInto(tables.fairKeys)
-      .values({ queue: q, name: new Slot(" key"), weight: new Slot(" weight"), served: new Slot(" first"), used: new Slot(" step"), active: 1 })
+      .values({ queue: q, name: new Slot(" key"), weight: new Slot(" weight"), served: new Slot(" first"), used: new Slot(" step") })
       .onConflict((oc) =>
         oc.columns(["queue", "name"]).doUpdateSet({
           weight: sql`excluded.weight`,
           served: sql`greatest(${sql.ref(`${tables.fairKeys}.served`)} + excluded.used, excluded.served)`,
-          active: 1,
         }),
       )
       .returning("served");
@@ -65,7 +73,7 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
   const key = `insert-fair:${notice ? "announced:" : ""}${columns.join(",")}`;
   const step = fairTags(0, 0, [job.fairness!.weight]).last;
   const clock = await clockOf(ctx, db, job.queue);
-  const values: Record<string, unknown> = { ...row, " key": job.fairness!.key ?? IMPLICIT_FAIR_KEY, " weight": job.fairness!.weight, " step": step, " first": clock + step };
+  const values: Record<string, unknown> = { ...row, " key": job.fairness!.key, " weight": job.fairness!.weight, " step": step, " first": clock + step };
   if (notice) values[" notice"] = notice.payload({ queue: job.queue, due: false });
   const rows = (await db.executeQuery(compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare))).rows as JobRow[];
   if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: inserted ${rows.length} of 1 jobs`);
@@ -75,17 +83,10 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
 /** The job columns that travel as arrays in `insertManyFair`, with their SQL types: an unkeyed insert's and the fairness key. */
 const MANY_COLUMNS = [...ARRAY_COLUMNS, ["fair_key", "text"]] as const;
 
-/** Whether a batch takes `insertManyFair`: arrays, no control but fairness keys, and every fair job's queue known fair (and prioritized where it must be). */
+/** Whether a batch takes `insertManyFair`: arrays, two jobs or more, at least one fair, and each `taggedInOneStatement` or without fairness and controls. */
 export function fairBatchInOneStatement(ctx: StoreContext, jobs: readonly NewJob[]): boolean {
   if (!ctx.engine.capabilities.arrays || jobs.length < 2 || !jobs.some((j) => j.fairness)) return false;
-  return jobs.every(
-    (j) =>
-      !j.concurrency &&
-      !j.idempotencyKey &&
-      !j.rateLimit &&
-      !j.debounce &&
-      (!j.fairness || (ctx.fairQueues.fair.has(j.queue) && (j.priority === 0 || ctx.fairQueues.prioritized.has(j.queue)))),
-  );
+  return jobs.every((j) => (j.fairness ? taggedInOneStatement(ctx, j) : !j.concurrency && !j.idempotencyKey && !j.rateLimit && !j.debounce));
 }
 
 /**
@@ -138,9 +139,9 @@ export async function insertManyFair(ctx: StoreContext, db: AnyDb, jobs: readonl
   const build = () => {
     const arr = (name: string, type: string) => sql`${new Slot(name)}::${sql.raw(`${type}[]`)}`;
     // A raw WITH member is not parenthesized by kysely: the parentheses are the statement's own.
-    const advanced = sql`(insert into ${sql.table(tables.fairKeys)} (queue, name, weight, served, used, active)
-      select k.q, k.n, k.w, k.f, k.a, 1 from unnest(${arr("kq", "text")}, ${arr("kn", "text")}, ${arr("kw", "integer")}, ${arr("kf", "bigint")}, ${arr("ka", "bigint")}) as k(q, n, w, f, a)
-      on conflict (queue, name) do update set weight = excluded.weight, served = greatest(${sql.ref(`${tables.fairKeys}.served`)} + excluded.used, excluded.served), active = 1
+    const advanced = sql`(insert into ${sql.table(tables.fairKeys)} (queue, name, weight, served, used)
+      select k.q, k.n, k.w, k.f, k.a from unnest(${arr("kq", "text")}, ${arr("kn", "text")}, ${arr("kw", "integer")}, ${arr("kf", "bigint")}, ${arr("ka", "bigint")}) as k(q, n, w, f, a)
+      on conflict (queue, name) do update set weight = excluded.weight, served = greatest(${sql.ref(`${tables.fairKeys}.served`)} + excluded.used, excluded.served)
       returning queue, name, served)`;
     const names = MANY_COLUMNS.map(([c]) => c);
     const arrays = [...MANY_COLUMNS.map(([c, type]) => arr(c, type)), arr("kname", "text"), arr("rest", "bigint")];

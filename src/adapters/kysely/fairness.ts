@@ -11,7 +11,7 @@
  */
 import { sql, type ExpressionBuilder } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
-import { IMPLICIT_FAIR_KEY, fairClock, fairTags } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, fairClock, fairKeysOf, fairTags } from "../../core/fairness.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { labelled } from "./labels.ts";
@@ -31,30 +31,6 @@ export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: read
     }
   }
   return new Set(queues.filter((q) => known.fair.has(q)));
-}
-
-/** One fairness key of a batch: its stored weight (the last job's), and its jobs' positions in the batch and weights, in batch order. */
-export interface BatchKey {
-  queue: string;
-  name: string;
-  weight: number;
-  at: number[];
-  weights: number[];
-}
-
-/** The fairness keys a batch names, in (queue, name) order: the order their rows are locked in. */
-export function fairKeysOf(jobs: readonly NewJob[]): BatchKey[] {
-  const groups = new Map<string, BatchKey>();
-  jobs.forEach((j, i) => {
-    if (!j.fairness) return;
-    const id = JSON.stringify([j.queue, j.fairness.key]);
-    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
-    g.weight = j.fairness.weight;
-    g.at.push(i);
-    g.weights.push(j.fairness.weight);
-    groups.set(id, g);
-  });
-  return [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**
@@ -78,17 +54,16 @@ export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly
   for (const queue of queues) clocks.set(queue, await clockOf(ctx, db, queue));
   // `used` carries each key's advance (the sum of its jobs' steps) into the upsert: last = max(last, clock) + advance.
   const advance = new Map(keys.map((g) => [g, fairTags(0, 0, g.weights).last]));
-  const rows = keys.map((g) => ({ queue: g.queue, name: g.name, weight: g.weight, served: clocks.get(g.queue)! + advance.get(g)!, used: advance.get(g)!, active: 1 }));
+  const rows = keys.map((g) => ({ queue: g.queue, name: g.name, weight: g.weight, served: clocks.get(g.queue)! + advance.get(g)!, used: advance.get(g)! }));
   const insert = db.insertInto(tables.fairKeys).values(rows);
   const upsert = engine.capabilities.onConflict
     ? insert.onConflict((oc) =>
         oc.columns(["queue", "name"]).doUpdateSet({
           weight: (eb: ExpressionBuilder<any, any>) => eb.ref("excluded.weight"),
           served: sql`case when ${sql.ref(`${tables.fairKeys}.served`)} + ${sql.ref("excluded.used")} > ${sql.ref("excluded.served")} then ${sql.ref(`${tables.fairKeys}.served`)} + ${sql.ref("excluded.used")} else ${sql.ref("excluded.served")} end`,
-          active: 1,
         }),
       )
-    : insert.onDuplicateKeyUpdate({ weight: sql`values(weight)`, served: sql`greatest(served + values(used), values(served))`, active: 1 });
+    : insert.onDuplicateKeyUpdate({ weight: sql`values(weight)`, served: sql`greatest(served + values(used), values(served))` });
   const lasts = new Map<string, number>();
   if (engine.capabilities.returning) {
     for (const r of (await labelled(upsert.returning(["queue", "name", "served"]), "fair-store").execute()) as { queue: string; name: string; served: unknown }[]) {

@@ -15,7 +15,7 @@ import { IdempotencyConflictError, InvalidArgumentError } from "../../core/error
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
-import { IMPLICIT_FAIR_KEY, fairClock, fairTags } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, fairClock, fairKeysOf, fairTags } from "../../core/fairness.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
@@ -134,20 +134,12 @@ function releasable(job: JobRecord, finishedBefore: number): boolean {
  * idempotency key held (its place stays unused).
  */
 function fairTagsOf(state: MemoryState, jobs: readonly NewJob[]): Map<NewJob, number> {
-  for (const j of jobs) {
-    if (!j.fairness) continue;
-    if (!state.fairKeys.has(j.queue)) state.fairKeys.set(j.queue, new Map());
-    if (j.priority !== 0) state.prioritized.add(j.queue);
-  }
-  const groups = new Map<string, { queue: string; key: string; jobs: NewJob[] }>();
-  for (const j of jobs) {
-    if (!state.fairKeys.has(j.queue)) continue;
-    const key = j.fairness?.key ?? IMPLICIT_FAIR_KEY;
-    const id = JSON.stringify([j.queue, key]);
-    groups.set(id, { queue: j.queue, key, jobs: [...(groups.get(id)?.jobs ?? []), j] });
-  }
+  for (const j of jobs) if (j.fairness && !state.fairKeys.has(j.queue)) state.fairKeys.set(j.queue, new Map());
+  for (const j of jobs) if (state.fairKeys.has(j.queue) && j.priority !== 0) state.prioritized.add(j.queue);
+  // Each job of a fair queue, with the implicit key when it names none; the core groups them by key.
+  const keys = fairKeysOf(jobs.map((j) => (j.fairness || !state.fairKeys.has(j.queue) ? j : { ...j, fairness: { key: IMPLICIT_FAIR_KEY, weight: 1 } })));
   const clocks = new Map<string, number>();
-  for (const { queue } of groups.values()) {
+  for (const { queue } of keys) {
     if (clocks.has(queue)) continue;
     let head: number | null = null;
     for (const job of state.jobs.values()) {
@@ -157,12 +149,11 @@ function fairTagsOf(state: MemoryState, jobs: readonly NewJob[]): Map<NewJob, nu
     clocks.set(queue, fairClock(head, Math.max(0, ...[...state.fairKeys.get(queue)!.values()].map((k) => k.last))));
   }
   const out = new Map<NewJob, number>();
-  for (const { queue, key, jobs: mine } of groups.values()) {
-    const keys = state.fairKeys.get(queue)!;
-    const weights = mine.map((j) => j.fairness?.weight ?? 1);
-    const { tags, last } = fairTags(keys.get(key)?.last ?? 0, clocks.get(queue)!, weights);
-    keys.set(key, { weight: weights[weights.length - 1]!, last });
-    mine.forEach((j, i) => out.set(j, tags[i]!));
+  for (const { queue, name, weight, at, weights } of keys) {
+    const stored = state.fairKeys.get(queue)!;
+    const { tags, last } = fairTags(stored.get(name)?.last ?? 0, clocks.get(queue)!, weights);
+    stored.set(name, { weight, last });
+    at.forEach((i, k) => out.set(jobs[i]!, tags[k]!));
   }
   return out;
 }
