@@ -80,25 +80,50 @@ export function fairTags(last: number, clock: number, weights: readonly number[]
   return { tags, last: at };
 }
 
-/** One fairness key of a batch: its stored weight (the last job's), and its jobs' positions in the batch and weights, in batch order. */
+/**
+ * The tag of a fair job enqueued to run later without a concurrency key:
+ * it has no place yet. Its key does not advance at enqueue; the job takes
+ * its place when it falls due and is staged ready, from its key's last tag
+ * or the queue's clock then, whichever is later (as a job enqueued then
+ * would). A key that schedules a burst for one moment so goes round with
+ * the keys that were waiting, instead of taking the places of that burst's
+ * enqueue. (A retried or replayed job is placed again the same way; a job
+ * with a concurrency key keeps its place: its key admits it slot by slot.)
+ */
+export const PLACED_WHEN_DUE = 0;
+
+/** Whether a new fair job takes its place when it falls due (PLACED_WHEN_DUE) rather than at enqueue. */
+export function placedWhenDue(job: { state: string; concurrency?: unknown }): boolean {
+  return job.state === "scheduled" && !job.concurrency;
+}
+
+/**
+ * One fairness key of a batch: its stored weight (the last job's); the
+ * positions in the batch and weights of its jobs placed now, in batch
+ * order; and the positions of those placed when due (PLACED_WHEN_DUE).
+ */
 export interface BatchKey {
   queue: string;
   name: string;
   weight: number;
   at: number[];
   weights: number[];
+  due: number[];
 }
 
 /** The fairness keys a batch names, in (queue, name) order: the order their rows are locked in. */
-export function fairKeysOf(jobs: readonly { queue: string; fairness?: FairnessSpec | null }[]): BatchKey[] {
+export function fairKeysOf(jobs: readonly { queue: string; state: string; concurrency?: unknown; fairness?: FairnessSpec | null }[]): BatchKey[] {
   const groups = new Map<string, BatchKey>();
   jobs.forEach((j, i) => {
     if (!j.fairness) return;
     const id = JSON.stringify([j.queue, j.fairness.key]);
-    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [] };
+    const g = groups.get(id) ?? { queue: j.queue, name: j.fairness.key, weight: 1, at: [], weights: [], due: [] };
     g.weight = j.fairness.weight;
-    g.at.push(i);
-    g.weights.push(j.fairness.weight);
+    if (placedWhenDue(j)) g.due.push(i);
+    else {
+      g.at.push(i);
+      g.weights.push(j.fairness.weight);
+    }
     groups.set(id, g);
   });
   return [...groups.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

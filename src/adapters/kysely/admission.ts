@@ -8,6 +8,7 @@ import { applyTransition, guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { upsert } from "./controls.ts";
 import { labelled } from "./labels.ts";
+import { STAGEABLE_LITERAL, dueUnkeyed, stageFairDue } from "./fair-stage.ts";
 
 /*
  * Concurrency keys: a key's slots are its ready and running jobs, counted
@@ -95,32 +96,19 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
 }
 
 /**
- * `state = 'scheduled'` (the stage rule's one source state) as a literal, not
- * bound: SQLite uses its index of scheduled jobs (a partial index) only for a
- * query that names the state literally and with `=` (`IN ('scheduled')` does
- * not qualify).
- */
-const STAGEABLE_LITERAL = (() => {
-  const from = TRANSITIONS.stage.from;
-  if (from.length !== 1) throw new Error("the due-job index assumes one state that can be staged");
-  return sql<boolean>`${sql.ref("state")} = ${sql.lit(from[0])}`;
-})();
-
-/**
  * Admits due scheduled jobs: unkeyed ones straight to ready (one
- * transaction, rows other stagers hold are skipped), keyed ones per key
+ * transaction, rows other stagers hold are skipped; those of fair queues
+ * at new places, see fair-stage.ts), keyed ones per key
  * under the key's lock through `rebalance`. Reads first, so an idle poll
  * writes nothing.
  */
 export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
   const { db, tables, engine } = ctx;
   const due = () => db.selectFrom(tables.jobs).where(STAGEABLE_LITERAL).where("run_at", "<=", now);
-  const unkeyed = await due().select("id").where("concurrency_key", "is", null).limit(1).execute();
+  const unkeyed = await dueUnkeyed(db.selectFrom(tables.jobs).select("id"), now, false).limit(1).execute();
   if (unkeyed.length > 0) {
     await engine.writeTransaction(db, async (trx) => {
-      let q = guard(trx.selectFrom(tables.jobs).select("id"), "stage", { now })
-        .where(STAGEABLE_LITERAL)
-        .where("concurrency_key", "is", null)
+      let q = dueUnkeyed(guard(trx.selectFrom(tables.jobs).select("id"), "stage", { now }), now, false)
         .orderBy("run_at")
         .orderBy("id")
         .limit(1000);
@@ -130,6 +118,7 @@ export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
       await labelled(guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now }), "stage").execute();
     });
   }
+  await stageFairDue(ctx, now);
   const keys = await due().select("concurrency_key").distinct().where("concurrency_key", "is not", null).limit(100).execute();
   for (const { concurrency_key } of keys as { concurrency_key: string }[]) {
     await engine.writeTransaction(db, async (trx) => {

@@ -12,7 +12,7 @@
 import { sql } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
-import { fairKeysOf, fairTags } from "../../core/fairness.ts";
+import { fairKeysOf, fairTags, placedWhenDue } from "../../core/fairness.ts";
 import { clockOf } from "./fairness.ts";
 import { ARRAY_COLUMNS } from "./array-insert.ts";
 import type { JobRecord } from "../../core/job.ts";
@@ -24,11 +24,11 @@ import { rowToRecord, type JobRow } from "./row.ts";
 
 /**
  * Whether a fair job can be tagged in the statement that stores it: its only
- * control is its fairness key, and its queue is known fair (and prioritized,
+ * control is its fairness key, it is placed now (not when due), and its queue is known fair (and prioritized,
  * if the job's priority is not 0), so no queue row needs writing.
  */
 function taggedInOneStatement(ctx: StoreContext, job: NewJob): boolean {
-  if (!job.fairness || job.concurrency || job.idempotencyKey || job.rateLimit || job.debounce) return false;
+  if (!job.fairness || job.concurrency || job.idempotencyKey || job.rateLimit || job.debounce || placedWhenDue(job)) return false;
   return ctx.fairQueues.fair.has(job.queue) && (job.priority === 0 || ctx.fairQueues.prioritized.has(job.queue));
 }
 

@@ -11,7 +11,7 @@
  */
 import { sql, type ExpressionBuilder } from "kysely";
 import type { NewJob } from "../../core/adapter.ts";
-import { IMPLICIT_FAIR_KEY, fairClock, fairKeysOf, fairTags } from "../../core/fairness.ts";
+import { IMPLICIT_FAIR_KEY, PLACED_WHEN_DUE, fairClock, fairKeysOf, fairTags } from "../../core/fairness.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { labelled } from "./labels.ts";
@@ -35,7 +35,8 @@ export async function fairQueuesAmong(ctx: StoreContext, db: AnyDb, queues: read
 
 /**
  * Gives the fair jobs of a batch their tags (`values[i].fair_tag`, for each
- * job with `fairness`; the implicit key's for IMPLICIT_FAIR_KEY), inside the
+ * job with `fairness`; the implicit key's for IMPLICIT_FAIR_KEY; a job
+ * placed when due gets PLACED_WHEN_DUE, and its key no advance), inside the
  * enqueue's transaction: marks their queues fair (and prioritized, for a job
  * of priority other than 0), reads each queue's clock, and advances each
  * key's last tag by its jobs' steps in one upsert per statement, which
@@ -81,6 +82,7 @@ export async function storeFairKeys(ctx: StoreContext, db: AnyDb, jobs: readonly
     const last = lasts.get(JSON.stringify([g.queue, g.name]))!;
     const { tags } = fairTags(last - advance.get(g)!, Number.NEGATIVE_INFINITY, g.weights);
     g.at.forEach((i, k) => (values[i]!.fair_tag = tags[k]));
+    for (const i of g.due) values[i]!.fair_tag = PLACED_WHEN_DUE;
   }
 }
 
@@ -99,10 +101,10 @@ async function markQueues(ctx: StoreContext, db: AnyDb, queues: readonly string[
   }
 }
 
-/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys; read at most every FAIR_CLOCK_TTL_MS. */
-export async function clockOf(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
+/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys; read at most every FAIR_CLOCK_TTL_MS, unless `fresh`. */
+export async function clockOf(ctx: StoreContext, db: AnyDb, queue: string, fresh = false): Promise<number> {
   const known = ctx.fairQueues.clocks.get(queue);
-  if (known !== undefined && performance.now() - known.at < FAIR_CLOCK_TTL_MS) return known.clock;
+  if (!fresh && known !== undefined && performance.now() - known.at < FAIR_CLOCK_TTL_MS) return known.clock;
   const clock = await readClock(ctx, db, queue);
   ctx.fairQueues.clocks.set(queue, { clock, at: performance.now() });
   return clock;

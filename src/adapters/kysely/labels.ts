@@ -37,7 +37,9 @@ export type StatementLabel =
   /** A claim's read of a prioritized fair queue's keys' best jobs (`FOR UPDATE SKIP LOCKED`). */
   | "fair-best"
   /** A claim's write of the tags of a prioritized fair queue's jobs it read and left. */
-  | "fair-retag";
+  | "fair-retag"
+  /** A staging's locked read of the fairness keys of the due jobs it places, and its write of their last tags. */
+  | "fair-stage-keys";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -15,8 +15,8 @@ import { IdempotencyConflictError, InvalidArgumentError } from "../../core/error
 import type { JobRecord } from "../../core/job.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
-import { IMPLICIT_FAIR_KEY, fairClock, fairKeysOf, fairTags } from "../../core/fairness.ts";
 import { checkNewJobs } from "./constraints.ts";
+import { fairTagsOf } from "./fairness.ts";
 import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
 
@@ -122,38 +122,4 @@ function releaseKeys(state: MemoryState, keys: ReadonlySet<string>, finishedBefo
 /** Whether `job` finished at or before `finishedBefore`, so its idempotency key's hold has ended. */
 function releasable(job: JobRecord, finishedBefore: number): boolean {
   return TERMINAL_STATES.includes(job.state) && job.finishedAt !== null && job.finishedAt <= finishedBefore;
-}
-
-/**
- * The tags of a batch's jobs of fair queues (see core/fairness.ts), as the
- * SQL adapters give them: the queues of fairness-keyed jobs become fair
- * (and prioritized, for such a job of a priority other than 0); each
- * queue's clock is read before the batch; each key (the implicit key for a
- * job without one) advances by its jobs' steps, its stored weight the last
- * job's. Every job of the batch counts, also one that merges or finds its
- * idempotency key held (its place stays unused).
- */
-function fairTagsOf(state: MemoryState, jobs: readonly NewJob[]): Map<NewJob, number> {
-  for (const j of jobs) if (j.fairness && !state.fairKeys.has(j.queue)) state.fairKeys.set(j.queue, new Map());
-  for (const j of jobs) if (state.fairKeys.has(j.queue) && j.priority !== 0) state.prioritized.add(j.queue);
-  // Each job of a fair queue, with the implicit key when it names none; the core groups them by key.
-  const keys = fairKeysOf(jobs.map((j) => (j.fairness || !state.fairKeys.has(j.queue) ? j : { ...j, fairness: { key: IMPLICIT_FAIR_KEY, weight: 1 } })));
-  const clocks = new Map<string, number>();
-  for (const { queue } of keys) {
-    if (clocks.has(queue)) continue;
-    let head: number | null = null;
-    for (const job of state.jobs.values()) {
-      const tag = state.fairTags.get(job.id);
-      if (job.queue === queue && job.state === "ready" && tag !== undefined && (head === null || tag < head)) head = tag;
-    }
-    clocks.set(queue, fairClock(head, Math.max(0, ...[...state.fairKeys.get(queue)!.values()].map((k) => k.last))));
-  }
-  const out = new Map<NewJob, number>();
-  for (const { queue, name, weight, at, weights } of keys) {
-    const stored = state.fairKeys.get(queue)!;
-    const { tags, last } = fairTags(stored.get(name)?.last ?? 0, clocks.get(queue)!, weights);
-    stored.set(name, { weight, last });
-    at.forEach((i, k) => out.set(jobs[i]!, tags[k]!));
-  }
-  return out;
 }

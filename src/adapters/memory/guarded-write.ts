@@ -13,6 +13,7 @@ import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import { SLOT_HOLDING_STATES } from "../../core/states.ts";
 import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
 import { announce, copy, type MemoryState } from "./state.ts";
+import { placeDue } from "./fairness.ts";
 
 /** Which job, under which lease, at what time: what a rule's fence is checked against. */
 export interface GuardKey {
@@ -113,13 +114,17 @@ export function rebalance(state: MemoryState, name: string, now: number): void {
   announce(state, admitted);
 }
 
-/** Admits every due scheduled job: unkeyed ones straight to ready, keyed ones through their key's rebalance. */
+/** Admits every due scheduled job: unkeyed ones straight to ready (fair ones at new places), keyed ones through their key's rebalance. */
 export function stageDue(state: MemoryState, now: number): void {
   const keys = new Set<string>();
+  const due: JobRecord[] = [];
   for (const j of state.jobs.values()) {
     if (!guardHolds(j, "stage", { now })) continue;
-    if (j.concurrencyKey === null) applyTransition(state, "stage", { id: j.id, now }, {});
+    if (j.concurrencyKey === null) due.push(j);
     else keys.add(j.concurrencyKey);
   }
+  // Unkeyed fair jobs take their places now (a keyed one keeps its place: its key admits it when a slot frees).
+  const places = placeDue(state, due);
+  for (const j of due) if (applyTransition(state, "stage", { id: j.id, now }, {}) && places.has(j.id)) state.fairTags.set(j.id, places.get(j.id)!);
   for (const key of [...keys].sort()) rebalance(state, key, now);
 }

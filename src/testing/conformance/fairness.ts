@@ -170,6 +170,20 @@ export const fairnessCases: ConformanceCase[] = [
       assert.deepEqual(keysOf(await claimQ(t, 5)).sort(), ["a", "b"]);
     },
   },
+  {
+    name: "fairness › delayed jobs take their places when they fall due, not when enqueued: a key's burst of scheduled jobs goes round with the others",
+    async run(t) {
+      const due = t.clock.now() + 10_000;
+      for (let i = 0; i < 4; i++) await insert(t, fair("late", 1, { state: "scheduled", runAt: due }));
+      for (const key of ["a", "b", "a", "b", "a", "b", "a", "b"]) await insert(t, fair(key));
+      assert.deepEqual(await oneByOne(t, 2), ["a", "b"]);
+      t.clock.advance(10_000);
+      const served = await oneByOne(t, 9);
+      for (let round = 0; round < 3; round++) {
+        assert.deepEqual(served.slice(round * 3, round * 3 + 3).sort(), ["a", "b", "late"], `round ${round + 1} of ${JSON.stringify(served)} serves every key once`);
+      }
+    },
+  },
   ...(
     [
       ["a weight of 0", { key: "k", weight: 0 }],
