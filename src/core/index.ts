@@ -4,7 +4,7 @@ export * from "./errors.ts";
 export * from "./clock.ts";
 export { RETRY_POLICY_KEYS, DEFAULT_RETRY_POLICY, resolveRetryPolicy, validateRetryPolicy, backoffDelay, planFailure, errorBackoffDelay, type RetryPolicy, type FailurePlan } from "./retry.ts";
 export * from "./concurrency.ts";
-export { MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, type RateLimit, type RateLimitSpec } from "./rate-limit.ts";
+export { MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, type RateLimit, type RateLimitRef, type RateLimitSpec, type RateScope } from "./rate-limit.ts";
 export { DEBOUNCE_PENDING_STATES, mergedRunAt, validateDebounce, type DebounceSpec } from "./debounce.ts";
 export { MAX_FAIR_WEIGHT, type FairnessSpec } from "./fairness.ts";
 export * from "./job.ts";

@@ -129,3 +129,31 @@ export function nextRoomAt(log: StartLog, limit: number, periodMs: number, now: 
 
 /** The identity of a limit in a claim's room: what it limits, and the name. */
 export type RateScope = "queue" | "task" | "key";
+
+/** A rate limit by what it limits and its name: a queue's, a task's, or a rate key's. */
+export interface RateLimitRef {
+  scope: RateScope;
+  name: string;
+}
+
+/** The order a job's limits are named in when several held it back. */
+const SCOPE_ORDER: readonly RateScope[] = ["queue", "task", "key"];
+
+/**
+ * The limit that held back `job` (its claim's `delayedBy`): of the job's
+ * limits, in scope order, the first whose `heldUntil` (when it next had
+ * room, as the claim that left it with none wrote it; read before this
+ * claim wrote anything) is after the job's run time: the limit had no room
+ * at some moment after the job fell due. Null when none did.
+ */
+export function delayingLimit(
+  job: { queue: string; task: string; rateKey: string | null; runAt: number },
+  limits: readonly { scope: RateScope; name: string; heldUntil: number | null }[],
+): RateLimitRef | null {
+  for (const scope of SCOPE_ORDER) {
+    const name = scope === "queue" ? job.queue : scope === "task" ? job.task : job.rateKey;
+    const l = limits.find((x) => x.scope === scope && x.name === name);
+    if (l && l.heldUntil !== null && l.heldUntil > job.runAt) return { scope, name: l.name };
+  }
+  return null;
+}

@@ -105,6 +105,8 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
         "docket.wait_ms": Math.max(0, job.updatedAt - job.runAt),
         ...(job.fairKey === null ? {} : { "docket.fairness_key": job.fairKey }),
         ...(job.rateKey === null ? {} : { "docket.rate_key": job.rateKey }),
+        // The rate limit that held it back after it fell due, as "queue:<name>", "task:<name>" or "key:<name>".
+        ...(job.delayedBy === null ? {} : { "docket.delayed_by": `${job.delayedBy.scope}:${job.delayedBy.name}` }),
       });
       return tracer.startActiveSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, attributes, links }, async (span) => {
         try {

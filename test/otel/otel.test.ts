@@ -104,6 +104,32 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       await adapter.close();
       await store.close();
     }, 60_000);
+    it("a consumer span names the fairness key, the rate key, and the limit that held the job back (docket.delayed_by)", async (ctx) => {
+      if (!target) return ctx.skip();
+      const store = await target.open();
+      const adapter = await store.connect();
+      await adapter.migrate();
+      const spans = new InMemorySpanExporter();
+      const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+      const otel = openTelemetry({ tracer: tracerProvider.getTracer("docket") });
+      const docket = new Docket({ adapter, tracing: otel.tracing });
+      // One start per 300 ms for key "api": the second and third jobs wait for it.
+      const jobs = [];
+      for (let i = 0; i < 3; i++) jobs.push(await docket.enqueue("call", { i }, { queue: "api", fairness: { key: "tenant:7" }, rateLimit: { key: "api", limit: 1, periodMs: 300 } }));
+      const worker = docket.worker({ queues: ["api"], pollMs: 20, logger: null, handlers: otel.handlers({ call: async () => "ok" }) });
+      await worker.start();
+      for (const job of jobs) await docket.waitFor(job.id, { timeoutMs: 20_000, pollMs: 20 });
+      await worker.stop();
+      const processed = spans.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      const byId = (id: number) => processed.find((s) => s.attributes["messaging.message.id"] === String(id))!;
+      expect(byId(jobs[0]!.id).attributes).toMatchObject({ "docket.fairness_key": "tenant:7", "docket.rate_key": "api" });
+      expect(byId(jobs[0]!.id).attributes["docket.delayed_by"]).toBeUndefined();
+      for (const job of jobs.slice(1)) expect(byId(job.id).attributes).toMatchObject({ "docket.fairness_key": "tenant:7", "docket.delayed_by": "key:api" });
+      console.log(`${name} rate-limited trace:\n${processed.map(describeSpan).join("\n")}`);
+      await tracerProvider.shutdown();
+      await adapter.close();
+      await store.close();
+    }, 60_000);
   });
 }
 

@@ -17,7 +17,8 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
-import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomAt, roomOf, type HeldLimit } from "./rate-limits.ts";
+import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, type HeldLimit } from "./rate-limits.ts";
+import { delayingLimit, type RateLimitRef, type RateScope } from "../../core/rate-limit.ts";
 import { labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 
@@ -50,11 +51,13 @@ const TASK_RATE = "docket_task_rate";
 /** Whether a queue or task row has a control that a claim counts under its exclusive lock: a cap or a rate limit. */
 const counted = (r: { max_running: unknown; rate_limit?: unknown }): boolean => r.max_running !== null || (r.rate_limit ?? null) !== null;
 
-/** A rate limit a claim holds locked, where its room is kept, and its room when locked. */
+/** A rate limit a claim holds locked, what it limits, where its room is kept, its room and `heldUntil` when locked. */
 interface LimitInRoom {
   held: HeldLimit;
+  scope: RateScope;
   map: Map<string, number>;
   initial: number;
+  heldUntil: number | null;
 }
 
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
@@ -78,17 +81,17 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const rates = rateRoomOf();
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
     const limits: LimitInRoom[] = [];
-    const hold = (held: HeldLimit | null, map: Map<string, number>) => {
+    const hold = (held: HeldLimit | null, scope: RateScope, map: Map<string, number>) => {
       if (held === null) return;
       const initial = roomOf(held, params.now);
       map.set(held.name, initial);
-      limits.push({ held, map, initial });
+      limits.push({ held, scope, map, initial, heldUntil: held.heldUntil });
     };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
     if (constrained > 0) {
       for (const r of capped) {
         if (r.max_running !== null) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
-        hold(heldLimit(tables.queues, r), rates.queues);
+        hold(heldLimit(tables.queues, r), "queue", rates.queues);
       }
     }
     // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
@@ -166,11 +169,11 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       for (const [task, left] of tasksRoom.caps) room.tasks.set(task, left);
       for (const [task, held] of tasksRoom.limits) {
         if (held === null) rates.tasks.set(task, 0);
-        else hold(held, rates.tasks);
+        else hold(held, "task", rates.tasks);
       }
       if (tasksRoom.caps.size + tasksRoom.limits.size > 0) memory.capsSeenAt = params.now;
       for (const t of unseen) checkedTasks.add(t);
-      for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, rates.keys);
+      for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, "key", rates.keys);
       const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
       // The tags of the prioritized queues' jobs this pass read, written before the next pass reads them again.
       for (const retag of retags) await writeTags(ctx, db, retag(new Set(chosen)));
@@ -190,8 +193,15 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           ? chosen.map((id) => claimedRow(whole.get(id)!, params))
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
-    return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
+    const records = rows.map(rowToRecord);
+    if (limits.length > 0) for (const r of records) named(r, delayingLimit(r, limits.map((l) => ({ scope: l.scope, name: l.held.name, heldUntil: l.heldUntil }))));
+    return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
   });
+}
+
+/** `record` with `delayedBy` set to `limit` (when not null). */
+function named(record: JobRecord, limit: RateLimitRef | null): void {
+  if (limit !== null) record.delayedBy = limit;
 }
 
 /**
@@ -275,16 +285,16 @@ async function taskRoom(
 }
 
 /**
- * Logs the starts this claim took of each limit it holds, and tells the
- * caller (`onRateLimited`) when the earliest of the limits it used up has
- * room again.
+ * Logs the starts this claim took of each limit it holds, and when each it
+ * left with no room next has some (see JobRecord.delayedBy), and tells the
+ * caller (`onRateLimited`) when the earliest of them has room again.
  */
 async function logStarts(ctx: StoreContext, db: AnyDb, limits: readonly LimitInRoom[], params: ClaimParams): Promise<void> {
   let heldUntil = Number.POSITIVE_INFINITY;
   for (const { held, map, initial } of limits) {
     const left = map.get(held.name)!;
-    if (initial - left > 0) await logTaken(ctx, db, held, params.now, initial - left);
-    if (left <= 0) heldUntil = Math.min(heldUntil, roomAt(held, params.now));
+    const until = await logTaken(ctx, db, held, params.now, initial - left, left <= 0);
+    if (until !== null) heldUntil = Math.min(heldUntil, until);
   }
   if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
 }

@@ -19,16 +19,21 @@ export interface TaskRow extends RateColumns {
   max_running: number | string | null;
 }
 
-/** A rate limit's columns (queues, tasks, rate keys): the limit, its period, and its log of starts. */
+/** A rate limit's columns (queues, tasks, rate keys): the limit, its period, its log of starts, and when it next has room after a claim left it with none. */
 export interface RateColumns {
   rate_limit?: number | string | null;
   rate_period_ms?: number | string | bigint | null;
   rate_starts?: string | null;
+  rate_held_until?: number | string | bigint | null;
 }
 
-/** The columns a rate limit setting writes: a new limit keeps its log (the starts in its window still count). */
-function rateValues(limit: RateLimit | null): Record<string, unknown> {
-  return limit === null ? { rate_limit: null, rate_period_ms: null, rate_starts: null } : { rate_limit: limit.limit, rate_period_ms: limit.periodMs };
+/**
+ * The columns a rate limit setting writes: a new limit keeps its log (the
+ * starts in its window still count) but not when the old one had room
+ * again (see JobRecord.delayedBy).
+ */
+export function rateValues(limit: RateLimit | null): Record<string, unknown> {
+  return limit === null ? { rate_limit: null, rate_period_ms: null, rate_starts: null, rate_held_until: null } : { rate_limit: limit.limit, rate_period_ms: limit.periodMs, rate_held_until: null };
 }
 
 /** The stored rate limit of a row, or null. */

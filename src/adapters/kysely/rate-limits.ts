@@ -14,7 +14,7 @@ import { rateLimitOf, upsert, type RateColumns } from "./controls.ts";
 import { labelled } from "./labels.ts";
 
 /** The rate columns a claim reads with a control row. */
-export const RATE_COLUMNS = ["rate_limit", "rate_period_ms", "rate_starts"] as const;
+export const RATE_COLUMNS = ["rate_limit", "rate_period_ms", "rate_starts", "rate_held_until"] as const;
 
 /**
  * Stores the rate keys a batch names (the last job's limit for a key named
@@ -44,7 +44,7 @@ export async function storeRateKeys(ctx: StoreContext, db: AnyDb, jobs: readonly
     const row = stored.find((r) => r.name === name);
     const now = row && rateLimitOf(row);
     if (now && now.limit === limit.limit && now.periodMs === limit.periodMs) continue;
-    const values = { rate_limit: limit.limit, rate_period_ms: limit.periodMs };
+    const values = { rate_limit: limit.limit, rate_period_ms: limit.periodMs, rate_held_until: null };
     await upsert(ctx, db, tables.rateKeys, { name, ...values }, values);
   }
 }
@@ -55,12 +55,15 @@ export interface HeldLimit {
   name: string;
   limit: RateLimit;
   starts: string | null;
+  /** When it next has room, as the last claim that left it with none wrote it (null: never written). */
+  heldUntil: number | null;
 }
 
 /** The limit a control or rate key row holds, or null. */
 export function heldLimit(table: string, row: RateColumns & { name: string }): HeldLimit | null {
   const limit = rateLimitOf(row);
-  return limit && { table, name: row.name, limit, starts: row.rate_starts ?? null };
+  const heldUntil = row.rate_held_until === null || row.rate_held_until === undefined ? null : Number(row.rate_held_until);
+  return limit && { table, name: row.name, limit, starts: row.rate_starts ?? null, heldUntil };
 }
 
 /** Starts left at `now`. */
@@ -85,9 +88,17 @@ export async function lockRateKeys(ctx: StoreContext, db: AnyDb, names: readonly
   return rows.map((r) => heldLimit(ctx.tables.rateKeys, r)).filter((h): h is HeldLimit => h !== null);
 }
 
-/** Logs `count` starts at `now` on a limit this transaction holds locked; `held` then holds the new log. */
-export async function logTaken(ctx: StoreContext, db: AnyDb, held: HeldLimit, now: number, count: number): Promise<void> {
-  const text = logStarts(readStarts(held.starts), now, count, held.limit.periodMs);
-  await labelled(db.updateTable(held.table).set({ rate_starts: text }).where("name", "=", held.name), "rate-log").execute();
-  held.starts = text;
+/**
+ * Logs `count` starts at `now` on a limit this transaction holds locked
+ * (`held` then holds the new log); with `full` (the claim left the limit
+ * no room), also writes when it next has room, and returns that time.
+ * Writes nothing when neither changes.
+ */
+export async function logTaken(ctx: StoreContext, db: AnyDb, held: HeldLimit, now: number, count: number, full: boolean): Promise<number | null> {
+  const set: Record<string, unknown> = {};
+  if (count > 0) set.rate_starts = held.starts = logStarts(readStarts(held.starts), now, count, held.limit.periodMs);
+  const until = full ? roomAt(held, now) : null;
+  if (until !== null && until !== held.heldUntil) set.rate_held_until = until;
+  if (Object.keys(set).length > 0) await labelled(db.updateTable(held.table).set(set).where("name", "=", held.name), "rate-log").execute();
+  return until;
 }

@@ -10,7 +10,7 @@
 import type { ClaimParams } from "../../core/adapter.ts";
 import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import { IMPLICIT_FAIR_KEY, byFairOrder, mergeByHeads, withinKeys, type FairCandidate } from "../../core/fairness.ts";
-import { logStarts, nextRoomAt, rateRoom, type RateLimit } from "../../core/rate-limit.ts";
+import { delayingLimit, logStarts, nextRoomAt, rateRoom, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { applyTransition, guardHolds, stageDue } from "./guarded-write.ts";
 import { copy, type MemoryState } from "./state.ts";
@@ -25,12 +25,12 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained: constrainedLimit, rates: rateRoomOf() };
   const rates = room.rates!;
   /** Each rate limit met: its limit, and its map and name in the room. */
-  const limits = new Map<string, { limit: RateLimit; map: Map<string, number>; name: string }>();
-  const meet = (scope: "queue" | "task" | "key", name: string, limit: RateLimit | null | undefined, map: Map<string, number>) => {
+  const limits = new Map<string, { limit: RateLimit; map: Map<string, number>; scope: RateScope; name: string; heldUntil: number | null }>();
+  const meet = (scope: RateScope, name: string, limit: RateLimit | null | undefined, map: Map<string, number>) => {
     if (!limit || map.has(name)) return;
     const id = `${scope}:${name}`;
     map.set(name, rateRoom(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now));
-    limits.set(id, { limit, map, name });
+    limits.set(id, { limit, map, scope, name, heldUntil: state.rateHeldUntil.get(id) ?? null });
   };
   for (const q of queues) {
     const cap = state.queues.get(q)?.maxRunning ?? null;
@@ -90,14 +90,21 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
     const count = before.get(id)! - map.get(name)!;
     const log = state.rateLogs.get(id) ?? [];
     if (count > 0) state.rateLogs.set(id, JSON.parse(logStarts(log, params.now, count, limit.periodMs)));
-    if (map.get(name)! <= 0 && heldBack(ready, taken, id)) heldUntil = Math.min(heldUntil, nextRoomAt(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now));
+    if (map.get(name)! > 0) continue;
+    const until = nextRoomAt(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now);
+    state.rateHeldUntil.set(id, until);
+    if (heldBack(ready, taken, id)) heldUntil = Math.min(heldUntil, until);
   }
   if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
   const claimed: JobRecord[] = [];
   for (const id of chosen) {
     const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null });
     const moved = applyTransition(state, "claim", { id, now: params.now }, set);
-    if (moved) claimed.push(copy(moved));
+    if (!moved) continue;
+    const record = copy(moved);
+    const delayedBy = delayingLimit(record, [...limits.values()]);
+    if (delayedBy !== null) record.delayedBy = delayedBy;
+    claimed.push(record);
   }
   return claimedOrder(claimed, params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
 }

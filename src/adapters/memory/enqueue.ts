@@ -40,6 +40,8 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   // A rate key's stored limit is the last one given (as a concurrency key's); its queue gets a control row, as in SQL.
   for (const j of params.jobs) {
     if (!j.rateLimit) continue;
+    const stored = state.rateKeys.get(j.rateLimit.key);
+    if (stored?.limit !== j.rateLimit.limit || stored.periodMs !== j.rateLimit.periodMs) state.rateHeldUntil.delete(`key:${j.rateLimit.key}`);
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
   }

@@ -59,6 +59,7 @@ export function setQueueControl(state: MemoryState, p: SetQueueControlParams, na
   if (p.rateLimit !== undefined) {
     next.rateLimit = p.rateLimit && { ...p.rateLimit };
     if (p.rateLimit === null) state.rateLogs.delete(`queue:${p.queue}`);
+    state.rateHeldUntil.delete(`queue:${p.queue}`);
   }
   state.queues.set(p.queue, next);
   return { ...next };
@@ -72,6 +73,7 @@ export function setTaskControl(state: MemoryState, p: SetTaskControlParams, name
   if (p.rateLimit !== undefined) {
     next.rateLimit = p.rateLimit && { ...p.rateLimit };
     if (p.rateLimit === null) state.rateLogs.delete(`task:${p.task}`);
+    state.rateHeldUntil.delete(`task:${p.task}`);
   }
   state.tasks.set(p.task, next);
   return { ...next };

@@ -25,6 +25,8 @@ export interface MemoryState {
   readonly rateKeys: Map<string, RateLimit>;
   /** The starts inside the window of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly rateLogs: Map<string, StartLog>;
+  /** When each rate limit a claim left with no room next has room, by the same ids (see JobRecord.delayedBy). */
+  readonly rateHeldUntil: Map<string, number>;
   readonly schedules: Map<string, StoredSchedule>;
   /** The fair queues (those that have held fairness-keyed jobs), each with its keys' weights and last tags by key (see core/fairness.ts). */
   readonly fairKeys: Map<string, Map<string, { weight: number; last: number }>>;
@@ -46,6 +48,7 @@ export function emptyState(): MemoryState {
     tasks: new Map(),
     rateKeys: new Map(),
     rateLogs: new Map(),
+    rateHeldUntil: new Map(),
     schedules: new Map(),
     fairKeys: new Map(),
     prioritized: new Set(),

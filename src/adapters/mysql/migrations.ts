@@ -220,5 +220,15 @@ export function migrations(prefix: string): readonly Migration[] {
         `ALTER TABLE ${prefix}fair_keys DROP INDEX ${prefix}fair_keys_turn, MODIFY used BIGINT NOT NULL DEFAULT 0`,
       ],
     },
+    {
+      // When each rate limit next has room, written by a claim that leaves it with none: a job due before then
+      // was held back by it, and its claim names the limit (JobRecord.delayedBy; OpenTelemetry spans).
+      version: 17,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_held_until BIGINT NULL`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_held_until BIGINT NULL`,
+        `ALTER TABLE ${prefix}rate_keys ADD COLUMN rate_held_until BIGINT NULL`,
+      ],
+    },
   ];
 }

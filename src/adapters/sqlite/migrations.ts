@@ -230,5 +230,15 @@ export function migrations(prefix: string): readonly Migration[] {
         `DROP INDEX ${prefix}fair_keys_turn`,
       ],
     },
+    {
+      // When each rate limit next has room, written by a claim that leaves it with none: a job due before then
+      // was held back by it, and its claim names the limit (JobRecord.delayedBy; OpenTelemetry spans).
+      version: 18,
+      statements: [
+        `ALTER TABLE ${prefix}queues ADD COLUMN rate_held_until INTEGER`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN rate_held_until INTEGER`,
+        `ALTER TABLE ${prefix}rate_keys ADD COLUMN rate_held_until INTEGER`,
+      ],
+    },
   ];
 }

@@ -49,6 +49,29 @@ export const rateLimitCases: ConformanceCase[] = [
     },
   },
   {
+    name: "rate limits › a claimed job names the limit that held it back after it fell due (delayedBy); one never held back names none",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 1, periodMs: 1000 } });
+      for (let i = 0; i < 2; i++) await insert(t, { queue: "q" });
+      const [first] = (await claimAt(t, 5)).jobs;
+      assert.equal(first!.delayedBy, undefined, "the first start waited for nothing");
+      t.clock.advance(1000);
+      const [second] = (await claimAt(t, 5)).jobs;
+      assert.deepEqual(second!.delayedBy, { scope: "queue", name: "q" }, "the second waited for the queue's limit");
+      t.clock.advance(5000);
+      await insert(t, { queue: "q" });
+      const [third] = (await claimAt(t, 5)).jobs;
+      assert.equal(third!.delayedBy, undefined, "due after the limit had room again: not held back");
+      // A rate key, beside a queue limit that never ran out: the key is named.
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 100, periodMs: 1000 } });
+      for (let i = 0; i < 2; i++) await insert(t, keyed("api", 1, 60_000));
+      assert.equal((await claimAt(t, 5)).jobs.length, 1);
+      t.clock.advance(60_000);
+      const [keyedJob] = (await claimAt(t, 5)).jobs;
+      assert.deepEqual(keyedJob!.delayedBy, { scope: "key", name: "api" });
+    },
+  },
+  {
     name: "rate limits › a job held back stays ready with its attempt unspent",
     async run(t) {
       await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 1, periodMs: 60_000 } });
