@@ -7,6 +7,7 @@
  *   npm run test:mutations -- --mutation lease-token-unchecked --adapter mysql
  *   DOCKET_PROPERTY_RUNS=500 npm run test:mutations     # more runs per property
  *   npm run test:mutations -- --repeat 20               # the gate: each mutation caught in >= 19 of 20 independent runs
+ *   npm run test:mutations -- --mutation debounce-unguarded --schedules-only   # whether the schedules alone catch it
  *
  * With --repeat N, every mutation and adapter is run N times, each with
  * fresh seeds and a fresh database; the table gives the catch count out of
@@ -52,7 +53,7 @@ async function runOne(mutation: Mutation, adapter: TargetName): Promise<Row> {
     if (!mutation.appliesTo(env.capabilities)) return { ...base, verdict: "n/a", by: mutation.notApplicableBecause ?? "", runs: "", seconds: "" };
     const started = Date.now();
     // A schedules-only or concurrent-only mutation skips the model test (see Mutation); it then counts 0 model runs.
-    const model = mutation.schedulesOnly || mutation.concurrentOnly
+    const model = mutation.schedulesOnly || mutation.concurrentOnly || process.argv.includes("--schedules-only")
       ? { failed: false, numRuns: 0, errorInstance: null }
       : await checkModel(env, { numRuns: propertyRuns(DEFAULT_MODEL_RUNS), endOnFailure: true });
     if (model.failed) {

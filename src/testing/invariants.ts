@@ -51,8 +51,11 @@ export interface OperationEvent {
   admits?: { now: number; keys: "all" | string[] };
   /** For an enqueue: the records it created (their state is the admission's decision). */
   created?: JobRecord[];
-  /** For an enqueue: per job asked for, its idempotency key, the id returned, whether this call created it, and the key the returned row holds. */
-  enqueued?: { idempotencyKey: string | null; id: number; created: boolean; heldKey: string | null }[];
+  /**
+   * For an enqueue: per job asked for, its idempotency key, the id returned, whether this call created it, and the key the
+   * returned row holds; for a debounced one, its debounce key and payload.
+   */
+  enqueued?: { idempotencyKey: string | null; id: number; created: boolean; heldKey: string | null; debounceKey?: string; payload?: string }[];
   /** For a queue control change: what it set. */
   control?: { queue: string; paused: boolean };
 }
@@ -358,6 +361,50 @@ export const controlInvariants: Invariant[] = [
       };
       for (const [queue, limit] of Object.entries(rates.queues)) over(`queue ${queue}`, limit, started.filter((s) => s.job.queue === queue));
       for (const [key, limit] of Object.entries(rates.keys)) over(`rate key ${key}`, limit, started.filter((s) => s.job.rateKey === key));
+      return out;
+    },
+  },
+  {
+    id: "I14",
+    name: "debounce: an enqueue never merges into a job already claimed, never creates a second pending job of its key, and a claim runs the last merge before it",
+    check: (run) => {
+      const ops = operations(run).filter((o) => o.error === undefined);
+      const claims = ops.flatMap((o) => o.effects.filter((e) => e.op.kind === "claim" && e.result).map((e) => ({ op: o, job: e.result! })));
+      // A debounced job set up pending counts as created before the run by a "setup" enqueue.
+      const setup = { label: "setup", start: -1, end: 0 } as OperationEvent;
+      const debounced = [
+        ...run.initial.filter((j) => j.debounceKey !== null).map((j) => ({ op: setup, id: j.id, created: true, debounceKey: j.debounceKey!, payload: j.payload })),
+        ...ops.flatMap((o) => (o.enqueued ?? []).filter((e) => e.debounceKey !== undefined).map((e) => ({ op: o, ...e }))),
+      ];
+      const claimsOf = (id: number) => claims.filter((c) => c.job.id === id);
+      const out: string[] = [];
+      for (const e of debounced) {
+        // A claim that committed before this enqueue began had taken the job out of pending.
+        const before = claimsOf(e.id).find((c) => c.op.end < e.op.start);
+        if (!e.created && before) out.push(`${e.op.label} merged into #${e.id}, which ${before.op.label} had claimed before it began: the merge is lost`);
+      }
+      const created = debounced.filter((e) => e.created);
+      for (const a of created) {
+        for (const b of created) {
+          if (a === b || a.debounceKey !== b.debounceKey || !(a.op.end < b.op.start)) continue;
+          // #a was pending when b began; unless a claim took it before b ended, both were pending at once.
+          if (!claimsOf(a.id).some((c) => c.op.start < b.op.end)) out.push(`${a.op.label} created #${a.id} and ${b.op.label} created #${b.id} while #${a.id} was still pending (key ${a.debounceKey})`);
+        }
+      }
+      for (const c of claims) {
+        const mine = debounced.filter((e) => e.id === c.job.id && e.payload !== undefined);
+        if (mine.length === 0) continue;
+        const source = mine.find((e) => e.payload === c.job.payload);
+        // A merge that ended before the claim began, and began after the enqueue whose payload the claim returned ended, was lost.
+        const lost = source && mine.find((e) => e !== source && source.op.end < e.op.start && e.op.end < c.op.start);
+        if (!source) out.push(`${c.op.label} returned #${c.job.id} with a payload no enqueue of it gave`);
+        else if (lost) out.push(`${c.op.label} returned #${c.job.id} with ${source.op.label}'s payload, though ${lost.op.label} merged after it and before the claim`);
+      }
+      const pending = run.final.filter((j) => j.debounceKey !== null && (j.state === "scheduled" || j.state === "ready"));
+      for (const key of new Set(pending.map((j) => `${j.queue}/${j.task}/${j.debounceKey}`))) {
+        const mine = pending.filter((j) => `${j.queue}/${j.task}/${j.debounceKey}` === key);
+        if (mine.length > 1) out.push(`debounce key ${key} ends with ${mine.length} pending jobs [${mine.map((j) => `#${j.id}`).join(", ")}]`);
+      }
       return out;
     },
   },

@@ -35,6 +35,8 @@ export interface JobSetup {
   readonly rated?: boolean;
   /** A fairness key (weight 1), or absent. */
   readonly fairKey?: string | null;
+  /** Whether it is the pending job of debounce key DEBOUNCE_KEY (payload `{"n":0}`; only a ready job of no other key is). */
+  readonly debounced?: boolean;
 }
 
 /** The rate key of rated setup jobs; its window and qa's (RATE_PERIOD_MS) span the whole run. */
@@ -44,6 +46,8 @@ export const RATE_PERIOD_MS = 3_600_000;
 /** The queues of a scenario; every claim asks for all of them. */
 export const QUEUES = ["qa", "qb", "qc"] as const;
 export const TASKS = ["t", "u"] as const;
+/** The debounce key of the schedules' debounced enqueues (see WorkerStep "enqueue"). */
+export const DEBOUNCE_KEY = "d1";
 export const KEYS = ["k1", "k2"] as const;
 /** Idempotency keys; a key holds for the whole run (nothing is purged). */
 export const IDEMPOTENCY_KEYS = ["i1", "i2"] as const;
@@ -83,6 +87,8 @@ export type WorkerStep =
       readonly key: string | null;
       readonly priority: number;
       readonly idempotencyKey: string | null;
+      /** A debounced enqueue of key DEBOUNCE_KEY (delay 0: due at once, so claims race it); never keyed or idempotent. */
+      readonly debounce?: boolean;
     }
   /** Bulk replay of the dead jobs that died by the worker's now (racing other replays, claims of replayed jobs). */
   | { readonly kind: "replayDead"; readonly limit: number }
@@ -156,6 +162,7 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     ...(j.idempotencyKey === null ? {} : { idempotencyKey: j.idempotencyKey }),
     ...(j.rated && (j.start === "ready" || j.start === "future") ? { rateLimit: { key: RATE_KEY, limit: c.rateR ?? 1, periodMs: RATE_PERIOD_MS } } : {}),
     ...(j.fairKey ? { fairness: { key: j.fairKey, weight: 1 } } : {}),
+    ...(j.debounced ? { payload: JSON.stringify({ n: 0 }), debounce: { key: DEBOUNCE_KEY, delayMs: 0, maxWaitMs: null } } : {}),
   });
   const ids: number[] = new Array(scenario.jobs.length);
   const tokens: (string | null)[] = new Array(scenario.jobs.length).fill(null);
@@ -234,6 +241,8 @@ export async function runScenario(
   const queues = [...QUEUES];
   /** Every job known to this run (set up, or enqueued by a step so far), by id. */
   const known = new Map(initial.map((j) => [j.id, j]));
+  /** Debounced enqueues so far: each gives its own payload, so a claim shows whose merge it runs. */
+  let payloads = 0;
   const keyOf = (id: number) => known.get(id)?.concurrencyKey ?? null;
   const statements = env.statements;
   /** Each worker's operation in progress, to time its first released statement. */
@@ -338,29 +347,40 @@ export async function runScenario(
         const op = { kind: "cancel" as const, now };
         await operation("cancel", ` #${id}`, () => adapter.cancel({ id, now }), one(id, op));
       } else if (step.kind === "enqueue") {
+        const debounce = step.debounce === true ? { key: DEBOUNCE_KEY, delayMs: 0, maxWaitMs: null } : null;
+        const payload = debounce ? JSON.stringify({ n: ++payloads }) : "{}";
         const job = {
           task: step.task,
           queue: QUEUES[step.queue]!,
-          payload: "{}",
-          state: "ready" as const,
+          payload,
+          state: debounce ? ("scheduled" as const) : ("ready" as const),
           priority: step.priority,
           runAt: now,
           maxAttempts: 2,
           backoff: null,
           concurrency: concurrencyOf(step.key, scenario.controls),
           ...(step.idempotencyKey === null ? {} : { idempotencyKey: step.idempotencyKey }),
+          ...(debounce ? { debounce } : {}),
         };
         await operation(
           "enqueue",
-          ` ${job.queue}/${job.task}${step.key ? `/${step.key}` : ""}${step.idempotencyKey ? ` idem ${step.idempotencyKey}` : ""}`,
+          ` ${job.queue}/${job.task}${step.key ? `/${step.key}` : ""}${step.idempotencyKey ? ` idem ${step.idempotencyKey}` : ""}${debounce ? ` debounce ${payload}` : ""}`,
           () => adapter.enqueue({ jobs: [job], now }),
           (stored, e) => {
             for (const r of stored) if (!known.has(r.id)) known.set(r.id, r);
             e.created = stored.filter((r) => r.created);
-            e.enqueued = stored.map((r) => ({ idempotencyKey: step.idempotencyKey, id: r.id, created: r.created, heldKey: r.idempotencyKey }));
+            e.enqueued = stored.map((r) => ({
+              idempotencyKey: step.idempotencyKey,
+              id: r.id,
+              created: r.created,
+              heldKey: r.idempotencyKey,
+              ...(debounce ? { debounceKey: debounce.key, payload } : {}),
+            }));
             // The enqueue rebalances its key (under the key's lock) before inserting.
             if (step.key !== null) e.admits = { now, keys: [step.key] };
-            return [];
+            // A merge moves the pending job (its options and run time the enqueue's).
+            const merged = debounce ? stored.filter((r) => !r.created) : [];
+            return merged.map((r) => ({ id: r.id, op: { kind: "debounce" as const, now, runAt: r.runAt, priority: job.priority, maxAttempts: job.maxAttempts, timeoutMs: null }, result: r }));
           },
         );
       } else if (step.kind === "replayDead") {
@@ -442,7 +462,7 @@ export function describeScenario(s: Scenario): string {
       case "cancel":
         return `cancel job ${st.job}`;
       case "enqueue":
-        return `enqueue ${QUEUES[st.queue]}/${st.task}${st.key ? `/${st.key}` : ""} p${st.priority}${st.idempotencyKey ? ` idem ${st.idempotencyKey}` : ""}`;
+        return `enqueue ${QUEUES[st.queue]}/${st.task}${st.key ? `/${st.key}` : ""} p${st.priority}${st.idempotencyKey ? ` idem ${st.idempotencyKey}` : ""}${st.debounce ? ` debounce ${DEBOUNCE_KEY}` : ""}`;
       case "replayDead":
         return `replayDead ≤${st.limit}`;
       case "pause":

@@ -3,7 +3,7 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
 
 /**
  * The scenarios the concurrent schedules draw. Half are unconstrained
- * (any jobs, controls and steps); the other half come from four race
+ * (any jobs, controls and steps); the other half come from the race
  * families, each a first-class schedule for one class of interleaving that
  * the unconstrained draw reaches only rarely:
  *
@@ -19,7 +19,9 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
  * - rate: two or three claimers race for the last start of a rate key's
  *   limit (and of qa's), each holding a different ready job;
  * - fairness: claimers of one job each race over a fair queue's keys, one
- *   of them flooding (R21, judged by I13).
+ *   of them flooding (R21, judged by I13);
+ * - debounce: debounced enqueues of one key (due at once) race each other
+ *   and the claims of their pending job (R22, judged by I14).
  *
  * A family only narrows the draw: every run is judged by every invariant.
  */
@@ -32,6 +34,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     { weight: 1, arbitrary: lifecycleRace(maxWorkers) },
     { weight: 1, arbitrary: rateRace(maxWorkers) },
     { weight: 1, arbitrary: fairnessRace(maxWorkers) },
+    { weight: 1, arbitrary: debounceRace(maxWorkers) },
   );
 }
 
@@ -239,4 +242,22 @@ function fairnessRace(maxWorkers: number): fc.Arbitrary<Scenario> {
     controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, pausedB: false })),
     workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(claimOne, { minLength: 1, maxLength: 3 }) }), 2, Math.min(3, maxWorkers)),
   }).map(({ f, g, h, controls, workers }) => ({ jobs: [...f, ...g, ...h], controls, workers }));
+}
+
+/**
+ * The pending job of debounce key d1 (ready, in qc/t) set up, or not; 2–3
+ * workers of 1–2 steps, each a debounced enqueue of d1 (delay 0: its job
+ * is due at once) or a claim of one or two jobs (completed, failed, or
+ * crashed): merges race claims of the pending job and the enqueues that
+ * create the key's next one.
+ */
+function debounceRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const debounced = fc.constant<WorkerStep>({ kind: "enqueue", queue: 2, task: "t", key: null, priority: 0, idempotencyKey: null, debounce: true });
+  const step = fc.oneof({ weight: 3, arbitrary: debounced }, { weight: 2, arbitrary: claimStep(fc.constantFrom<Outcome>("complete", "fail", "crash")) });
+  const pending: JobSetup = { start: "ready", priority: 0, maxAttempts: 2, queue: 2, task: "t", key: null, idempotencyKey: null, debounced: true };
+  return fc.record({
+    jobs: fc.constantFrom<JobSetup[]>([pending], [pending], []),
+    controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, rateA: null, pausedB: false })),
+    workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
+  });
 }
