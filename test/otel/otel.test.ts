@@ -20,11 +20,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
     afterAll(async () => target?.dispose());
     it("a producer span per enqueue, a consumer span per attempt linked to it (trace context stored with the job), handler spans nested; metrics recorded", async (ctx) => {
       if (!target) return ctx.skip();
-      const store = await target.open();
-      const adapter = await store.connect();
-      await adapter.migrate();
-      const spans = new InMemorySpanExporter();
-      const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+      const { store, adapter, spans, tracerProvider } = await tracedStore(target);
       const tracer = tracerProvider.getTracer("app");
       const metricsOut = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
       const reader = new PeriodicExportingMetricReader({ exporter: metricsOut, exportIntervalMillis: 60_000 });
@@ -106,11 +102,7 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
     }, 60_000);
     it("a consumer span names the fairness key, the rate key, and the limit that held the job back (docket.delayed_by)", async (ctx) => {
       if (!target) return ctx.skip();
-      const store = await target.open();
-      const adapter = await store.connect();
-      await adapter.migrate();
-      const spans = new InMemorySpanExporter();
-      const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+      const { store, adapter, spans, tracerProvider } = await tracedStore(target);
       const otel = openTelemetry({ tracer: tracerProvider.getTracer("docket") });
       const docket = new Docket({ adapter, tracing: otel.tracing });
       // One start per 300 ms for key "api": the second and third jobs wait for it.
@@ -131,6 +123,16 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       await store.close();
     }, 60_000);
   });
+}
+
+/** A migrated store of `target`, and a tracer provider whose finished spans `spans` keeps. */
+async function tracedStore(target: DisposableTarget) {
+  const store = await target.open();
+  const adapter = await store.connect();
+  await adapter.migrate();
+  const spans = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+  return { store, adapter, spans, tracerProvider };
 }
 
 function describeSpan(s: ReadableSpan): string {
