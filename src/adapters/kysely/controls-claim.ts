@@ -18,7 +18,7 @@ import { guard } from "./guard.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
 import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, type HeldLimit } from "./rate-limits.ts";
-import { delayingLimit, type RateLimitRef, type RateScope } from "../../core/rate-limit.ts";
+import { delayingLimit, type RateScope } from "../../core/rate-limit.ts";
 import { labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 
@@ -51,13 +51,12 @@ const TASK_RATE = "docket_task_rate";
 /** Whether a queue or task row has a control that a claim counts under its exclusive lock: a cap or a rate limit. */
 const counted = (r: { max_running: unknown; rate_limit?: unknown }): boolean => r.max_running !== null || (r.rate_limit ?? null) !== null;
 
-/** A rate limit a claim holds locked, what it limits, where its room is kept, its room and `heldUntil` when locked. */
+/** A rate limit a claim holds locked (its `heldUntil` as read: logTaken writes the new one, not this), what it limits, where its room is kept, its room when locked. */
 interface LimitInRoom {
   held: HeldLimit;
   scope: RateScope;
   map: Map<string, number>;
   initial: number;
-  heldUntil: number | null;
 }
 
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
@@ -85,7 +84,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       if (held === null) return;
       const initial = roomOf(held, params.now);
       map.set(held.name, initial);
-      limits.push({ held, scope, map, initial, heldUntil: held.heldUntil });
+      limits.push({ held, scope, map, initial });
     };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
     if (constrained > 0) {
@@ -194,14 +193,13 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
     const records = rows.map(rowToRecord);
-    if (limits.length > 0) for (const r of records) named(r, delayingLimit(r, limits.map((l) => ({ scope: l.scope, name: l.held.name, heldUntil: l.heldUntil }))));
+    const held = limits.map((l) => ({ scope: l.scope, name: l.held.name, heldUntil: l.held.heldUntil }));
+    for (const r of held.length > 0 ? records : []) {
+      const delayedBy = delayingLimit(r, held);
+      if (delayedBy !== null) r.delayedBy = delayedBy;
+    }
     return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
   });
-}
-
-/** `record` with `delayedBy` set to `limit` (when not null). */
-function named(record: JobRecord, limit: RateLimitRef | null): void {
-  if (limit !== null) record.delayedBy = limit;
 }
 
 /**
