@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { checkModel, checkSchedules, failureReport, type ScheduleStats } from "../../src/testing/property.ts";
+import { checkFairness } from "../../src/testing/fairness-property.ts";
 import { dropPropertyDatabases, openPropertyEnv, propertyRuns, type PropertyEnv } from "./property-env.ts";
 import type { TargetName } from "./targets.ts";
 
 /** Default runs inside `npm test`; `npm run test:deep` runs 20× as many. */
 export const DEFAULT_MODEL_RUNS = 150;
 export const DEFAULT_SCHEDULE_RUNS = 500;
+export const DEFAULT_FAIRNESS_RUNS = 100;
 
 /** The command that replays one failing run of `property` on `name`. */
-export function replayCommand(name: TargetName, property: "model" | "schedules", seed: number, path: string): string {
+export function replayCommand(name: TargetName, property: "model" | "schedules" | "fairness", seed: number, path: string): string {
   return `DOCKET_PROPERTY_SEED=${seed} DOCKET_PROPERTY_PATH=${path} npx vitest run test/property/${name}.test.ts -t "${property}"`;
 }
 
@@ -41,6 +43,15 @@ export async function defineProperties(name: TargetName): Promise<void> {
       const details = await checkModel(env!, { numRuns, ...replayOptions() });
       console.log(`${name} model: ${details.numRuns} runs in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${details.seed})`);
       const report = failureReport(details, (seed, path) => replayCommand(name, "model", seed, path));
+      if (report) throw new Error(report);
+    }, timeout);
+
+    it("fairness › every sequence of fair enqueues, claims, outcomes and clock steps claims what the memory adapter (the reference) claims", async () => {
+      const numRuns = propertyRuns(DEFAULT_FAIRNESS_RUNS);
+      const started = Date.now();
+      const details = await checkFairness(env!, { numRuns, ...replayOptions() });
+      console.log(`${name} fairness: ${details.numRuns} runs in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${details.seed})`);
+      const report = failureReport(details, (seed, path) => replayCommand(name, "fairness", seed, path));
       if (report) throw new Error(report);
     }, timeout);
 

@@ -101,6 +101,8 @@ async function withImplicitKeys(ctx: StoreContext, params: EnqueueParams): Promi
   const plain = params.jobs.filter((j) => !j.fairness);
   if (plain.length === 0) return params;
   const fair = await fairQueuesAmong(ctx, ctx.db, [...new Set(plain.map((j) => j.queue))]);
+  // A queue this batch makes fair is fair for the batch's jobs without a key too.
+  for (const j of params.jobs) if (j.fairness) fair.add(j.queue);
   if (fair.size === 0) return params;
   return { ...params, jobs: params.jobs.map((j) => (j.fairness || !fair.has(j.queue) ? j : { ...j, fairness: IMPLICIT_FAIRNESS })) };
 }
