@@ -6,7 +6,8 @@
  */
 import type { DocketAdapter } from "../core/adapter.ts";
 import type { Clock } from "../core/clock.ts";
-import { NotFoundError } from "../core/errors.ts";
+import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
+import { shown } from "../core/shown.ts";
 import { toJob, type Job } from "../core/job.ts";
 import { checkKeys, validateDuration, validateInteger, validateName } from "../core/validate.ts";
 import type { LocalBus } from "./bus.ts";
@@ -36,8 +37,10 @@ export interface DeadLetters {
    * blocked while its concurrency key is full); this docket's workers are woken.
    * Of several concurrent replays of one job exactly one succeeds; the others
    * get NotFoundError (no such dead job). A job that is not dead: NotFoundError.
+   * Its recorded steps (`ctx.step`) are kept, so its next attempt skips them,
+   * unless `resetSteps` is true.
    */
-  replay(id: number): Promise<Job>;
+  replay(id: number, options?: { resetSteps?: boolean }): Promise<Job>;
   /**
    * Replays every dead job that died before this call (of `queue` and
    * `task` when given; at most `limit`), in transactions of up to
@@ -45,8 +48,9 @@ export interface DeadLetters {
    * (they are that call's). Concurrent calls replay each job once: the
    * counts they return add up to the jobs replayed. A job that dies again
    * during the call is not replayed again by it. Returns how many it replayed.
+   * Steps are kept or reset as by `replay`.
    */
-  replayAll(options?: DeadLetterFilter & { limit?: number }): Promise<{ replayed: number }>;
+  replayAll(options?: DeadLetterFilter & { limit?: number; resetSteps?: boolean }): Promise<{ replayed: number }>;
   /**
    * Deletes dead jobs that died at least `olderThanMs` ago (default 0: all;
    * of `queue` and `task` when given; at most `limit`), in transactions of
@@ -75,23 +79,26 @@ export function deadLetters(host: DeadLetterHost): DeadLetters {
       checkKeys(options, ["queue", "task", "afterId", "limit"], "deadLetters.list(options)");
       return host.list({ ...options, state: "dead" });
     },
-    replay: async (id) => {
+    replay: async (id, options = {}) => {
       validateInteger(id, "id", 1, Number.MAX_SAFE_INTEGER);
-      const record = await host.adapter.replay({ id, now: host.clock.now() });
+      checkKeys(options, ["resetSteps"], "deadLetters.replay(id, options)");
+      const resetSteps = resetStepsOf(options.resetSteps, "deadLetters.replay(id, options)");
+      const record = await host.adapter.replay({ id, now: host.clock.now(), resetSteps });
       if (!record) throw new NotFoundError(id, `no dead job ${id} to replay`);
       host.bus.tellEnqueued(new Set([record.queue]), true);
       host.bus.publishJobs("replayed", [record]);
       return toJob(record);
     },
     replayAll: async (options = {}) => {
-      checkKeys(options, ["queue", "task", "limit"], "deadLetters.replayAll(options)");
+      checkKeys(options, ["queue", "task", "limit", "resetSteps"], "deadLetters.replayAll(options)");
+      const resetSteps = resetStepsOf(options.resetSteps, "deadLetters.replayAll(options)");
       const filter = deadLetterFilter(options);
       const limit = options.limit === undefined ? Number.MAX_SAFE_INTEGER : validateInteger(options.limit, "limit", 1, Number.MAX_SAFE_INTEGER);
       const diedBefore = host.clock.now();
       let replayed = 0;
       while (replayed < limit) {
         const batch = Math.min(DEAD_LETTER_BATCH, limit - replayed);
-        const records = await host.adapter.replayDead({ ...filter, diedBefore, limit: batch, now: host.clock.now() });
+        const records = await host.adapter.replayDead({ ...filter, diedBefore, limit: batch, now: host.clock.now(), resetSteps });
         replayed += records.length;
         if (records.length > 0) host.bus.tellEnqueued(new Set(records.map((r) => r.queue)), true);
         host.bus.publishJobs("replayed", records);
@@ -121,4 +128,11 @@ function deadLetterFilter(options: DeadLetterFilter): DeadLetterFilter {
   if (options.queue !== undefined) filter.queue = validateName(options.queue, "queue");
   if (options.task !== undefined) filter.task = validateName(options.task, "task");
   return filter;
+}
+
+/** `resetSteps` as given: absent is false; anything but a boolean is InvalidArgumentError. */
+function resetStepsOf(value: unknown, what: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new InvalidArgumentError(`${what}: resetSteps must be a boolean, got ${shown(value)}`);
+  return value;
 }

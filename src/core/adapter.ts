@@ -139,6 +139,14 @@ export interface DocketAdapter {
   setProgress(params: SetProgressParams): Promise<JobRecord | null>;
 
   /**
+   * running → running for the lease holder, storing `steps` (JSON text: the
+   * job's whole list of steps, core/steps.ts). Returns the job as stored, or
+   * null when the lease is not held (the job is unchanged): an attempt whose
+   * lease expired, was reclaimed or cancelled records no step (R25).
+   */
+  recordStep(params: RecordStepParams): Promise<JobRecord | null>;
+
+  /**
    * The lease holders' outcomes, each item fenced by its own state
    * (running) and lease token, so of two items for one job (a stale
    * attempt's and the current one's) at most one is applied:
@@ -361,6 +369,11 @@ export interface SetProgressParams extends FencedParams {
   progress: string;
 }
 
+export interface RecordStepParams extends FencedParams {
+  /** The job's steps after this one, as JSON text. */
+  steps: string;
+}
+
 export interface ListExpiredParams {
   now: number;
   limit: number;
@@ -377,6 +390,8 @@ export interface CancelParams {
 export interface ReplayParams {
   id: number;
   now: number;
+  /** Forget the job's recorded steps (`ctx.step`): its next attempt runs every step again. Default false: they are kept. */
+  resetSteps?: boolean;
 }
 
 export interface SetQueueControlParams {
@@ -609,6 +624,8 @@ export interface PurgeParams {
 
 export interface ReplayDeadParams {
   diedBefore: number;
+  /** As ReplayParams.resetSteps. */
+  resetSteps?: boolean;
   limit: number;
   now: number;
   /** Only jobs of this queue. */

@@ -1,5 +1,6 @@
 import type { JobState } from "./states.ts";
 import type { RateLimitRef } from "./rate-limit.ts";
+import { readSteps, type Step } from "./steps.ts";
 
 /** A job as stored. Times are epoch milliseconds. */
 export interface JobRecord {
@@ -49,6 +50,8 @@ export interface JobRecord {
   worker: string | null;
   /** Its failed attempts, oldest first, as a JSON array of AttemptError (the last ERROR_HISTORY.entries), or null if none failed. */
   errors: string | null;
+  /** Its recorded durable steps (`ctx.step`), oldest first, as a JSON array of Step, or null if none was recorded. */
+  steps: string | null;
   /**
    * Only on a record a claim returns: the rate limit that held the job back
    * after it fell due (of its queue's, task's and key's limits, the first
@@ -74,7 +77,7 @@ export interface AttemptError {
 export const ERROR_HISTORY = { entries: 20, chars: 2000 } as const;
 
 /** A job with its payload, result and progress parsed, as the public API returns it. */
-export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" | "progress" | "errors" | "delayedBy"> {
+export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" | "progress" | "errors" | "steps" | "delayedBy"> {
   payload: P;
   /** What the handler returned, for a succeeded job (null when it returned undefined or nothing yet). */
   result: unknown;
@@ -82,6 +85,8 @@ export interface Job<P = unknown> extends Omit<JobRecord, "payload" | "result" |
   progress: unknown;
   /** Its failed attempts, oldest first (the newest ERROR_HISTORY.entries). */
   errors: AttemptError[];
+  /** Its recorded durable steps (`ctx.step`), oldest first. */
+  steps: Step[];
   /** For a job a worker runs: the rate limit that held it back after it fell due (see JobRecord.delayedBy), else null. */
   delayedBy: RateLimitRef | null;
 }
@@ -121,6 +126,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     progress: r.progress === null ? null : JSON.parse(r.progress),
     worker: r.worker,
     errors: r.errors === null ? [] : (JSON.parse(r.errors) as AttemptError[]),
+    steps: readSteps(r.steps ?? null),
     delayedBy: r.delayedBy ?? null,
   };
 }

@@ -37,5 +37,6 @@ export function newJobRecord(id: number, job: NewJob, now: number): JobRecord {
     progress: null,
     worker: null,
     errors: null,
+    steps: null,
   };
 }

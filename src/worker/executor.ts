@@ -1,11 +1,12 @@
 /**
  * The executor: runs one attempt — the handler with its context (signal,
- * progress), under the job's timeout, its result serialized or its failure
+ * progress, durable steps), under the job's timeout, its result serialized or its failure
  * described — and keeps at most `concurrency` handlers running, feeding free
  * slots from the local buffer.
  */
 import type { WorkerHost } from "./host.ts";
 import { LeaseLostError } from "../core/errors.ts";
+import { stepsOf } from "./steps.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
@@ -31,6 +32,20 @@ export interface JobContext<P = unknown> {
    * the attempt no longer holds it, rejects with LeaseLostError and writes nothing.
    */
   progress(value: unknown): Promise<void>;
+  /**
+   * A durable step: when this job recorded a step named `name` (in this or
+   * an earlier attempt), resolves to its stored result without calling
+   * `fn`; otherwise calls `fn`, records its result (JSON, bounded like
+   * payloads; undefined is stored as null) fenced by the lease, and
+   * resolves to the result as stored. A step whose record fails is not
+   * recorded, and runs again in the next attempt: exactly once holds for
+   * the steps recorded. Rejects with LeaseLostError (writing nothing) when
+   * the attempt no longer holds the lease, with InvalidArgumentError for a
+   * name that is not a non-empty string or that this attempt used already
+   * (names are unique within a job), and with InvalidPayloadError or
+   * PayloadTooLargeError for a result that cannot be stored.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
@@ -170,6 +185,7 @@ export class Executor {
           return controller.signal;
         },
         progress,
+        step: stepsOf(host, record),
       };
       const run = Promise.resolve().then(() => handler(job.payload, context));
       let value: unknown;

@@ -7,8 +7,8 @@ import { rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 
 /** The columns a replay sets besides state and updated_at: due now, a fresh attempt budget, no finish. */
-export function replaySet(now: number): Record<string, unknown> {
-  return { attempt: 0, run_at: now, finished_at: null, last_error: null };
+export function replaySet(now: number, resetSteps = false): Record<string, unknown> {
+  return { attempt: 0, run_at: now, finished_at: null, last_error: null, ...(resetSteps ? { steps: null } : {}) };
 }
 
 /**
@@ -31,7 +31,7 @@ export function replayDead(ctx: StoreContext, params: ReplayDeadParams): Promise
     if (engine.capabilities.skipLocked) pick = pick.forUpdate().skipLocked();
     const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
     if (ids.length === 0) return [];
-    const values = { ...replaySet(params.now), state: TRANSITIONS.replay.to, updated_at: params.now };
+    const values = { ...replaySet(params.now, params.resetSteps === true), state: TRANSITIONS.replay.to, updated_at: params.now };
     const update = labelled(guard(db.updateTable(tables.jobs).set(values).where("id", "in", ids), "replay", { now: params.now }), "replay");
     let rows: JobRow[];
     if (engine.capabilities.returning) {

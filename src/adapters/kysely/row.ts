@@ -37,6 +37,7 @@ export interface JobRow {
   progress: string | null;
   worker?: string | null;
   errors?: string | null;
+  steps?: string | null;
 }
 
 function int(v: number | string | bigint): number {
@@ -78,6 +79,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     progress: row.progress ?? null,
     worker: row.worker ?? null,
     errors: row.errors ?? null,
+    steps: row.steps ?? null,
   };
 }
 

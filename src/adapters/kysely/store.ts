@@ -24,6 +24,7 @@ import type {
   ReplayDeadParams,
   ReplayParams,
   SetProgressParams,
+  RecordStepParams,
   SetQueueControlParams,
   SetTaskControlParams,
   SettleParams,
@@ -164,6 +165,10 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => transition(this.#ctx, "heartbeat", params, { progress: params.progress }));
   }
 
+  recordStep(params: RecordStepParams): Promise<JobRecord | null> {
+    return this.#run(() => transition(this.#ctx, "heartbeat", params, { steps: params.steps }));
+  }
+
   heldLeases(params: HeldLeasesParams): Promise<LeaseKey[]> {
     return this.#run(() => heldLeases(this.#ctx, params));
   }
@@ -187,7 +192,7 @@ export class KyselyStore implements DocketAdapter {
 
   replay(params: ReplayParams): Promise<JobRecord | null> {
     return this.#run(async () => {
-      const record = await transition(this.#ctx, "replay", params, replaySet(params.now));
+      const record = await transition(this.#ctx, "replay", params, replaySet(params.now, params.resetSteps === true));
       // The replayed job is live before its key is made active again: no claim clears the key in between.
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
       return record;

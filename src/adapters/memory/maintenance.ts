@@ -13,13 +13,13 @@ import { applyTransition, countHolders, guardHolds, rebalance, transition } from
 import { announce, byName, copy, type MemoryState } from "./state.ts";
 
 /** What a replay sets besides state and updatedAt: due now, a fresh attempt budget, no finish. */
-function replaySet(now: number): Partial<JobRecord> {
-  return { attempt: 0, runAt: now, finishedAt: null, lastError: null };
+function replaySet(now: number, resetSteps = false): Partial<JobRecord> {
+  return { attempt: 0, runAt: now, finishedAt: null, lastError: null, ...(resetSteps ? { steps: null } : {}) };
 }
 
 /** See DocketAdapter.replay. */
-export function replay(state: MemoryState, p: { id: number; now: number }): JobRecord | null {
-  const moved = transition(state, "replay", p, replaySet(p.now));
+export function replay(state: MemoryState, p: { id: number; now: number; resetSteps?: boolean }): JobRecord | null {
+  const moved = transition(state, "replay", p, replaySet(p.now, p.resetSteps === true));
   if (!moved) return null;
   announce(state, [{ queue: moved.queue, due: true }]);
   return moved;
@@ -35,7 +35,7 @@ export function replayDead(state: MemoryState, p: ReplayDeadParams): JobRecord[]
     .slice(0, p.limit);
   const replayed: JobRecord[] = [];
   for (const j of picked) {
-    const moved = applyTransition(state, "replay", { id: j.id, now: p.now }, replaySet(p.now));
+    const moved = applyTransition(state, "replay", { id: j.id, now: p.now }, replaySet(p.now, p.resetSteps === true));
     if (moved) replayed.push(copy(moved));
   }
   announce(state, replayed.map((r) => ({ queue: r.queue, due: true })));

@@ -33,6 +33,7 @@ import type {
   ReplayDeadParams,
   ReplayParams,
   SetProgressParams,
+  RecordStepParams,
   SetQueueControlParams,
   SetTaskControlParams,
   SettleParams,
@@ -124,6 +125,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   setProgress(params: SetProgressParams): Promise<JobRecord | null> {
     return this.#write("heartbeat", params, { progress: params.progress });
+  }
+
+  recordStep(params: RecordStepParams): Promise<JobRecord | null> {
+    return this.#write("heartbeat", params, { steps: params.steps });
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {

@@ -240,5 +240,10 @@ export function migrations(prefix: string): readonly Migration[] {
         `ALTER TABLE ${prefix}rate_keys ADD COLUMN rate_held_until INTEGER`,
       ],
     },
+    {
+      // Durable steps (ctx.step): a job's recorded steps as one JSON text, written whole by its lease holder.
+      version: 19,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN steps TEXT`],
+    },
   ];
 }

@@ -19,6 +19,7 @@ import { idempotencyCases } from "./idempotency.ts";
 import { debounceCases } from "./debounce.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
+import { stepCases } from "./steps.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
@@ -54,6 +55,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...debounceCases,
     ...maintenanceCases,
     ...resultCases,
+    ...stepCases,
     ...statsCases,
     ...eventCases,
     ...historyCases,

@@ -1,6 +1,6 @@
 /**
  * Two-session races whose interleaving the order of calls sets alone, with
- * no session held at a statement: R2, R3, R6, R8, R9, R13 and R15 of the
+ * no session held at a statement: R2, R3, R6, R8, R9, R13, R15 and R25 of the
  * race catalogue (docs/design.md). Each runs two adapters on one store and
  * returns the violation it observed, or null. These run on any adapter; the
  * races that hold a session at a statement, and each race's mutant (its
@@ -15,6 +15,7 @@ import type { CaseContext, ConformanceCase, TestStore } from "../harness.ts";
 import { LEASE_MS, insert, newJob, sleep, token } from "./helpers.ts";
 import { keyStates } from "./keys.ts";
 import { extendLease, settleOne } from "../lease-writes.ts";
+import { withStep } from "../../core/steps.ts";
 
 /** Two adapters, each on its own connection to the case's store. */
 export interface Sessions<S extends TestStore = TestStore> {
@@ -163,6 +164,31 @@ export const SEQUENCED_RACES: Race[] = [
       const later = t.clock.advance(1001);
       const [retried] = await s2.claim({ queues: ["default"], limit: 1, now: later, leaseToken: token(), leaseExpiresAt: later + LEASE_MS });
       return retried?.id === job.id && retried.attempt === 2 ? null : `the retry of job ${job.id} never ran (${(await t.adapter.get({ id: job.id }))?.state})`;
+    },
+  },
+  {
+    id: "R25",
+    name: "a stale attempt cannot record a step: after its lease expired and another attempt claimed the job, its write is refused and the fresh attempt's steps stand",
+    guard: "the lease token in the step's conditional write",
+    async scenario({ t, s1, s2 }) {
+      const job = await insert(t);
+      const [stale] = await claimOf(s1, t.clock.now());
+      if (stale?.id !== job.id) return "setup: the first worker did not claim the job";
+      const first = withStep(null, "charge", '{"id":1}', t.clock.now());
+      if (!(await s1.recordStep({ ...fenced(t, stale), steps: first }))) return "the lease holder could not record its step";
+      const now = t.clock.advance(LEASE_MS + 1);
+      await new Docket({ adapter: s2, clock: t.clock, retry: { baseMs: 0, jitter: 0 } }).reclaimExpired();
+      const [fresh] = await s2.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      if (!fresh) return "setup: the job was not claimed again after its lease expired";
+      if (fresh.steps !== first) return `the fresh attempt does not see the step recorded before: ${fresh.steps}`;
+      const fresher = withStep(first, "email", '"sent"', now);
+      if (!(await s2.recordStep({ ...fenced(t, fresh), steps: fresher }))) return "the fresh attempt could not record its step";
+      // The stale attempt, unaware, records its own next step over what it last saw.
+      const overwrite = withStep(first, "email", '"sent twice"', now);
+      const late = await s1.recordStep({ ...fenced(t, stale), steps: overwrite });
+      const stored = (await t.adapter.get({ id: job.id }))?.steps;
+      if (late !== null || stored !== fresher) return `the stale attempt recorded a step: stored ${stored}`;
+      return null;
     },
   },
 ];

@@ -404,6 +404,7 @@ const SEQUENCED_MUTANTS: Record<string, Mutant> = {
   R3: holdersIn(["running"]),
   R6: holdersIn(["ready", "running", "scheduled"]),
   R8: { instrument: { plugins: [runningCountedInAnyState()] } },
+  R25: { instrument: { plugins: mutationById("lease-token-unchecked").plugins!() } },
   // The cap checked only after the claim: claim first, then hand back what the cap does not allow.
   R9: {
     instrument: { plugins: mutationById("cap-unchecked").plugins!() },

@@ -1,0 +1,43 @@
+/** Durable steps in a worker: `ctx.step` (see JobContext.step). */
+import type { WorkerHost } from "./host.ts";
+import type { JobRecord } from "../core/job.ts";
+import type { JobContext } from "./executor.ts";
+import { LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
+import { readSteps, repeatedStep, validateStepName, withStep } from "../core/steps.ts";
+import { serializePayload } from "../core/validate.ts";
+
+/**
+ * `ctx.step` for one attempt of `record`: the steps as the claim read them,
+ * the names this attempt used, and the step records written one after
+ * another (each writes the whole list, so none may overtake another).
+ */
+export function stepsOf(host: WorkerHost, record: JobRecord): JobContext["step"] {
+  let stored = record.steps;
+  const used = new Set<string>();
+  let writes: Promise<unknown> = Promise.resolve();
+  return async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
+    const checked = validateStepName(name);
+    if (used.has(checked)) throw repeatedStep(checked);
+    used.add(checked);
+    const done = readSteps(stored).find((s) => s.name === checked);
+    if (done !== undefined) return done.result as T;
+    const value = await fn();
+    const limit = host.payloadLimit();
+    let text: string;
+    try {
+      text = serializePayload(value === undefined ? null : value, typeof limit === "number" ? limit : await limit);
+    } catch (error) {
+      if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, `the result of step ${JSON.stringify(checked)}`);
+      throw error;
+    }
+    const write = writes.then(async () => {
+      const now = host.clock.now();
+      const next = withStep(stored, checked, text, now);
+      if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps: next }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
+      stored = next;
+    });
+    writes = write.catch(() => undefined);
+    await write;
+    return JSON.parse(text) as T;
+  };
+}
