@@ -51,6 +51,7 @@ export function jobDetail(j: Job): string {
     ["payload", JSON.stringify(j.payload)],
     ["result", JSON.stringify(j.result)],
     ["progress", JSON.stringify(j.progress)],
+    ...j.steps.map((s): [string, string] => [`step ${s.name}`, `${time(s.at)}: ${JSON.stringify(s.result)}`]),
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(w)}  ${k === "last error" ? printable(v) : oneLine(v)}`).join("\n");

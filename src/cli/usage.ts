@@ -28,7 +28,7 @@ Commands:
   migrate                                  bring the schema up to date
   status [--window 15m]                    queues, tasks, running jobs, keys, throughput
   jobs list [--state S] [--queue Q] [--task T] [--limit N] [--after ID]
-  jobs show <id>                           one job: payload, result, attempts, errors
+  jobs show <id>                           one job: payload, result, attempts, errors, steps
   jobs cancel <id>
   dlq list [--queue Q] [--task T] [--limit N]
   dlq replay <id>

@@ -62,6 +62,7 @@ export function jobDetail(j: Job, v: View): Html {
 <h2>Payload</h2><pre id="payload">${JSON.stringify(j.payload, null, 2)}</pre>
 <h2>Result</h2><pre id="result">${JSON.stringify(j.result, null, 2)}</pre>
 <h2>Progress</h2><pre>${JSON.stringify(j.progress, null, 2)}</pre>
+<h2>Steps</h2>${j.steps.length === 0 ? html`<p class="muted">No step recorded.</p>` : html`<table id="steps"><tr><th>step</th><th>recorded</th><th>result</th></tr>${j.steps.map((s) => html`<tr><td>${s.name}</td><td>${time(s.at)}</td><td><pre>${JSON.stringify(s.result, null, 2)}</pre></td></tr>`)}</table>`}
 <h2>Last error</h2><pre id="error">${j.lastError ?? "–"}</pre>
 <h2>Failed attempts</h2>${j.errors.length === 0 ? html`<p class="muted">No attempt failed.</p>` : html`<table id="errors"><tr><th>attempt</th><th>failed</th><th>worker</th><th>error</th></tr>${j.errors.map((e) => html`<tr><td class="n">${e.attempt}</td><td>${time(e.at)}</td><td>${e.worker ?? "–"}</td><td><pre>${e.error}</pre></td></tr>`)}</table>`}
 <h2>Timeline</h2><table id="timeline">${timeline(j).map(([k, t]) => html`<tr><th>${k}</th><td>${time(t)}</td></tr>`)}</table>
@@ -73,6 +74,7 @@ function timeline(j: Job): [string, number][] {
   const events: [string, number | null][] = [
     ["created", j.createdAt],
     ...j.errors.map((e): [string, number] => [`attempt ${e.attempt} failed${e.worker === null ? "" : ` on ${e.worker}`}: ${e.error.split("\n")[0]}`, e.at]),
+    ...j.steps.map((s): [string, number] => [`step ${s.name} recorded`, s.at]),
     [TERMINAL_STATES.includes(j.state) || j.state === "running" ? "last due" : "due", j.runAt],
     ["last change", j.updatedAt],
     ["finished", j.finishedAt],

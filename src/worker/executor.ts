@@ -6,7 +6,7 @@
  */
 import type { WorkerHost } from "./host.ts";
 import { LeaseLostError } from "../core/errors.ts";
-import { stepsOf } from "./steps.ts";
+import { stepsOf, type StepFunction } from "./steps.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
@@ -45,7 +45,7 @@ export interface JobContext<P = unknown> {
    * (names are unique within a job), and with InvalidPayloadError or
    * PayloadTooLargeError for a result that cannot be stored.
    */
-  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  step: StepFunction;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;

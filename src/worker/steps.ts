@@ -1,17 +1,19 @@
 /** Durable steps in a worker: `ctx.step` (see JobContext.step). */
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
-import type { JobContext } from "./executor.ts";
 import { LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
 import { readSteps, repeatedStep, validateStepName, withStep } from "../core/steps.ts";
 import { serializePayload } from "../core/validate.ts";
+
+/** The type of `ctx.step` (see JobContext.step). */
+export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promise<T>;
 
 /**
  * `ctx.step` for one attempt of `record`: the steps as the claim read them,
  * the names this attempt used, and the step records written one after
  * another (each writes the whole list, so none may overtake another).
  */
-export function stepsOf(host: WorkerHost, record: JobRecord): JobContext["step"] {
+export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
   let stored = record.steps;
   const used = new Set<string>();
   let writes: Promise<unknown> = Promise.resolve();

@@ -1,0 +1,55 @@
+/**
+ * The README's durable-steps example: a handler charges a card and then
+ * emails a receipt, each in `ctx.step`. The first attempt crashes after the
+ * charge; the retry gets the stored charge and runs only the email step, so
+ * the card is charged once.
+ *
+ *   npx tsx examples/durable-steps.ts [sqlite|postgres|mysql]
+ *
+ * SQLite: ./steps.db (deleted first). PostgreSQL and MariaDB: DOCKET_PG_URL /
+ * DOCKET_MYSQL_URL, or the local servers' defaults.
+ */
+import { rmSync } from "node:fs";
+import { Docket, type DocketAdapter } from "../src/index.ts";
+
+type Tasks = { "invoice.send": { orderId: number; cents: number } };
+
+async function open(which: string): Promise<DocketAdapter> {
+  if (which === "sqlite") {
+    const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`steps.db${suffix}`, { force: true });
+    return sqliteAdapter({ filename: "steps.db" });
+  }
+  if (which === "postgres") {
+    const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
+    return postgresAdapter({ connectionString: process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" });
+  }
+  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
+  return mysqlAdapter({ uri: process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test" });
+}
+
+const docket = new Docket<Tasks>({ adapter: await open(process.argv[2] ?? "sqlite"), retry: { baseMs: 10, jitter: 0 } });
+await docket.migrate();
+
+let charges = 0;
+const worker = docket.worker({
+  logger: null,
+  handlers: {
+    "invoice.send": async ({ orderId, cents }, ctx) => {
+      const charge = await ctx.step("charge", async () => {
+        charges++; // the payment provider's call: must not run twice
+        return { chargeId: `ch_${orderId}`, cents };
+      });
+      if (ctx.job.attempt === 1) throw new Error("process crashed after the charge");
+      await ctx.step("email", async () => ({ to: "customer@example.com", about: charge.chargeId }));
+      return charge.chargeId;
+    },
+  },
+});
+await worker.start();
+const job = await docket.enqueue("invoice.send", { orderId: 42, cents: 1999 });
+const done = await docket.waitFor(job.id, { timeoutMs: 30_000 });
+await worker.stop();
+console.log(`job ${done.state} after ${done.attempt} attempts, card charged ${charges} time(s)`);
+console.log(`steps: ${done.steps.map((s) => `${s.name} ${JSON.stringify(s.result)}`).join("; ")}`);
+await docket.close();
