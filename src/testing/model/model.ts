@@ -48,6 +48,8 @@ export interface ModelJob {
   debounceKey: string | null;
   /** When it was stored (a merge's maxWaitMs counts from it). */
   createdAt: number;
+  /** Its recorded steps as JSON text (core/steps.ts), or null. */
+  steps: string | null;
 }
 
 /** The fields the model owns; compared field by field with the database. */
@@ -72,6 +74,7 @@ export const MODEL_FIELDS = [
   "rateKey",
   "debounceKey",
   "createdAt",
+  "steps",
 ] as const satisfies readonly (keyof ModelJob & keyof JobRecord)[];
 
 export function toModelJob(r: JobRecord): ModelJob {
@@ -102,6 +105,8 @@ export type JobOp =
   | { kind: "unblock"; now: number }
   | { kind: "claim"; now: number; leaseToken: string; leaseExpiresAt: number }
   | { kind: "heartbeat"; now: number; leaseToken: string; leaseExpiresAt: number }
+  /** The lease holder records its steps (the heartbeat transition, writing `steps`). */
+  | { kind: "recordStep"; now: number; leaseToken: string; steps: string }
   | { kind: "complete"; now: number; leaseToken: string }
   | { kind: "fail"; now: number; leaseToken: string; error: string; retryAt: number | null }
   | { kind: "release"; now: number; leaseToken: string }
@@ -118,6 +123,8 @@ export function eventOf(op: JobOp): TransitionEvent {
       return op.retryAt === null ? "bury" : "retry";
     case "expire":
       return op.retryAt === null ? "expireBury" : "expireRetry";
+    case "recordStep":
+      return "heartbeat";
     default:
       return op.kind;
   }
@@ -132,7 +139,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   stageDiscard: (_j, op) => ({ finishedAt: op.now, lastError: (op as { reason: string }).reason }),
   unblock: () => ({}),
   claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt, debounceKey: null }),
-  heartbeat: (_j, op) => ({ leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
+  heartbeat: (_j, op) => (op.kind === "recordStep" ? { steps: op.steps } : { leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   complete: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
   retry: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), runAt: retryAtOf(op) }),
   bury: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), finishedAt: op.now }),
@@ -316,6 +323,7 @@ export class ReferenceModel {
         rateKey: j.rateLimit?.key ?? null,
         debounceKey: d?.key ?? null,
         createdAt: now,
+        steps: null,
       };
       const c = j.concurrency;
       if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {

@@ -8,6 +8,7 @@ import { EnqueueCommand } from "./enqueue.ts";
 import { FailCommand } from "./fail.ts";
 import { HeartbeatCommand } from "./heartbeat.ts";
 import { ReclaimCommand } from "./reclaim.ts";
+import { RecordStepCommand } from "./record-step.ts";
 import { ReleaseCommand } from "./release.ts";
 import { ReplayCommand } from "./replay.ts";
 import { ReplayDeadCommand } from "./replay-dead.ts";
@@ -24,6 +25,7 @@ export {
   FailCommand,
   HeartbeatCommand,
   ReclaimCommand,
+  RecordStepCommand,
   ReleaseCommand,
   ReplayCommand,
   ReplayDeadCommand,
@@ -108,6 +110,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
       w(3, claim),
       w(1, fc.tuple(jobPick, tokenPick, fc.constantFrom(MODEL_LEASE_MS, 3 * MODEL_LEASE_MS)).map(([j, t, ms]) => new HeartbeatCommand(j, t, ms))),
       w(2, fc.tuple(jobPick, tokenPick).map(([j, t]) => new CompleteCommand(j, t))),
+      w(1, fc.tuple(jobPick, tokenPick, fc.constantFrom("s1", "s2")).map(([j, t, s]) => new RecordStepCommand(j, t, s))),
       w(1, fc.tuple(jobPick, tokenPick, fc.constantFrom(null, 0, 700)).map(([j, t, r]) => new FailCommand(j, t, r))),
       w(1, fc.tuple(jobPick, tokenPick).map(([j, t]) => new ReleaseCommand(j, t))),
       w(1, jobPick.map((j) => new CancelCommand(j))),
