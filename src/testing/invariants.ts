@@ -266,7 +266,7 @@ const effectsFrom = (o: OperationEvent) => o.lastStatement ?? o.firstStatement ?
 function runningAt(run: RunRecord, t: number): JobRecord[] {
   const ops = operations(run);
   const leaving = (id: number, after: number) =>
-    ops.some((o) => o.end > after && effectsFrom(o) <= t && o.effects.some((e) => e.id === id && e.op.kind !== "claim" && e.op.kind !== "heartbeat" && e.result !== null));
+    ops.some((o) => o.end > after && effectsFrom(o) <= t && o.effects.some((e) => e.id === id && e.op.kind !== "claim" && e.op.kind !== "heartbeat" && e.op.kind !== "recordStep" && e.result !== null));
   const out = new Map<number, JobRecord>();
   for (const j of run.initial) if (j.state === "running" && !leaving(j.id, 0)) out.set(j.id, j);
   for (const o of ops) {

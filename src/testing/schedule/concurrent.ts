@@ -1,4 +1,5 @@
 import type fc from "fast-check";
+import { withStep } from "../../core/steps.ts";
 import type { DocketAdapter, SettleItem } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { HandlerEvent, HistoryEvent, OperationEvent, RunLimits, RunRecord } from "../invariants.ts";
@@ -70,8 +71,8 @@ export interface ScenarioControls {
   readonly rateR?: number;
 }
 
-/** What a handler does with a job it holds. "crash" writes nothing (the lease will expire). */
-export type Outcome = "complete" | "fail" | "release" | "heartbeat-complete" | "crash";
+/** What a handler does with a job it holds. "crash" writes nothing (the lease will expire); "step-complete" records a durable step first. */
+export type Outcome = "complete" | "fail" | "release" | "heartbeat-complete" | "step-complete" | "crash";
 
 export type WorkerStep =
   | { readonly kind: "claim"; readonly limit: number; readonly outcome: Outcome }
@@ -304,7 +305,12 @@ export async function runScenario(
         const op = { kind: "heartbeat" as const, now, leaseToken, leaseExpiresAt: now + 3 * LEASE_MS };
         await operation("heartbeat", ` #${id}`, () => extendLease(adapter, { id, ...op }), (kept) => [{ id, op, result: null, accepted: kept }]);
       }
-      if (what === "complete" || what === "heartbeat-complete") {
+      if (what === "step-complete") {
+        // The attempt's whole list of steps, one step named by its worker: a stale attempt's write would replace the fresh one's.
+        const op = { kind: "recordStep" as const, now, leaseToken, steps: withStep(null, label, JSON.stringify(leaseToken), now) };
+        await operation("recordStep", ` #${id}`, () => adapter.recordStep({ id, ...op }), one(id, op));
+      }
+      if (what === "complete" || what === "heartbeat-complete" || what === "step-complete") {
         const op = { kind: "complete" as const, now, leaseToken };
         result = await operation("complete", ` #${id}`, () => outcome({ id, ...op }), one(id, op));
       } else if (what === "fail") {

@@ -7,9 +7,10 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
  * families, each a first-class schedule for one class of interleaving that
  * the unconstrained draw reaches only rarely:
  *
- * - lease: a live holder heartbeats and finishes while one or two sweepers
- *   with a skewed clock list and expire its lease (sweeper vs heartbeat,
- *   sweeper vs sweeper, zombie writes);
+ * - lease: a live holder heartbeats (or records a durable step) and
+ *   finishes while one or two sweepers with a skewed clock list and expire
+ *   its lease (sweeper vs heartbeat, sweeper vs sweeper, zombie writes and
+ *   steps: R25);
  * - claim: two or three claimers take the same few ready jobs, under caps
  *   (claim vs claim, cap counting, multi-statement claims);
  * - admission: enqueues, finishes and cancels of one key with limit 1
@@ -38,7 +39,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
   );
 }
 
-const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "crash");
+const outcome = fc.constantFrom<Outcome>("complete", "fail", "release", "heartbeat-complete", "heartbeat-complete", "step-complete", "crash");
 const keyArb = fc.constantFrom<string | null>(null, null, "k1", "k1", "k2");
 const idempotencyArb = fc.constantFrom<string | null>(null, null, null, ...IDEMPOTENCY_KEYS);
 /** qa (the cappable queue) twice as often, so that concurrent claims meet its cap. */
