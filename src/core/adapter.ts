@@ -166,6 +166,20 @@ export interface DocketAdapter {
   settle(params: SettleParams): Promise<(SettledJob | null)[]>;
 
   /**
+   * Optional (adapters on a database with transactions): opens ONE
+   * transaction on the adapter's database and runs `work` in it, handing it
+   * the transaction (a kysely `Transaction`, which `enqueue` also accepts as
+   * `transaction`); then, in that same transaction, completes the job
+   * (running → succeeded, fenced by `leaseToken`, with `work`'s return value
+   * as its result, JSON text or null), as `settle` would. When the lease is
+   * not held at that write (the job was cancelled, reclaimed or expired)
+   * it throws LeaseLostError and the transaction rolls back: nothing `work`
+   * wrote survives. When `work` throws, the transaction rolls back and its
+   * error is rethrown as is. Never runs `work` twice. Returns the settled job.
+   */
+  completeInTransaction?(params: FencedParams, work: (transaction: object) => Promise<string | null>): Promise<SettledJob>;
+
+  /**
    * Optional. `settle`, and with it a hand-off: the slots of capped queues
    * that the batch's completions free are taken by the next ready jobs of
    * those queues, in claim order, for the caller (claimed as by `claim` with

@@ -18,7 +18,8 @@ export type DocketErrorCode =
   | "CLOSED"
   | "LEASE_LOST"
   | "WAIT_TIMEOUT"
-  | "IDEMPOTENCY_CONFLICT";
+  | "IDEMPOTENCY_CONFLICT"
+  | "UNSUPPORTED";
 
 export class DocketError extends Error {
   readonly code: DocketErrorCode;
@@ -152,5 +153,12 @@ export class IdempotencyConflictError extends DocketError {
     this.key = key;
     this.task = task;
     this.holder = holder;
+  }
+}
+
+/** The adapter cannot do what was asked (e.g. `ctx.transaction` on the memory adapter, which has no database). Nothing was written. */
+export class UnsupportedError extends DocketError {
+  constructor(message: string) {
+    super("UNSUPPORTED", message);
   }
 }

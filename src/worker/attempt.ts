@@ -4,6 +4,7 @@
  * reported lost. Shared by every part of the runtime.
  */
 import type { JobRecord } from "../core/job.ts";
+import type { SettledJob } from "../core/adapter.ts";
 import { LazyAbort } from "./lazy-abort.ts";
 
 /** One attempt, identified by `key` (attemptKey). */
@@ -42,6 +43,9 @@ export type Outcome =
   | { kind: "failed"; error: string; timedOut: boolean }
   /** Interrupted by shutdown: hand back without spending an attempt. */
   | { kind: "released" };
+
+/** An outcome to write, or one already recorded: the handler's `ctx.transaction` completed the job (`job`, as it wrote it). */
+export type AttemptEnd = Outcome | { kind: "settled"; job: SettledJob };
 
 /** Why an attempt was lost (a `lost` event's reason): the job was cancelled; its lease expired and a sweep took it; neither is known. */
 export const LOST_CANCELLED = "cancelled";

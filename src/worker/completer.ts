@@ -9,7 +9,7 @@ import type { SettleItem, SettledJob } from "../core/adapter.ts";
 import { toJob, type JobRecord } from "../core/job.ts";
 import { errorBackoffDelay } from "../core/retry.ts";
 import { nextTurn } from "../core/turn.ts";
-import type { Attempt, InFlight, Outcome } from "./attempt.ts";
+import type { Attempt, AttemptEnd, InFlight, Outcome } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
 import { attemptLabel, oneLine } from "./log.ts";
 import { ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS } from "./producer.ts";
@@ -80,7 +80,14 @@ export class Completer {
   }
 
   /** Queues the attempt's outcome for the next batched write; resolves once it is recorded (or given up). */
-  record(attempt: Attempt, outcome: Outcome): Promise<void> {
+  record(attempt: Attempt, outcome: AttemptEnd): Promise<void> {
+    if (outcome.kind === "settled") {
+      // Written by the handler's transaction: nothing to write, only to report.
+      this.#parts.inFlight.delete(attempt.key);
+      if (attempt.record.concurrencyKey !== null) this.#parts.slotsFreed();
+      this.#parts.emitter.emit({ type: "succeeded", job: toJob({ ...attempt.record, ...outcome.job }) });
+      return Promise.resolve();
+    }
     attempt.phase = "settling";
     this.#recording++;
     return new Promise((written) => {

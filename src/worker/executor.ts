@@ -7,11 +7,12 @@
 import type { WorkerHost } from "./host.ts";
 import { LeaseLostError } from "../core/errors.ts";
 import { stepsOf, type StepFunction } from "./steps.ts";
+import { transactionOf, type TransactionFunction } from "./transaction.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
 import { serializePayload } from "../core/validate.ts";
-import type { Attempt, InFlight, Outcome } from "./attempt.ts";
+import type { Attempt, AttemptEnd, InFlight } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
 import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
@@ -46,6 +47,23 @@ export interface JobContext<P = unknown> {
    * PayloadTooLargeError for a result that cannot be stored.
    */
   step: StepFunction;
+  /**
+   * Completion in the handler's transaction: runs `fn` in ONE transaction on
+   * the adapter's database, handing it the transaction (a kysely
+   * `Transaction`; `docket.enqueue(…, { transaction: trx })` takes it, so
+   * follow-up jobs exist only if it commits), and records the job's success
+   * in that same transaction, fenced by the attempt's lease, with `fn`'s
+   * return value as the job's result. Resolves to that value once it
+   * committed: the job has succeeded, whatever the handler does after. When
+   * the lease was lost (cancelled, reclaimed, expired) the transaction
+   * rolls back, so none of `fn`'s writes survive, and it rejects with
+   * LeaseLostError; when `fn` throws, it rolls back and rejects with that
+   * error (the handler's outcome decides, as usual). At most once per
+   * attempt (InvalidArgumentError after); UnsupportedError on an adapter
+   * without transactions (the memory adapter). Write through `trx` only:
+   * on SQLite, other docket writes of this process wait until it ends.
+   */
+  transaction: TransactionFunction;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
@@ -72,7 +90,7 @@ export interface ExecutorParts {
   /** Handlers reserved for hand-offs in flight (see Producer.reserved): buffered jobs do not start on them. */
   readonly reserved: () => number;
   /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
-  readonly record: (attempt: Attempt, outcome: Outcome) => Promise<void>;
+  readonly record: (attempt: Attempt, outcome: AttemptEnd) => Promise<void>;
 }
 
 export interface ExecutorConfig {
@@ -147,12 +165,15 @@ export class Executor {
     const { record, controller } = attempt;
     const job = toJob(record);
     this.#parts.emitter.emit({ type: "started", job });
-    const ran = await this.#runHandler(job, controller, record);
+    const tx = transactionOf(this.#parts.host, record);
+    const ran = await this.#runHandler(job, controller, record, tx.run);
     free();
     if (!this.#parts.inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
-    const outcome: Outcome =
-      "result" in ran
+    const settled = tx.settled();
+    const outcome: AttemptEnd = settled
+      ? { kind: "settled", job: settled }
+      : "result" in ran
         ? { kind: "succeeded", result: ran.result }
         : this.#parts.life.stopping && controller.aborted && !(controller.reason instanceof JobTimeoutError)
           ? { kind: "released" }
@@ -165,7 +186,7 @@ export class Executor {
    * (null for undefined), or the failure reason (a throw, a timeout, a value
    * that cannot be stored). Never throws.
    */
-  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord, transaction: TransactionFunction): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
     const handler = this.#config.handlers.get(job.task) ?? this.#config.fallback;
     if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const host = this.#parts.host;
@@ -186,6 +207,7 @@ export class Executor {
         },
         progress,
         step: stepsOf(host, record),
+        transaction,
       };
       const run = Promise.resolve().then(() => handler(job.payload, context));
       let value: unknown;

@@ -56,6 +56,12 @@ export interface Engine {
    * skip BEGIN/COMMIT; otherwise this is `writeTransaction`.
    */
   writeStatement<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in ONE write transaction, once: unlike `writeTransaction`, a
+   * transaction the database aborts (a deadlock victim) is not run again,
+   * because `fn` runs application code (`completeInTransaction`).
+   */
+  transactionOnce<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
   /** Runs `fn` while holding a lock that serializes migrations across processes. */
   withMigrationLock<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
   /** The schema versions, oldest first; the same numbers in every engine. */
@@ -140,6 +146,7 @@ export interface Engine {
 
 /** Defaults for an engine's optional behaviour: a standard `FOR SHARE`, no consecutive ids, no notices, nothing to close. */
 export const ENGINE_DEFAULTS = {
+  transactionOnce: <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => db.transaction().execute(fn),
   // deno-lint-ignore no-explicit-any
   shareLock: <Q>(query: Q): Q => (query as any).forShare(),
   consecutiveInsertIds: async (): Promise<number | null> => null,

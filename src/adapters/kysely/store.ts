@@ -30,6 +30,7 @@ import type {
   SettleParams,
   SettleAndHandOffParams,
   SettledJob,
+  FencedParams,
   StatsParams,
   StoredControls,
   StoredSchedule,
@@ -54,6 +55,7 @@ import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./sche
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
+import { WorkFailed, completeInTransaction } from "./complete-in-transaction.ts";
 import { FairQueues } from "./fairness.ts";
 import { repairKeys } from "./repair.ts";
 import { payloadLimitWithin } from "./statement-size.ts";
@@ -82,6 +84,8 @@ export class KyselyStore implements DocketAdapter {
   readonly payloadLimit?: (params: PayloadLimitParams) => Promise<number | null>;
   #ctx: StoreContext;
   readonly #claims = claimMemory();
+  /** The transactions this store opened for `completeInTransaction`: `enqueue` takes them as the caller's. */
+  readonly #own = new WeakSet<object>();
   readonly #ownsDb: boolean;
   readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
@@ -140,6 +144,7 @@ export class KyselyStore implements DocketAdapter {
    * client with no transaction open, on which the jobs would be committed one statement at a time.
    */
   async #adopt(transaction: object): Promise<AnyDb> {
+    if (this.#own.has(transaction)) return transaction as AnyDb;
     const t = transaction as Partial<AnyDb>;
     if (typeof t.selectFrom === "function" && typeof t.insertInto === "function") {
       if (t.isTransaction !== true) throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction, got a Kysely instance outside one`);
@@ -171,6 +176,14 @@ export class KyselyStore implements DocketAdapter {
 
   heldLeases(params: HeldLeasesParams): Promise<LeaseKey[]> {
     return this.#run(() => heldLeases(this.#ctx, params));
+  }
+
+  async completeInTransaction(params: FencedParams, work: (transaction: object) => Promise<string | null>): Promise<SettledJob> {
+    try {
+      return await this.#run(() => completeInTransaction(this.#ctx, this.#own, params, work));
+    } catch (error) {
+      throw error instanceof AdapterError && error.cause instanceof WorkFailed ? error.cause.error : error;
+    }
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {

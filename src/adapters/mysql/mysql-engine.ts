@@ -39,6 +39,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
+    transactionOnce: (db, fn) => begin(db).execute(fn),
     // Migration 14: the generated column behind the unique index of pending debounce keys.
     debouncePendingColumn: "debounce_pending",
     /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; each version is one statement. */

@@ -85,6 +85,7 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
     capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
+    transactionOnce: writeTransaction,
     withMigrationLock: writeTransaction,
     migrations: () => migrations(prefix),
     // SQLITE_ERROR "no such table: x" (better-sqlite3 and node:sqlite alike).

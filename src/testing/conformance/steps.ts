@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Docket } from "../../client/docket.ts";
-import { InvalidArgumentError, LeaseLostError, PayloadTooLargeError } from "../../core/errors.ts";
+import { InvalidArgumentError, LeaseLostError, PayloadTooLargeError, UnsupportedError } from "../../core/errors.ts";
 import { readSteps, withStep } from "../../core/steps.ts";
 import type { ConformanceCase } from "../harness.ts";
 import { claim, insert } from "./helpers.ts";
@@ -138,6 +138,34 @@ export const stepCases: ConformanceCase[] = [
       assert.deepEqual((await d.deadLetters.replay(jobs[0]!.id)).steps.map((s) => s.name), ["a"]);
       assert.deepEqual((await d.deadLetters.replay(jobs[1]!.id, { resetSteps: true })).steps, []);
       await assert.rejects(d.deadLetters.replay(jobs[0]!.id, { resetSteps: "yes" as unknown as boolean }), InvalidArgumentError);
+    },
+  },
+  {
+    name: "ctx.transaction › on an adapter without database transactions (the memory adapter) it rejects with UnsupportedError, and the handler's outcome decides",
+    slow: true,
+    async run(t) {
+      if (t.adapter.completeInTransaction !== undefined) return; // the SQL adapters: docket/testing/kysely's ctx.transaction cases
+      const d = new Docket({ adapter: t.adapter });
+      let error: unknown = null;
+      const w = d.worker({
+        pollMs: 10,
+        logger: null,
+        handlers: {
+          t: async (_p, ctx) => {
+            error = await ctx.transaction(async () => 1).catch((e) => e);
+            return "handler";
+          },
+        },
+      });
+      const job = await d.enqueue("t", {});
+      await w.start();
+      try {
+        const done = await d.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.ok(error instanceof UnsupportedError, String(error));
+        assert.equal(done.result, "handler");
+      } finally {
+        await w.stop();
+      }
     },
   },
 ];

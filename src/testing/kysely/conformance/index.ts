@@ -5,6 +5,7 @@ import { lifecycleRaceCases } from "./races-lifecycle.ts";
 import { scheduleRaceCases } from "./schedule-races.ts";
 import { statementCases } from "./statements.ts";
 import { transactionCases } from "./transaction.ts";
+import { handlerTransactionCases } from "./handler-transaction.ts";
 
 /**
  * The cases that need a kysely-based adapter (KyselyTestStore), in a stable
@@ -13,5 +14,5 @@ import { transactionCases } from "./transaction.ts";
  * target runs these after the portable `conformanceCases()`.
  */
 export function kyselyConformanceCases(): KyselyConformanceCase[] {
-  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases];
+  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases];
 }

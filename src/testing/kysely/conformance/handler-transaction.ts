@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import type { Kysely } from "kysely";
+import type { DocketAdapter } from "../../../core/adapter.ts";
+import { Docket } from "../../../client/docket.ts";
+import { InvalidArgumentError, LeaseLostError } from "../../../core/errors.ts";
+import type { KyselyCaseContext as CaseContext, KyselyConformanceCase } from "../harness.ts";
+import { LEASE_MS, insert, token } from "../../conformance/helpers.ts";
+import { mutationById } from "../mutations.ts";
+
+// deno-lint-ignore no-explicit-any
+type AnyKysely = Kysely<any>;
+
+/** The application's table of effects (one row per job whose handler wrote it), made empty; and a reader of its rows. */
+async function effectsTable(t: CaseContext): Promise<{ name: string; rows: () => Promise<number[]>; close: () => Promise<void> }> {
+  if (!t.store.application) throw new Error(`the ${t.adapter.name} target offers no application connection (TestStore.application)`);
+  const app = await t.store.application();
+  const name = `${t.store.tablePrefix}effects`;
+  await app.db.schema.createTable(name).ifNotExists().addColumn("job_id", "integer").execute();
+  await app.db.deleteFrom(name).execute();
+  return {
+    name,
+    rows: async () => ((await app.db.selectFrom(name).select("job_id").orderBy("job_id").execute()) as { job_id: number }[]).map((r) => Number(r.job_id)),
+    close: () => app.close(),
+  };
+}
+
+/**
+ * R24: the lease is lost between the handler's writes and the commit. Session
+ * 1 (`stale`) opens the handler's transaction and writes the effect; then
+ * the job's lease expires, a sweep retries it and session 2 claims it again
+ * (on SQLite, whose writers take turns, all of that happens before the
+ * transaction begins); then session 1's transaction records the success.
+ * That must be refused and roll back the effect: the fresh attempt still
+ * runs the job, and the effect table holds nothing. Returns the violation.
+ */
+async function r24(t: CaseContext, stale: DocketAdapter): Promise<string | null> {
+  const effects = await effectsTable(t);
+  try {
+    const job = await insert(t);
+    const now = t.clock.now();
+    const [first] = await stale.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+    if (first?.id !== job.id) return "setup: the first attempt did not claim the job";
+    const fresh = await t.connect();
+    const reclaim = async () => {
+      const later = t.clock.advance(LEASE_MS + 1);
+      await new Docket({ adapter: fresh, clock: t.clock, retry: { baseMs: 0, jitter: 0 } }).reclaimExpired();
+      const [again] = await fresh.claim({ queues: ["default"], limit: 1, now: later, leaseToken: token(), leaseExpiresAt: later + LEASE_MS });
+      return again;
+    };
+    const serialWriters = !(stale as { capabilities?: { rowLocks?: boolean } }).capabilities?.rowLocks;
+    const before = serialWriters ? await reclaim() : undefined;
+    let again = before;
+    let error: unknown = null;
+    try {
+      await stale.completeInTransaction!({ id: job.id, leaseToken: first.leaseToken!, now }, async (trx) => {
+        await (trx as AnyKysely).insertInto(effects.name).values({ job_id: job.id }).execute();
+        if (!serialWriters) again = await reclaim();
+        return '"done"';
+      });
+    } catch (e) {
+      error = e;
+    }
+    if (!again) return "setup: the job was not claimed again after its lease expired";
+    const stored = await t.adapter.get({ id: job.id });
+    const rows = await effects.rows();
+    if (!(error instanceof LeaseLostError)) return `the stale attempt's transaction committed (${String(error)}): job ${stored?.state}, effects ${JSON.stringify(rows)}`;
+    if (rows.length > 0) return `the stale attempt's effect survived its refused completion: ${JSON.stringify(rows)}`;
+    if (stored?.state !== "running" || stored.leaseToken !== again.leaseToken) return `the fresh attempt lost the job: ${stored?.state} under ${stored?.leaseToken}`;
+    return null;
+  } finally {
+    await effects.close();
+  }
+}
+
+/** `ctx.transaction` (completion in the handler's transaction, I16) on the SQL adapters, and R24 with its guard removed. */
+export const handlerTransactionCases: KyselyConformanceCase[] = [
+  {
+    name: "ctx.transaction › the handler's writes and the job's success commit together; a throw rolls the writes back and the attempt fails; follow-ups enqueued with trx exist only if it commits",
+    needs: ["sql"],
+    async run(t) {
+      const effects = await effectsTable(t);
+      const d = new Docket({ adapter: t.adapter, retry: { baseMs: 0, jitter: 0 } });
+      const errors: unknown[] = [];
+      const w = d.worker({
+        pollMs: 10,
+        logger: null,
+        handlers: {
+          write: async (p, ctx) => {
+            const { fail } = p as { fail: boolean };
+            return ctx.transaction(async (trx: AnyKysely) => {
+              await trx.insertInto(effects.name).values({ job_id: ctx.job.id }).execute();
+              await d.enqueue("followUp", { of: ctx.job.id }, { transaction: trx });
+              if (fail && ctx.job.attempt === 1) throw new Error("declined");
+              return { wrote: ctx.job.id };
+            });
+          },
+          twice: async (_p, ctx) => {
+            await ctx.transaction(async () => 1);
+            await ctx.transaction(async () => 2).catch((e) => void errors.push(e));
+            throw new Error("after the commit: the job has succeeded already");
+          },
+          followUp: () => undefined,
+        },
+      });
+      try {
+        const ok = await d.enqueue("write", { fail: false });
+        const retried = await d.enqueue("write", { fail: true }, { maxAttempts: 2 });
+        const twice = await d.enqueue("twice", {});
+        await w.start();
+        const done = await d.waitFor(ok.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(done.state, "succeeded");
+        assert.deepEqual(done.result, { wrote: ok.id });
+        const second = await d.waitFor(retried.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(second.state, "succeeded");
+        assert.equal(second.attempt, 2);
+        assert.equal(second.errors[0]?.error.includes("declined"), true);
+        const once = await d.waitFor(twice.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(once.state, "succeeded", "a throw after the transaction committed changes nothing");
+        assert.equal(once.result, 1);
+        assert.ok(errors[0] instanceof InvalidArgumentError, `a second ctx.transaction: ${String(errors[0])}`);
+        assert.deepEqual(await effects.rows(), [ok.id, retried.id], "one row per succeeded job: the declined attempt's row rolled back");
+        const followUps = await d.list({ task: "followUp" });
+        assert.deepEqual(followUps.map((j) => (j.payload as { of: number }).of).sort((a, b) => a - b), [ok.id, retried.id], "the declined attempt's follow-up rolled back with it");
+      } finally {
+        await w.stop();
+        await effects.close();
+      }
+    },
+  },
+  {
+    name: "races › R24: the lease is lost between the handler's writes and the commit: the success is refused and the writes roll back",
+    needs: ["sql"],
+    async run(t) {
+      assert.equal(await r24(t, await t.connect()), null);
+    },
+  },
+  {
+    name: "races › R24 is caught when the lease token in the completion's conditional write is removed",
+    needs: ["sql"],
+    async run(t) {
+      const stale = await t.connect({ instrument: { plugins: mutationById("lease-token-unchecked").plugins!() } });
+      assert.notEqual(await r24(t, stale), null, "R24: the scenario did not detect the removed guard");
+    },
+  },
+];

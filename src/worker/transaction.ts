@@ -1,0 +1,42 @@
+/** Completion in the handler's transaction: `ctx.transaction` (see JobContext.transaction). */
+import type { WorkerHost } from "./host.ts";
+import type { JobRecord } from "../core/job.ts";
+import type { SettledJob } from "../core/adapter.ts";
+import { InvalidArgumentError, PayloadTooLargeError, UnsupportedError } from "../core/errors.ts";
+import { serializePayload } from "../core/validate.ts";
+
+/** The type of `ctx.transaction`; `Trx` is the adapter's kysely `Transaction` (annotate the parameter to type it). */
+// deno-lint-ignore no-explicit-any
+export type TransactionFunction = <T, Trx = any>(fn: (trx: Trx) => Promise<T>) => Promise<T>;
+
+/**
+ * `ctx.transaction` for one attempt of `record`, and the job as the
+ * transaction settled it (`settled`, once it committed: the attempt's
+ * outcome is then recorded, and nothing the handler does after changes it).
+ */
+export function transactionOf(host: WorkerHost, record: JobRecord): { run: TransactionFunction; settled: () => SettledJob | null } {
+  let used = false;
+  let settled: SettledJob | null = null;
+  const run = async <T, Trx>(fn: (trx: Trx) => Promise<T>): Promise<T> => {
+    const adapter = host.adapter;
+    if (adapter.completeInTransaction === undefined) throw new UnsupportedError(`ctx.transaction: the ${adapter.name} adapter has no database transactions`);
+    if (typeof fn !== "function") throw new InvalidArgumentError("ctx.transaction: expected a function (trx) => Promise<result>");
+    if (used) throw new InvalidArgumentError("ctx.transaction: called again in one attempt; it completes the job, so it runs at most once per attempt");
+    used = true;
+    const limit = await host.payloadLimit();
+    let value!: T;
+    const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now(), concurrencyKey: record.concurrencyKey };
+    settled = await adapter.completeInTransaction(fence, async (trx) => {
+      value = await fn(trx as Trx);
+      if (value === undefined) return null;
+      try {
+        return serializePayload(value, limit);
+      } catch (error) {
+        if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, "the transaction's result");
+        throw error;
+      }
+    });
+    return value;
+  };
+  return { run, settled: () => settled };
+}
