@@ -14,6 +14,7 @@ import { Docket, type DocketAdapter } from "../src/index.ts";
 
 type Tasks = { "invoice.send": { orderId: number; cents: number } };
 
+
 async function open(which: string): Promise<DocketAdapter> {
   if (which === "sqlite") {
     const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");

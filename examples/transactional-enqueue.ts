@@ -8,35 +8,13 @@
  * SQLite: ./orders.db (deleted first). PostgreSQL and MariaDB: DOCKET_PG_URL /
  * DOCKET_MYSQL_URL, or the local servers' defaults; tables "orders" and docket's.
  */
-import { rmSync } from "node:fs";
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
-import { Docket, type DocketAdapter } from "../src/index.ts";
+import { Docket } from "../src/index.ts";
+import { openDatabase } from "./open-database.ts";
 
 type Tasks = { "order.confirm": { orderId: number } };
 type Db = { orders: { id: number } };
 
-async function open(which: string): Promise<{ db: Kysely<Db>; adapter: DocketAdapter }> {
-  if (which === "sqlite") {
-    const { default: Database } = await import("better-sqlite3");
-    const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`orders.db${suffix}`, { force: true });
-    // One handle for the application and docket: docket's own writes wait for the application's transactions.
-    const handle = new Database("orders.db");
-    return { db: new Kysely<Db>({ dialect: new SqliteDialect({ database: handle }) }), adapter: sqliteAdapter({ database: handle }) };
-  }
-  if (which === "postgres") {
-    const { default: pg } = await import("pg");
-    const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
-    const pool = new pg.Pool({ connectionString: process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" });
-    return { db: new Kysely<Db>({ dialect: new PostgresDialect({ pool }) }), adapter: postgresAdapter({ pool }) };
-  }
-  const { createPool } = (await import("mysql2")).default;
-  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
-  const pool = createPool({ uri: process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test" });
-  return { db: new Kysely<Db>({ dialect: new MysqlDialect({ pool }) }), adapter: mysqlAdapter({ pool }) };
-}
-
-const { db, adapter } = await open(process.argv[2] ?? "sqlite");
+const { db, adapter } = await openDatabase<Db>(process.argv[2] ?? "sqlite", "orders.db");
 const docket = new Docket<Tasks>({ adapter });
 await docket.migrate();
 await db.schema.createTable("orders").ifNotExists().addColumn("id", "integer", (c) => c.primaryKey()).execute();
