@@ -15,10 +15,11 @@ export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promis
  */
 export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
   let stored = record.steps;
-  const used = new Set<string>();
+  let used: Set<string> | null = null;
   let writes: Promise<unknown> = Promise.resolve();
   return async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
     const checked = validateStepName(name);
+    used ??= new Set();
     if (used.has(checked)) throw repeatedStep(checked);
     used.add(checked);
     const done = readSteps(stored).find((s) => s.name === checked);
