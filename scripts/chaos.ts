@@ -26,7 +26,11 @@
  * failure, or (counted) after a kill of the process that ran it or its lost
  * lease, and then not before that lease could have expired;
  * no worker process exited but those killed; producer batches whole or
- * absent, and every returned batch whole. Exits 1 on any violation.
+ * absent, and every returned batch whole. About 30% of the jobs are
+ * workflow jobs: they record a durable step ("charge") and complete in
+ * `ctx.transaction`, which writes one row to an application table; each
+ * succeeded one must have exactly one row, any other none, and a recorded
+ * step must never run in a later attempt. Exits 1 on any violation.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -205,11 +209,13 @@ interface Report {
   scenario: Scenario;
   jobs: number;
   faults: number;
-  reexecutions: { afterKill: number; afterLostLease: number; plannedRetries: number };
+  reexecutions: { afterKill: number; afterLostLease: number; plannedRetries: number; afterFailedWrite?: number };
   lost: number;
   doubleSuccesses: number;
   crashes: number;
   keyOrCapExceeded: number;
+  /** The workflow jobs (ctx.step, then ctx.transaction): effect rows, duplicates, step runs, and steps run again after they were recorded. */
+  workflow?: { jobs: number; effects: number; duplicateEffects: number; stepRuns: number; stepRerunsAfterRecord: number };
   seconds: number;
   violations: string[];
 }
@@ -227,13 +233,14 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   await docket.setQueueCap("alpha", ALPHA_CAP);
   const limits = new Map<string, number>();
   for (let k = 0; k < KEYS; k++) limits.set(`k${k}`, (k % 3) + 1);
+  await effects(store, `CREATE TABLE ${store.prefix}effects (job_id integer NOT NULL, attempt integer NOT NULL)`);
   const plan = new Map<number, ChaosPayload & { dies: boolean }>();
   const items = Array.from({ length: JOBS }, (_, n) => {
     const r = random();
     const failFirst = r < 0.03 ? 9 : r < 0.11 ? 1 : 0;
     const keyed = random() < 0.6;
     const key = `k${Math.floor(random() * KEYS)}`;
-    const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(20, 200)) };
+    const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(20, 200)), workflow: random() < 0.3 };
     return {
       task: "chaos.job",
       payload,
@@ -346,6 +353,9 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   const starts = new Map<number, { pid: number; t: number; attempt: number }[]>();
   const succeeded = new Map<number, number>();
   const lostBy = new Set<string>();
+  const stepRuns = new Map<number, number[]>();
+  /** Attempts whose failure was recorded (`${id}:${attempt}`): a workflow job's write may fail under connection faults. */
+  const failed = new Set<string>();
   for (let i = 0; i < outIndex; i++) {
     const file = join(dir, `${scenario}-w${i}.ndjson`);
     if (!existsSync(file)) continue;
@@ -356,15 +366,18 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
       } catch {
         continue; // empty, or the last line of a killed process
       }
-      if (r.k === "start") starts.set(r.id!, [...(starts.get(r.id!) ?? []), { pid: r.pid, t: r.t, attempt: r.attempt! }]);
+      if (r.k === "stepRun") stepRuns.set(r.id!, [...(stepRuns.get(r.id!) ?? []), r.attempt!]);
+      else if (r.k === "start") starts.set(r.id!, [...(starts.get(r.id!) ?? []), { pid: r.pid, t: r.t, attempt: r.attempt! }]);
       else if (r.k === "event" && r.type === "succeeded") succeeded.set(r.id!, (succeeded.get(r.id!) ?? 0) + 1);
       else if (r.k === "event" && r.type === "lost") lostBy.add(`${r.id}:${r.pid}`);
+      else if (r.k === "event" && r.type === "retry") failed.add(`${r.id}:${r.attempt}`);
       else if (r.k === "event" && r.type === "keyRepaired") violation(`a worker repaired a stranded key: ${JSON.stringify(r)}`);
     }
   }
+  const workflow = await checkWorkflow(store, plan, final, stepRuns, violation);
   let doubleSuccesses = 0;
   for (const [id, n] of succeeded) if (n > 1) (doubleSuccesses++, violation(`job ${id}: ${n} succeeded events`));
-  const reexecutions = { afterKill: 0, afterLostLease: 0, plannedRetries: 0 };
+  const reexecutions = { afterKill: 0, afterLostLease: 0, plannedRetries: 0, afterFailedWrite: 0 };
   for (const [id, list] of starts) {
     list.sort((a, b) => a.t - b.t || a.attempt - b.attempt);
     for (let i = 1; i < list.length; i++) {
@@ -372,6 +385,8 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
       const next = list[i]!;
       if (next.attempt <= prev.attempt) violation(`job ${id} ran twice in attempt ${next.attempt} (pids ${prev.pid}, ${next.pid})`);
       else if (prev.attempt <= plan.get(id)!.failFirst) reexecutions.plannedRetries++;
+      // A workflow job's step or transaction failed (the connection was killed, the server restarted): retried as any failure.
+      else if (plan.get(id)!.workflow && failed.has(`${id}:${prev.attempt}`)) reexecutions.afterFailedWrite++;
       // Otherwise the previous holder's lease must have expired first: it ran at least LEASE_MS past its claim,
       // less the time the job may have waited in its worker's buffer (well under LEASE_MS / 2).
       else if (next.t - prev.t < LEASE_MS / 2) violation(`job ${id} ran again ${next.t - prev.t} ms after attempt ${prev.attempt} started (pid ${prev.pid}), before its lease could expire`);
@@ -389,7 +404,77 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   }
   await docket.close();
   const crashes = violations.filter((v) => v.includes("exited on its own")).length;
-  return { adapter: adapterName, scenario, jobs: JOBS, faults, reexecutions, lost, doubleSuccesses, crashes, keyOrCapExceeded, seconds: Math.round((Date.now() - started) / 1000), violations };
+  return { adapter: adapterName, scenario, jobs: JOBS, faults, reexecutions, lost, doubleSuccesses, crashes, keyOrCapExceeded, workflow, seconds: Math.round((Date.now() - started) / 1000), violations };
+}
+
+/**
+ * The workflow jobs' exactly-once checks: a succeeded one has exactly one
+ * row in the effects table (written in `ctx.transaction`), any other none;
+ * a job with no workflow has none; and step "charge", once recorded (its
+ * result names the attempt whose function ran), never ran in a later attempt.
+ */
+async function checkWorkflow(
+  store: Store,
+  plan: Map<number, ChaosPayload & { dies: boolean }>,
+  final: Map<number, { state: string; steps: { name: string; result: unknown }[] }>,
+  stepRuns: Map<number, number[]>,
+  violation: (m: string) => void,
+): Promise<{ jobs: number; effects: number; duplicateEffects: number; stepRuns: number; stepRerunsAfterRecord: number }> {
+  const rows = (await effects(store, `SELECT job_id FROM ${store.prefix}effects`)) as { job_id: number | string }[];
+  const byJob = new Map<number, number>();
+  for (const r of rows) byJob.set(Number(r.job_id), (byJob.get(Number(r.job_id)) ?? 0) + 1);
+  let jobs = 0;
+  let duplicateEffects = 0;
+  let stepRerunsAfterRecord = 0;
+  for (const [id, p] of plan) {
+    const n = byJob.get(id) ?? 0;
+    const j = final.get(id);
+    if (!p.workflow) {
+      if (n > 0) violation(`job ${id} has no workflow but ${n} effect rows`);
+      continue;
+    }
+    jobs++;
+    if (j?.state === "succeeded" && n !== 1) (n > 1 && duplicateEffects++, violation(`workflow job ${id} succeeded with ${n} effect rows`));
+    if (j?.state !== "succeeded" && n !== 0) violation(`workflow job ${id} is ${j?.state} but has ${n} effect rows`);
+    const recorded = j?.steps.find((s) => s.name === "charge")?.result as { attempt: number } | undefined;
+    for (const attempt of recorded ? (stepRuns.get(id) ?? []) : []) {
+      if (attempt > recorded!.attempt) (stepRerunsAfterRecord++, violation(`job ${id}: step "charge" recorded by attempt ${recorded!.attempt} ran again in attempt ${attempt}`));
+    }
+  }
+  return { jobs, effects: rows.length, duplicateEffects, stepRuns: [...stepRuns.values()].reduce((a, l) => a + l.length, 0), stepRerunsAfterRecord };
+}
+
+/** Runs one statement on the store's database as the application would (its own connection), returning the rows. */
+async function effects(store: Store, statement: string): Promise<unknown[]> {
+  if (adapterName === "sqlite") {
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(store.target);
+    try {
+      const s = db.prepare(statement);
+      return s.reader ? s.all() : (s.run(), []);
+    } finally {
+      db.close();
+    }
+  }
+  if (adapterName === "postgres") {
+    const pg = (await import("pg")).default;
+    const c = new pg.Client({ connectionString: store.target });
+    c.on("error", () => undefined);
+    await c.connect();
+    try {
+      return (await c.query(statement)).rows;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  }
+  const mysql = (await import("mysql2/promise")).default;
+  const c = await mysql.createConnection({ uri: store.target });
+  try {
+    const [rows] = await c.query(statement);
+    return Array.isArray(rows) ? rows : [];
+  } finally {
+    await c.end().catch(() => undefined);
+  }
 }
 
 async function producers(store: Store, dir: string): Promise<Report> {

@@ -27,6 +27,12 @@ export interface ChaosPayload {
   /** The handler throws on attempts 1..failFirst. */
   failFirst: number;
   sleepMs: number;
+  /**
+   * A workflow job: it runs step "charge" (its function logs a `stepRun`
+   * line), then, after any planned failure, writes its row to the effects
+   * table in `ctx.transaction`, which completes it.
+   */
+  workflow?: boolean;
 }
 
 const config = JSON.parse(process.argv[2] ?? "null") as ChaosWorkerConfig | null;
@@ -53,9 +59,15 @@ const worker = docket.worker({
   handlers: {
     "chaos.job": async (payload, ctx) => {
       const p = payload as ChaosPayload;
-      record({ k: "start", id: ctx.job.id, attempt: ctx.job.attempt });
+      const { id, attempt } = ctx.job;
+      record({ k: "start", id, attempt });
       await new Promise((r) => setTimeout(r, p.sleepMs));
-      if (ctx.job.attempt <= p.failFirst) throw new Error(`planned failure of attempt ${ctx.job.attempt}`);
+      if (p.workflow) await ctx.step("charge", () => (record({ k: "stepRun", id, attempt }), { attempt }));
+      if (attempt <= p.failFirst) throw new Error(`planned failure of attempt ${attempt}`);
+      if (p.workflow) {
+        // deno-lint-ignore no-explicit-any
+        await ctx.transaction(async (trx: any) => void (await trx.insertInto(`${config.tablePrefix}effects`).values({ job_id: id, attempt }).execute()));
+      }
     },
   },
   onEvent: (e: WorkerEvent) => {
