@@ -85,6 +85,8 @@ export interface ConformanceCase<S extends TestStore = TestStore> {
   readonly name: string;
   /** Cases that run handlers on real timers take longer; runners may give them a longer timeout. */
   readonly slow?: boolean;
+  /** A case that drains a large backlog on real timers: its time limit in ms (over `slow`'s), for a slow database server. */
+  readonly timeoutMs?: number;
   /** When true, the case's adapter is NOT migrated before `run`. */
   readonly unmigrated?: boolean;
   /** What it needs beyond the adapter contract (see CASE_NEEDS); runners skip it on a target that does not provide one. */

@@ -26,7 +26,7 @@ export async function defineConformance(name: ConformanceTargetName): Promise<vo
       name: `${name}: ${c.name}`,
       sanitizeOps: false,
       sanitizeResources: false,
-      fn: () => withTimeout(runCase(target, c), c.slow ? 60_000 : 20_000),
+      fn: () => withTimeout(runCase(target, c), c.timeoutMs ?? (c.slow ? 60_000 : 20_000)),
     });
   }
 }

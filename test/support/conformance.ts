@@ -16,7 +16,7 @@ export async function defineConformance(name: ConformanceTargetName): Promise<vo
     for (const c of casesFor(name)) {
       const unmet = unmetNeeds(target, c);
       if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
-      else it(c.name, () => runCase(target, c), c.slow ? 60_000 : 20_000);
+      else it(c.name, () => runCase(target, c), c.timeoutMs ?? (c.slow ? 60_000 : 20_000));
     }
   });
 }
