@@ -5,7 +5,8 @@
  * workers and reports `enqueued` events. Also the types of an enqueue's
  * options and result that are not a job's own.
  */
-import type { DocketAdapter } from "../core/adapter.ts";
+import type { DocketAdapter, NewJob } from "../core/adapter.ts";
+import { parseAfter, resolveAfter } from "../core/dependencies.ts";
 import type { Clock } from "../core/clock.ts";
 import { InvalidArgumentError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
@@ -64,7 +65,7 @@ export async function enqueueItems<T extends TaskMap>(
     throw new InvalidArgumentError(`transaction must be the caller's open transaction (an object), got ${shown(transaction)}`);
   }
   const now = host.clock.now();
-  const jobs = items.map((item, i) => host.tasks.newJob(item, now, label === "" ? "" : `${label}[${i}].`));
+  const jobs = withParents(items, items.map((item, i) => host.tasks.newJob(item, now, label === "" ? "" : `${label}[${i}].`)), label);
   const checking = host.payloadLimit.check(
     jobs.map((j) => j.payload),
     transaction,
@@ -85,4 +86,25 @@ export async function enqueueItems<T extends TaskMap>(
   if (ready.size > 0 && transaction === undefined) host.bus.tellEnqueued(ready, false);
   if (transaction === undefined) host.bus.publishJobs("enqueued", records.filter((r) => r.created));
   return records.map((r) => ({ ...toJob<T[keyof T]>(r), created: r.created }));
+}
+
+/**
+ * `jobs` with their parents (EnqueueOptions.after) validated and each item's
+ * refs resolved to batch indexes (see resolveAfter); `jobs` itself when no
+ * item names parents or a ref.
+ */
+function withParents<T extends TaskMap>(items: readonly EnqueueItem<T>[], jobs: NewJob[], label: string): NewJob[] {
+  const inBatch = label !== "";
+  const names = items.map((item, i) => {
+    const ref = inBatch ? item.ref : undefined;
+    if (ref !== undefined && (typeof ref !== "string" || ref.length === 0)) throw new InvalidArgumentError(`${label}[${i}].ref must be a non-empty string, got ${shown(ref)}`);
+    return ref;
+  });
+  const afters = items.map((item, i) => {
+    const after = item.options?.after;
+    return after === undefined ? null : parseAfter(after, inBatch ? `${label}[${i}].options.` : "options.", inBatch);
+  });
+  if (afters.every((a) => a === null) && names.every((n) => n === undefined)) return jobs;
+  const specs = resolveAfter(names, afters, label);
+  return jobs.map((job, i) => (specs[i] === null ? job : { ...job, after: specs[i] }));
 }

@@ -9,6 +9,7 @@ import { validateConcurrency, type ConcurrencySpec, type OnConflict } from "../c
 import { validateRateLimitSpec } from "../core/rate-limit.ts";
 import { validateDebounce } from "../core/debounce.ts";
 import { validateFairness } from "../core/fairness.ts";
+import type { ParentRef } from "../core/dependencies.ts";
 import { InvalidArgumentError, UnknownTaskError } from "../core/errors.ts";
 import type { TaskMap } from "../core/job.ts";
 import { BACKOFF_KEYS, validateRetryPolicy, type RetryPolicy } from "../core/retry.ts";
@@ -114,12 +115,28 @@ export interface EnqueueOptions {
    * concurrency key (own or the task's).
    */
   debounce?: { key: string; delayMs: number; maxWaitMs?: number };
+  /**
+   * Parents: the job waits (state waiting) until every one of them has
+   * succeeded, then is scheduled at its own run time (`runAt`/`delay`) and
+   * runs through its controls like any due job. It is released in the
+   * transaction that records its last parent's success, exactly once, with
+   * no sweep. A parent that ends dead or cancelled cancels its waiting
+   * descendants, the reason naming it. A parent is a job id or, inside one
+   * `enqueueMany`, `{ ref: name }` naming the item whose `ref` is `name`, so
+   * a whole graph is stored in one call. 1 to 1000 parents, each named once.
+   * A parent that does not exist is NotFoundError, one already dead or
+   * cancelled InvalidArgumentError, a cycle of refs InvalidArgumentError: the
+   * call stores nothing. Refused beside `debounce`.
+   */
+  after?: readonly ParentRef[];
 }
 
 export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
   task: K;
   payload: T[K];
   options?: EnqueueOptions;
+  /** This item's name for `after: [{ ref }]` of the other items of the same `enqueueMany`. */
+  ref?: string;
 }
 
 /** What job building needs of its docket: the defaults a job gets where neither its task nor its enqueue says. */
@@ -211,7 +228,7 @@ export class TaskRegistry {
     const fairness = o.fairness === undefined ? null : validateFairness(o.fairness, `${at}options.`);
     if (o.debounce !== undefined) {
       const debounce = validateDebounce(o.debounce, `${at}options.`);
-      const refused = o.runAt !== undefined ? "runAt" : o.delay !== undefined ? "delay" : idempotencyKey !== null ? "idempotencyKey" : concurrency !== null ? "a concurrency key" : null;
+      const refused = o.runAt !== undefined ? "runAt" : o.delay !== undefined ? "delay" : idempotencyKey !== null ? "idempotencyKey" : concurrency !== null ? "a concurrency key" : o.after !== undefined ? "after" : null;
       if (refused !== null) throw new InvalidArgumentError(`${at}options.debounce cannot be combined with ${refused}: ${DEBOUNCE_REFUSALS[refused]}`);
       return { task, queue, payload, state: "scheduled", priority, runAt: now + debounce.delayMs, maxAttempts, backoff, concurrency: null, timeoutMs, idempotencyKey: null, debounce, rateLimit, fairness };
     }
@@ -252,8 +269,8 @@ function concurrencyFor<T extends TaskMap>(item: EnqueueItem<T>, defaults: TaskO
 }
 
 const TASK_OPTION_KEYS = ["queue", "priority", "maxAttempts", "backoff", "concurrency", "timeoutMs"] as const;
-const ITEM_KEYS = ["task", "payload", "options"] as const;
-const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "fairness", "timeoutMs", "idempotencyKey", "debounce"] as const;
+const ITEM_KEYS = ["task", "payload", "options", "ref"] as const;
+const ENQUEUE_OPTION_KEYS = ["queue", "priority", "runAt", "delay", "maxAttempts", "backoff", "concurrency", "rateLimit", "fairness", "timeoutMs", "idempotencyKey", "debounce", "after"] as const;
 
 /** Why `debounce` is refused beside each option (see EnqueueOptions.debounce). */
 const DEBOUNCE_REFUSALS: Record<string, string> = {
@@ -261,4 +278,5 @@ const DEBOUNCE_REFUSALS: Record<string, string> = {
   delay: "a debounced job runs delayMs after the burst's last enqueue",
   idempotencyKey: "an idempotency key keeps the first enqueue, a debounce key the last",
   "a concurrency key": "moving an admitted job back to waiting would free its key's slot inside the enqueue; not supported yet",
+  after: "a debounced job is merged into while it waits for its run time, a child waits for its parents",
 };

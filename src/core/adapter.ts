@@ -88,6 +88,12 @@ export interface DocketAdapter {
   getByIdempotencyKey(params: GetByIdempotencyKeyParams): Promise<JobRecord | null>;
 
   /**
+   * The ids of job `id`'s parents and children (see NewJob.after), each in
+   * id order; both empty for a job without dependencies or one not stored.
+   */
+  dependencies(params: { id: number }): Promise<Dependencies>;
+
+  /**
    * First admits due scheduled jobs (scheduled → ready, or, when their
    * concurrency key is full, → blocked or → cancelled by the job's stored
    * `onConflict`; see `admit`). Then, in ONE transaction, moves up to
@@ -500,6 +506,35 @@ export interface NewJob {
    * weight becomes `weight` (the latest enqueue's).
    */
   fairness?: FairnessSpec | null;
+  /**
+   * Its parents (never with `debounce`). Under the row locks of the stored
+   * parents, in the enqueue's transaction: a parent that does not exist is
+   * NotFoundError, one dead or cancelled InvalidArgumentError, and nothing is
+   * stored. The job is stored waiting, with its count of parents not yet
+   * succeeded, and each live parent is marked as having children (so that
+   * the write that ends it settles them, see `endsJob`); with every parent
+   * succeeded already it is stored as it would be without parents. The last
+   * parent's success moves it to scheduled (TRANSITIONS.unwait) in that
+   * success's transaction; a parent that ends dead or cancelled cancels its
+   * waiting descendants, with a reason naming it.
+   */
+  after?: AfterSpec | null;
+}
+
+/** A job's parents and children by id (DocketAdapter.dependencies). */
+export interface Dependencies {
+  parents: number[];
+  children: number[];
+}
+
+/**
+ * The parents of a new job: stored jobs by id, and jobs of the same batch by
+ * their index in it. The core has checked that every index names another
+ * job of the batch and that the batch's refs form no cycle.
+ */
+export interface AfterSpec {
+  ids: readonly number[];
+  refs: readonly number[];
 }
 
 export interface QueueControl {

@@ -3,6 +3,7 @@
  * constraint on the state column; `isJobState` is the runtime validator.
  */
 export const JOB_STATES = [
+  "waiting",
   "scheduled",
   "ready",
   "blocked",
@@ -13,6 +14,13 @@ export const JOB_STATES = [
 ] as const;
 
 export type JobState = (typeof JOB_STATES)[number];
+
+/**
+ * A waiting job has parents (EnqueueOptions.after) that have not all
+ * succeeded: it holds no slot, is never claimed, and moves to scheduled in
+ * the transaction that records its last parent's success (I15).
+ */
+export const WAITING_STATE = "waiting" as const;
 
 /** States a job never leaves except by an explicit replay (dead only). */
 export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled"];

@@ -47,7 +47,13 @@ export const TRANSITIONS = {
   /** A sweeper found the lease expired on the last attempt. */
   expireBury: { from: ["running"], to: "dead", fence: "expired" },
   /** Cancel anything not yet finished; a running job's lease is revoked. */
-  cancel: { from: ["scheduled", "ready", "blocked", "running"], to: "cancelled", fence: "none" },
+  cancel: { from: ["waiting", "scheduled", "ready", "blocked", "running"], to: "cancelled", fence: "none" },
+  /**
+   * A waiting job's last parent succeeded: it is scheduled at its own run
+   * time and admitted through its controls when due, like any due job. The
+   * write that records the parent's success makes it, in its transaction.
+   */
+  unwait: { from: ["waiting"], to: "scheduled", fence: "none" },
   /**
    * A dead job is scheduled again, due now, with a fresh attempt budget; it is
    * admitted through its concurrency key like any due job.
@@ -75,6 +81,16 @@ export const TRANSITION_EVENTS = Object.keys(TRANSITIONS) as TransitionEvent[];
 export function planTransition(event: TransitionEvent, from: JobState): JobState | null {
   const rule: TransitionRule = TRANSITIONS[event];
   return rule.from.includes(from) ? rule.to : null;
+}
+
+/**
+ * Whether `event` ends a job (succeeded, dead or cancelled): such a write
+ * also settles the job's children (see EnqueueOptions.after) in its
+ * transaction: released on success, cancelled otherwise.
+ */
+export function endsJob(event: TransitionEvent): boolean {
+  const to: JobState = TRANSITIONS[event].to;
+  return to === "succeeded" || to === "dead" || to === "cancelled";
 }
 
 /** The legal predecessor states of `event`, for a guarded write. */

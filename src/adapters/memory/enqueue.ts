@@ -17,6 +17,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
 import { checkNewJobs } from "./constraints.ts";
 import { fairTagsOf } from "./fairness.ts";
+import { waitCounts, wire } from "./dependencies.ts";
 import { applyTransition, countHolders, rebalance } from "./guarded-write.ts";
 import { announce, byName, copy, type MemoryState } from "./state.ts";
 
@@ -45,8 +46,9 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
   }
+  const waits = waitCounts(state, params.jobs, holderOf);
   const tags = fairTagsOf(state, params.jobs);
-  const records = params.jobs.map((job): EnqueuedRecord => {
+  const records = params.jobs.map((job, i): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
     if (holder) return { ...holder, created: false };
     const d = job.debounce;
@@ -58,7 +60,8 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     }
     const record = newJobRecord(state.nextId++, job, now);
     const c = job.concurrency;
-    if (c && job.state === "ready") {
+    if (waits[i]! > 0) record.state = "waiting";
+    else if (c && job.state === "ready") {
       const decision = admit(countHolders(state, c.key), c.limit, c.onConflict);
       if (decision === "blocked") record.state = "blocked";
       if (decision === "discarded") Object.assign(record, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
@@ -67,6 +70,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     if (tags.has(job)) state.fairTags.set(record.id, tags.get(job)!);
     return { ...record, created: true };
   });
+  wire(state, params.jobs, records, waits);
   announce(
     state,
     records.filter((r) => r.created && r.state === "ready").map((r) => ({ queue: r.queue, due: false })),

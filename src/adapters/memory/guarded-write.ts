@@ -11,9 +11,10 @@ import type { JobRecord } from "../../core/job.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
 import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import { SLOT_HOLDING_STATES } from "../../core/states.ts";
-import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
+import { TRANSITIONS, endsJob, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
 import { announce, copy, type MemoryState } from "./state.ts";
 import { placeDue } from "./fairness.ts";
+import { settleChildren } from "./dependencies.ts";
 
 /** Which job, under which lease, at what time: what a rule's fence is checked against. */
 export interface GuardKey {
@@ -66,6 +67,7 @@ export function transition(state: MemoryState, event: TransitionEvent, key: Guar
   if (!moved) return null;
   const written = copy(moved);
   if (moved.concurrencyKey !== null && freesSlot(event)) rebalance(state, moved.concurrencyKey, key.now);
+  if (endsJob(event)) settleChildren(state, moved, key.now, applyTransition);
   return written;
 }
 
@@ -108,7 +110,8 @@ export function rebalance(state: MemoryState, name: string, now: number): void {
     } else if (decision === "blocked") {
       applyTransition(state, "stageBlocked", { id: w.id, now }, {});
     } else {
-      applyTransition(state, "stageDiscard", { id: w.id, now }, { finishedAt: now, lastError: discardReason(name, limit) });
+      const discarded = applyTransition(state, "stageDiscard", { id: w.id, now }, { finishedAt: now, lastError: discardReason(name, limit) });
+      if (discarded) settleChildren(state, discarded, now, applyTransition);
     }
   }
   announce(state, admitted);

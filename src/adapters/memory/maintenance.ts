@@ -51,7 +51,14 @@ export function purge(state: MemoryState, p: PurgeParams, name: string): number 
     .filter((j) => (p.queue === undefined || j.queue === p.queue) && (p.task === undefined || j.task === p.task))
     .sort((a, b) => a.finishedAt! - b.finishedAt! || a.id - b.id)
     .slice(0, p.limit);
-  for (const j of picked) state.jobs.delete(j.id);
+  for (const j of picked) {
+    state.jobs.delete(j.id);
+    // A purged job's edges go with it (see DocketAdapter.purge).
+    for (const p of state.parents.get(j.id) ?? []) state.children.set(p, (state.children.get(p) ?? []).filter((c) => c !== j.id));
+    for (const c of state.children.get(j.id) ?? []) state.parents.set(c, (state.parents.get(c) ?? []).filter((p) => p !== j.id));
+    state.parents.delete(j.id);
+    state.children.delete(j.id);
+  }
   return picked.length;
 }
 

@@ -11,6 +11,7 @@
 import type {
   CancelParams,
   ClaimParams,
+  Dependencies,
   DeleteScheduleParams,
   DocketAdapter,
   EnqueueParams,
@@ -48,6 +49,7 @@ import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors
 import type { JobRecord } from "../../core/job.ts";
 import { claim } from "./claim.ts";
 import { enqueue, getByIdempotencyKey } from "./enqueue.ts";
+import { dependenciesOf } from "./dependencies.ts";
 import { guardHolds, transition } from "./guarded-write.ts";
 import { replay, replayDead, purge, repairKeys } from "./maintenance.ts";
 import { failureWrite, settle } from "./outcomes.ts";
@@ -94,6 +96,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   getByIdempotencyKey(params: GetByIdempotencyKeyParams): Promise<JobRecord | null> {
     return this.#run("jobs", true, (s) => getByIdempotencyKey(s, params.key));
+  }
+
+  dependencies(params: { id: number }): Promise<Dependencies> {
+    return this.#run("jobs", true, (s) => dependenciesOf(s, params.id));
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

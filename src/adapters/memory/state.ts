@@ -34,6 +34,12 @@ export interface MemoryState {
   readonly prioritized: Set<string>;
   /** Each fair job's tag, by id (a job enqueued before its queue became fair has none). */
   readonly fairTags: Map<number, number>;
+  /** Each child's parents (EnqueueOptions.after), by child id, in id order. */
+  readonly parents: Map<number, number[]>;
+  /** Each parent's children, by parent id, in id order. */
+  readonly children: Map<number, number[]>;
+  /** Each waiting job's count of parents not yet succeeded. */
+  readonly waitingOn: Map<number, number>;
   /** Subscribers to ready notices, of every handle on this state. */
   readonly readyListeners: Set<(notice: ReadyNotice) => void>;
 }
@@ -53,6 +59,9 @@ export function emptyState(): MemoryState {
     fairKeys: new Map(),
     prioritized: new Set(),
     fairTags: new Map(),
+    parents: new Map(),
+    children: new Map(),
+    waitingOn: new Map(),
     readyListeners: new Set(),
   };
 }

@@ -46,10 +46,31 @@ export async function claimOne(t: CaseContext): Promise<JobRecord> {
   return job;
 }
 
+/** The queue of the parent `jobInState` gives a waiting job: nothing else is enqueued to it. */
+export const PARENT_QUEUE = "conformance-parents";
+
+/** Completes every parent of job `id` (claimed from PARENT_QUEUE) at `now`; how many it completed. */
+export async function completeParents(t: CaseContext, id: number, now: number): Promise<number> {
+  const { parents } = await t.adapter.dependencies({ id });
+  let done = 0;
+  for (const p of await claim(t, 100, t.adapter, [PARENT_QUEUE])) {
+    if (!parents.includes(p.id)) continue;
+    await t.adapter.settle({ items: [{ kind: "complete", id: p.id, leaseToken: p.leaseToken!, now, concurrencyKey: p.concurrencyKey }] });
+    done++;
+  }
+  return done;
+}
+
 /** A job brought to `state` through the contract's own operations (blocked: by an admin write). */
 export async function jobInState(t: CaseContext, state: JobState): Promise<JobRecord> {
   const now = t.clock.now();
   switch (state) {
+    case "waiting": {
+      const parent = await insert(t, { queue: PARENT_QUEUE });
+      const child = await insert(t, { after: { ids: [parent.id], refs: [] } });
+      assert.equal(child.state, "waiting");
+      return child;
+    }
     case "ready":
       return insert(t);
     case "scheduled":

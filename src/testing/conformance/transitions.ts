@@ -4,7 +4,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { JOB_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS, TRANSITION_EVENTS, type TransitionEvent } from "../../core/transitions.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { LEASE_MS, claim, jobInState, newJob, token } from "./helpers.ts";
+import { LEASE_MS, claim, completeParents, jobInState, newJob, token } from "./helpers.ts";
 import { extendLease, settleOne } from "../lease-writes.ts";
 
 /**
@@ -52,6 +52,9 @@ async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): 
       const [merged] = await a.enqueue({ jobs: [{ ...newJob({ state: "scheduled", runAt: now + 1000 }), task: job.task, queue: job.queue, debounce: { key: `d${job.id}`, delayMs: 1000, maxWaitMs: null } }], now });
       return merged && merged.id === job.id ? merged : null;
     }
+    case "unwait":
+      await completeParents(t, job.id, now);
+      return moved(t, job, event);
     case "unblock": {
       // Free the job's key by cancelling the jobs that hold its slots.
       if (job.concurrencyKey !== null) {

@@ -138,6 +138,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   stageBlocked: () => ({}),
   stageDiscard: (_j, op) => ({ finishedAt: op.now, lastError: (op as { reason: string }).reason }),
   unblock: () => ({}),
+  unwait: () => ({}),
   claim: (j, op) => ({ attempt: j.attempt + 1, leaseToken: token(op), leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt, debounceKey: null }),
   heartbeat: (_j, op) => (op.kind === "recordStep" ? { steps: op.steps } : { leaseExpiresAt: (op as { leaseExpiresAt: number }).leaseExpiresAt }),
   complete: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
