@@ -27,7 +27,7 @@ import { docketSchedules, Scheduler, type Schedules } from "./schedules.ts";
 import { readStats, type DocketStats, type StatsOptions } from "./stats.ts";
 import { maintain, purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
 import { TaskRegistry, type EnqueueItem, type EnqueueOptions, type TaskOptions } from "./tasks.ts";
-import { getByIdempotencyKey, getJob, listJobs, validateId, waitFor, type ListOptions, type WaitOptions } from "./reads.ts";
+import { dependenciesOf, getByIdempotencyKey, getJob, listJobs, validateId, waitFor, type ListOptions, type WaitOptions } from "./reads.ts";
 
 export type { TaskMap } from "../core/job.ts";
 export type { BackoffOptions, EnqueueItem, EnqueueOptions, TaskConcurrency, TaskOptions } from "./tasks.ts";
@@ -168,6 +168,11 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   get(id: number): Promise<Job | null> {
     return getJob(this.adapter, id);
+  }
+
+  /** Job `id`'s parents and children (see EnqueueOptions.after), in id order; empty for a job without dependencies. */
+  dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }> {
+    return dependenciesOf(this.adapter, id);
   }
 
   list(options: ListOptions = {}): Promise<Job[]> {

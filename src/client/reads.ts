@@ -28,6 +28,16 @@ export async function getJob(adapter: DocketAdapter, id: number): Promise<Job | 
   return record ? toJob(record) : null;
 }
 
+/**
+ * Job `id`'s parents and children (EnqueueOptions.after), each in id order;
+ * a purged one is left out. Both empty for a job without dependencies.
+ */
+export async function dependenciesOf(adapter: DocketAdapter, id: number): Promise<{ parents: Job[]; children: Job[] }> {
+  const ids = await adapter.dependencies({ id: validateId(id) });
+  const read = async (list: number[]) => (await Promise.all(list.map((i) => adapter.get({ id: i })))).filter((r) => r !== null).map((r) => toJob(r!));
+  return { parents: await read(ids.parents), children: await read(ids.children) };
+}
+
 export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): Promise<Job | null> {
   const record = await adapter.getByIdempotencyKey({ key: validateName(key, "idempotencyKey") });
   return record ? toJob(record) : null;

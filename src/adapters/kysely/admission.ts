@@ -5,6 +5,7 @@ import { admit, discardReason, freeSlots } from "../../core/concurrency.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { applyTransition, guard } from "./guard.ts";
+import { settleChildren } from "./dependencies.ts";
 import { inClaimOrder } from "./row.ts";
 import { upsert } from "./controls.ts";
 import { labelled } from "./labels.ts";
@@ -88,7 +89,8 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
     } else if (decision === "blocked") {
       await applyTransition(ctx, db, "stageBlocked", { id, now }, {});
     } else {
-      await applyTransition(ctx, db, "stageDiscard", { id, now }, { finished_at: now, last_error: discardReason(name, limit) });
+      const discarded = await applyTransition(ctx, db, "stageDiscard", { id, now }, { finished_at: now, last_error: discardReason(name, limit) });
+      if (discarded) await settleChildren(ctx, db, [discarded], now);
     }
   }
   await ctx.engine.announceReady(db, [...admitted].map((queue) => ({ queue, due: false })));

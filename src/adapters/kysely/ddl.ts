@@ -12,6 +12,18 @@ export function stateCheck(column = "state"): string {
   return stateIn(SCHEMA_V1_STATES, column);
 }
 
+/**
+ * The job states since dependencies (the migration that added `waiting`:
+ * PostgreSQL and MariaDB 19, SQLite 20). Frozen like SCHEMA_V1_STATES: a
+ * later state needs a list of its own and a migration.
+ */
+export const SCHEMA_WAITING_STATES = ["waiting", ...SCHEMA_V1_STATES] as const;
+
+/** `state IN (...)` for the CHECK constraint since dependencies (see SCHEMA_WAITING_STATES). */
+export function waitingStateCheck(column = "state"): string {
+  return stateIn(SCHEMA_WAITING_STATES, column);
+}
+
 /** `state IN (...)` for a subset of states, for partial indexes. */
 export function stateIn(states: readonly string[], column = "state"): string {
   return `${column} IN (${states.map((s) => `'${s}'`).join(", ")})`;

@@ -16,6 +16,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
+import { lockParents, waitingJobs, wireBatch } from "./dependencies.ts";
 import { fairBatchInOneStatement, fairInOneStatement, insertManyFair, insertOneFair } from "./fair-enqueue.ts";
 
 /**
@@ -31,6 +32,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
   if (given.jobs.length === 0) return [];
   const { db, engine } = ctx;
   const params = await withImplicitKeys(ctx, given);
+  if (params.jobs.some((j) => j.after)) return enqueueWithParents(ctx, params);
   const oneByOne = params.jobs.some((j) => j.concurrency || j.idempotencyKey || j.rateLimit || j.debounce || j.fairness);
   if (!oneByOne && engine.capabilities.arrays && (params.jobs.length > 1 || params.transaction !== undefined)) {
     // Unkeyed jobs, with arrays: one statement per batch, whatever its size (several only past a size in bytes).
@@ -95,6 +97,25 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
 }
 
 const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
+
+/**
+ * A batch in which some job has parents, in one transaction: the stored
+ * parents are locked and checked first (`lockParents`: nothing is written
+ * when one is missing or ended dead or cancelled), the jobs are inserted as
+ * `insertAdmitted` inserts them (a job with a parent to wait for is stored
+ * waiting, unadmitted), then their edges and counts (`wireBatch`).
+ */
+async function enqueueWithParents(ctx: StoreContext, params: EnqueueParams): Promise<EnqueuedRecord[]> {
+  const ids = [...new Set(params.jobs.flatMap((j) => j.after?.ids ?? []))];
+  return ctx.engine.writeTransaction(ctx.db, async (trx) => {
+    const states = await lockParents(ctx, trx, ids);
+    const waiting = { ...params, jobs: waitingJobs(params.jobs, states) };
+    const records = await insertAdmitted(ctx, trx, waiting, rowsOf(waiting));
+    await wireBatch(ctx, trx, waiting, states, records);
+    await ctx.engine.announceReady(trx, readyQueues(records.filter((r) => r.created)));
+    return records;
+  });
+}
 
 /** `params` with the implicit key's fairness on each job without a fairness key of a queue the store knows fair (see FairQueues). */
 async function withImplicitKeys(ctx: StoreContext, params: EnqueueParams): Promise<EnqueueParams> {

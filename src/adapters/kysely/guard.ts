@@ -124,7 +124,8 @@ function leaseRule(event: TransitionEvent) {
  * AND state IN (rule.from) AND <fence>`, inside the caller's transaction.
  * Returns the updated record, or null when no row matched (the caller lost
  * a race or the move is illegal). With `unkeyedOnly`, a job that has a
- * concurrency key matches nothing either.
+ * concurrency key matches nothing either; with `childlessOnly`, a job
+ * marked as having children (see dependencies.ts `childless`).
  */
 export async function applyTransition(
   ctx: StoreContext,
@@ -132,11 +133,12 @@ export async function applyTransition(
   event: TransitionEvent,
   key: GuardKey & { id: number },
   set: Record<string, unknown>,
-  options: { unkeyedOnly?: boolean } = {},
+  options: { unkeyedOnly?: boolean; childlessOnly?: boolean } = {},
 ): Promise<JobRecord | null> {
   const values = { ...set, state: TRANSITIONS[event].to, updated_at: key.now };
   let update = labelled(guard(db.updateTable(ctx.tables.jobs).set(values), event, key), event);
   if (options.unkeyedOnly) update = update.where("concurrency_key", "is", null);
+  if (options.childlessOnly) update = update.where("has_children", "=", sql.lit(0));
   if (ctx.engine.capabilities.returning) {
     const row = (await update.returningAll().executeTakeFirst()) as JobRow | undefined;
     return row ? rowToRecord(row) : null;

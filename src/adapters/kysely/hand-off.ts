@@ -52,6 +52,9 @@ export async function settleAndHandOff(
     else settled.set(Number(row.id), rowToSettled(row as JobRow));
   }
   if (claimed.length > 0) memory.capsSeenAt = handOff.now;
+  // A completion the statement missed (a lost lease, or a job with children to settle) is written as `settle` writes it.
+  const missed = items.filter((i) => !settled.has(i.id));
+  if (missed.length > 0) (await settle(ctx, { items: missed })).forEach((s, k) => s && settled.set(missed[k]!.id, s));
   return { settled: items.map((i) => settled.get(i.id) ?? null), claimed: claimed.sort(byClaimOrder) };
 }
 

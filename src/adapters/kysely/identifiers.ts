@@ -33,6 +33,8 @@ export interface TableNames {
   schedules: string;
   /** Fairness keys of fair queues, with their weights and turn states. */
   fairKeys: string;
+  /** Dependencies: one row per (child, parent) edge. */
+  deps: string;
 }
 
 /** Table names for a prefix (the empty prefix is allowed). */
@@ -47,5 +49,6 @@ export function tableNames(prefix: string): TableNames {
     tasks: `${prefix}tasks`,
     schedules: `${prefix}schedules`,
     fairKeys: `${prefix}fair_keys`,
+    deps: `${prefix}job_deps`,
   };
 }

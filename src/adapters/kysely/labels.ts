@@ -12,6 +12,14 @@ export type StatementLabel =
   | TransitionEvent
   /** An INSERT of jobs (every enqueue path). */
   | "enqueue"
+  /** An enqueue's locking read of the stored parents its jobs name (EnqueueOptions.after). */
+  | "lock-parents"
+  /** An enqueue's writes of its dependency edges, its children's counts and its parents' mark. */
+  | "enqueue-deps"
+  /** The read of the edges of jobs a write just ended, before their children are settled. */
+  | "settle-children"
+  /** The cancel of the waiting descendants of a job that ended dead or cancelled. */
+  | "cancel-children"
   /** The read of a concurrency key's limit that starts its rebalance. */
   | "rebalance"
   /** The lock (or upsert) of several concurrency keys' rows, in name order, by a bulk admission or outcome batch. */

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { FailParams, SettleItem, SettleParams, SettledJob } from "../../core/adapter.ts";
-import { TRANSITIONS, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
+import { TRANSITIONS, endsJob, freesSlot, type TransitionEvent } from "../../core/transitions.ts";
 import { ERROR_HISTORY } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -10,6 +10,7 @@ import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { lockKeys, promote } from "./promotion.ts";
+import { childless } from "./dependencies.ts";
 
 export const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
 
@@ -45,8 +46,8 @@ export function failureWrite(engine: Engine, params: FailParams, retry: Transiti
  * whose slots freed (see `promote`): a bounded number of statements however
  * many jobs and keys. Jobs named twice (a stale attempt beside a fresh one:
  * results are matched by id), jobs of unknown key, and misses (a lost race,
- * or a key other than the caller said): one transition each, with the
- * key's promotion.
+ * a key other than the caller said, or a job with children to settle): one
+ * transition each, with the key's promotion and the children's settling.
  */
 export async function settle(ctx: StoreContext, params: SettleParams): Promise<(SettledJob | null)[]> {
   const { items } = params;
@@ -147,7 +148,10 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys:
       rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, ctx.engine.prepare))).rows as SettledRow[];
     } else {
       // deno-lint-ignore no-explicit-any
-      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => keys === null ? guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null) : guardMany(q, event, items, engine.capabilities).where("concurrency_key", "in", keys);
+      const keyed = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => keys === null ? guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null) : guardMany(q, event, items, engine.capabilities).where("concurrency_key", "in", keys);
+      // A job with children to settle is left to `transition` (a miss here), which settles them.
+      // deno-lint-ignore no-explicit-any
+      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => (endsJob(event) ? childless(keyed(q)) : keyed(q));
       const update = labelled(fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now })), event);
       if (engine.capabilities.returning) {
         rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
@@ -180,7 +184,7 @@ export function slottedCompletionUpdate(ctx: StoreContext) {
   const complete = { kind: "complete", now, result: new Slot("result") } as unknown as SettleItem;
   const { set } = outcomeWrite(ctx.engine, complete);
   const update = ctx.db.updateTable(ctx.tables.jobs).set({ ...set, state: TRANSITIONS.complete.to, updated_at: now });
-  return guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null);
+  return childless(guardOneToken(update, "complete", new Slot("ids"), new Slot("token"), ctx.engine.capabilities).where("concurrency_key", "is", null));
 }
 
 /** `slottedCompletionUpdate` returning the settled columns. */

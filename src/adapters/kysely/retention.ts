@@ -2,11 +2,13 @@ import type { PurgeParams } from "../../core/adapter.ts";
 import { AdapterError } from "../../core/errors.ts";
 import { TERMINAL_STATES } from "../../core/states.ts";
 import type { StoreContext } from "./context.ts";
+import { deleteEdges } from "./dependencies.ts";
 
 /**
  * See DocketAdapter.purge: deletes at most `limit` finished jobs of the
  * given states finished before the cutoff, oldest first, in one
- * transaction; rows another purger holds are skipped where the engine can.
+ * transaction, with their dependency edges; rows another purger holds are
+ * skipped where the engine can.
  */
 export async function purge(ctx: StoreContext, params: PurgeParams): Promise<number> {
   if (params.limit <= 0 || params.states.length === 0) return 0;
@@ -24,6 +26,7 @@ export async function purge(ctx: StoreContext, params: PurgeParams): Promise<num
     const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
     if (ids.length === 0) return 0;
     const result = await finished(db.deleteFrom(ctx.tables.jobs).where("id", "in", ids)).executeTakeFirst();
+    await deleteEdges(ctx, db, ids);
     return Number(result.numDeletedRows);
   });
 }

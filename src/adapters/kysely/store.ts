@@ -1,6 +1,7 @@
 import type {
   CancelParams,
   ClaimParams,
+  Dependencies,
   DeleteScheduleParams,
   DocketAdapter,
   EnqueueParams,
@@ -47,6 +48,7 @@ import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
+import { dependenciesOf } from "./dependencies.ts";
 import { handsOffInOneStatement, settleAndHandOff } from "./hand-off.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
@@ -184,6 +186,10 @@ export class KyselyStore implements DocketAdapter {
     } catch (error) {
       throw error instanceof AdapterError && error.cause instanceof WorkFailed ? error.cause.error : error;
     }
+  }
+
+  dependencies(params: { id: number }): Promise<Dependencies> {
+    return this.#run(() => dependenciesOf(this.#ctx, params.id));
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {

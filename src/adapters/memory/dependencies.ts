@@ -16,45 +16,48 @@ import { announce, type MemoryState } from "./state.ts";
 type Apply = (state: MemoryState, event: TransitionEvent, key: { id: number; now: number }, set: Partial<JobRecord>) => JobRecord | null;
 
 /**
- * How many parents each job of the batch waits for (0: none, or all
- * succeeded), checked before anything is stored: a stored parent that does
- * not exist is NotFoundError, one (or an idempotent holder a ref stands
- * for) that is dead or cancelled InvalidArgumentError.
+ * How many parents each job of the batch waits for (0: none, or all stored
+ * ones succeeded; a batch parent counts until `wire` finds it ended),
+ * checked before anything is stored: a stored parent that does not exist is
+ * NotFoundError, one dead or cancelled InvalidArgumentError.
  */
-export function waitCounts(state: MemoryState, jobs: readonly NewJob[], holderOf: (state: MemoryState, key: string) => JobRecord | null): number[] {
+export function waitCounts(state: MemoryState, jobs: readonly NewJob[]): number[] {
   return jobs.map((job) => {
     if (!job.after) return 0;
-    let count = 0;
+    let count = job.after.refs.length;
     for (const id of job.after.ids) {
       const parent = state.jobs.get(id);
       if (!parent) throw new NotFoundError(id, `after: parent job ${id} not found`);
-      count += liveParent(parent.id, parent.state);
-    }
-    for (const ref of job.after.refs) {
-      const key = jobs[ref]!.idempotencyKey;
-      const holder = key ? holderOf(state, key) : null;
-      count += holder ? liveParent(holder.id, holder.state) : 1;
+      if (parent.state === "dead" || parent.state === "cancelled") throw new InvalidArgumentError(endedParentMessage(id, parent.state));
+      if (parent.state !== "succeeded") count++;
     }
     return count;
   });
 }
 
-/** 1 for a parent still to succeed, 0 for a succeeded one; a dead or cancelled one is InvalidArgumentError. */
-function liveParent(id: number, state: string): number {
-  if (state === "dead" || state === "cancelled") throw new InvalidArgumentError(endedParentMessage(id, state));
-  return state === "succeeded" ? 0 : 1;
-}
-
-/** Wires each created job of the batch to its parents (refs read as the ids their items got) and records its wait count. */
-export function wire(state: MemoryState, jobs: readonly NewJob[], records: readonly (JobRecord & { created: boolean })[], counts: readonly number[]): void {
+/**
+ * Wires each created job of the batch to its parents (refs read as the ids
+ * their items got) and records its wait count; then settles the new
+ * children of batch parents that turned out ended (a discarded keyed job,
+ * or a finished job an idempotency key stood for) as their end demands.
+ */
+export function wire(state: MemoryState, jobs: readonly NewJob[], records: readonly (JobRecord & { created: boolean })[], counts: readonly number[], now: number, applyTransition: Apply): void {
+  const fresh = new Set<number>();
+  const refParents = new Set<number>();
   jobs.forEach((job, i) => {
     const record = records[i]!;
     if (!job.after || !record.created) return;
+    for (const r of job.after.refs) refParents.add(records[r]!.id);
     const parents = [...job.after.ids, ...job.after.refs.map((r) => records[r]!.id)].sort((a, b) => a - b);
     state.parents.set(record.id, parents);
     for (const p of parents) state.children.set(p, [...(state.children.get(p) ?? []), record.id]);
     if (counts[i]! > 0) state.waitingOn.set(record.id, counts[i]!);
+    fresh.add(record.id);
   });
+  for (const id of refParents) {
+    const parent = state.jobs.get(id);
+    if (parent && ["succeeded", "dead", "cancelled"].includes(parent.state)) settleChildren(state, parent, now, applyTransition, fresh);
+  }
 }
 
 /**
@@ -63,11 +66,12 @@ export function wire(state: MemoryState, jobs: readonly NewJob[], records: reado
  * due); on dead or cancelled every waiting descendant is cancelled, the
  * reason naming `job`. Nothing for other states.
  */
-export function settleChildren(state: MemoryState, job: JobRecord, now: number, applyTransition: Apply): void {
+export function settleChildren(state: MemoryState, job: JobRecord, now: number, applyTransition: Apply, only?: ReadonlySet<number>): void {
   if (!state.children.has(job.id)) return;
   if (job.state === "succeeded") {
     const due: ReadyNotice[] = [];
     for (const c of state.children.get(job.id)!) {
+      if (only && !only.has(c)) continue;
       const left = state.waitingOn.get(c);
       if (left === undefined) continue;
       if (left > 1) {
@@ -88,6 +92,7 @@ export function settleChildren(state: MemoryState, job: JobRecord, now: number, 
     const next: number[] = [];
     for (const p of front) {
       for (const c of state.children.get(p) ?? []) {
+        if (only && p === job.id && !only.has(c)) continue;
         if (state.jobs.get(c)?.state !== "waiting") continue;
         if (applyTransition(state, "cancel", { id: c, now }, { finishedAt: now, lastError: reason })) {
           state.waitingOn.delete(c);

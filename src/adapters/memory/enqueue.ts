@@ -46,7 +46,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
   }
-  const waits = waitCounts(state, params.jobs, holderOf);
+  const waits = waitCounts(state, params.jobs);
   const tags = fairTagsOf(state, params.jobs);
   const records = params.jobs.map((job, i): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
@@ -70,7 +70,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     if (tags.has(job)) state.fairTags.set(record.id, tags.get(job)!);
     return { ...record, created: true };
   });
-  wire(state, params.jobs, records, waits);
+  wire(state, params.jobs, records, waits, now, applyTransition);
   announce(
     state,
     records.filter((r) => r.created && r.state === "ready").map((r) => ({ queue: r.queue, due: false })),

@@ -1,5 +1,5 @@
 import type { Migration } from "../kysely/engine.ts";
-import { stateCheck } from "../kysely/ddl.ts";
+import { stateCheck, waitingStateCheck } from "../kysely/ddl.ts";
 
 /**
  * MySQL/MariaDB schema. MySQL has neither partial indexes nor transactional
@@ -234,6 +234,16 @@ export function migrations(prefix: string): readonly Migration[] {
       // Durable steps (ctx.step): a job's recorded steps as one JSON text, written whole by its lease holder.
       version: 18,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN steps LONGTEXT NULL`],
+    },
+    {
+      // Dependencies (EnqueueOptions.after): the waiting state; waiting_on, a waiting job's count of parents not yet
+      // succeeded; has_children, set on a parent under its row lock when a child names it (so a write that ends it
+      // without settling children misses it); one row per edge, read by parent when a parent ends.
+      version: 19,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN waiting_on INT NOT NULL DEFAULT 0, ADD COLUMN has_children TINYINT NOT NULL DEFAULT 0, DROP CONSTRAINT ${jobs}_state_valid, ADD CONSTRAINT ${jobs}_state_valid CHECK (${waitingStateCheck()})`,
+        `CREATE TABLE ${prefix}job_deps (child_id BIGINT NOT NULL, parent_id BIGINT NOT NULL, PRIMARY KEY (child_id, parent_id), INDEX ${prefix}job_deps_parent (parent_id, child_id)) ENGINE=InnoDB`,
+      ],
     },
   ];
 }

@@ -1,5 +1,5 @@
 import type { Migration } from "../kysely/engine.ts";
-import { stateCheck, stateIn } from "../kysely/ddl.ts";
+import { stateCheck, stateIn, waitingStateCheck } from "../kysely/ddl.ts";
 
 /** PostgreSQL schema. Times are bigint epoch ms, the same values as every dialect. */
 export function migrations(prefix: string): readonly Migration[] {
@@ -200,6 +200,18 @@ export function migrations(prefix: string): readonly Migration[] {
       // Durable steps (ctx.step): a job's recorded steps as one JSON text, written whole by its lease holder.
       version: 18,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN steps text`],
+    },
+    {
+      // Dependencies (EnqueueOptions.after): the waiting state; waiting_on, a waiting job's count of parents not yet
+      // succeeded; has_children, set on a parent under its row lock when a child names it (so a write that ends it
+      // without settling children misses it); one row per edge, read by parent when a parent ends.
+      version: 19,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN waiting_on integer NOT NULL DEFAULT 0 CHECK (waiting_on >= 0), ADD COLUMN has_children smallint NOT NULL DEFAULT 0 CHECK (has_children IN (0, 1))`,
+        `ALTER TABLE ${jobs} DROP CONSTRAINT ${jobs}_state_valid, ADD CONSTRAINT ${jobs}_state_valid CHECK (${waitingStateCheck()})`,
+        `CREATE TABLE ${prefix}job_deps (child_id bigint NOT NULL, parent_id bigint NOT NULL, PRIMARY KEY (child_id, parent_id))`,
+        `CREATE INDEX ${prefix}job_deps_parent ON ${prefix}job_deps (parent_id, child_id)`,
+      ],
     },
   ];
 }

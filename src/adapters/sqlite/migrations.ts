@@ -1,5 +1,5 @@
 import type { Migration } from "../kysely/engine.ts";
-import { stateCheck, stateIn } from "../kysely/ddl.ts";
+import { stateCheck, stateIn, waitingStateCheck } from "../kysely/ddl.ts";
 
 /** SQLite schema. Times are INTEGER epoch ms; SQLite has no date type. */
 export function migrations(prefix: string): readonly Migration[] {
@@ -244,6 +244,67 @@ export function migrations(prefix: string): readonly Migration[] {
       // Durable steps (ctx.step): a job's recorded steps as one JSON text, written whole by its lease holder.
       version: 19,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN steps TEXT`],
+    },
+    {
+      // Dependencies (EnqueueOptions.after): the waiting state; waiting_on, a waiting job's count of parents not yet
+      // succeeded; has_children, set on a parent when a child names it (so a write that ends it without settling
+      // children misses it); one row per edge, read by parent when a parent ends. SQLite cannot alter a CHECK: the
+      // jobs table is rebuilt (its definition as versions 1-19 left it, the state check widened), its rows copied,
+      // its id sequence carried over (AUTOINCREMENT: ids of purged jobs are never reused), its indexes re-created.
+      version: 20,
+      statements: [
+        `CREATE TABLE ${jobs}_v20 (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          task TEXT NOT NULL CHECK (length(task) > 0),
+          queue TEXT NOT NULL CHECK (length(queue) > 0),
+          payload TEXT NOT NULL CHECK (json_valid(payload)),
+          state TEXT NOT NULL CHECK (${waitingStateCheck()}),
+          priority INTEGER NOT NULL,
+          run_at INTEGER NOT NULL,
+          attempt INTEGER NOT NULL CHECK (attempt >= 0),
+          max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+          backoff TEXT CHECK (backoff IS NULL OR json_valid(backoff)),
+          lease_token TEXT,
+          lease_expires_at INTEGER,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          finished_at INTEGER,
+          last_error TEXT,
+          concurrency_key TEXT CHECK (concurrency_key IS NULL OR length(concurrency_key) > 0),
+          on_conflict TEXT CHECK (on_conflict IS NULL OR on_conflict IN ('block', 'discard')),
+          timeout_ms INTEGER CHECK (timeout_ms IS NULL OR timeout_ms >= 1),
+          idempotency_key TEXT CHECK (length(idempotency_key) > 0),
+          result TEXT,
+          progress TEXT,
+          trace_context TEXT,
+          worker TEXT,
+          errors TEXT,
+          rate_key TEXT CHECK (rate_key IS NULL OR length(rate_key) > 0),
+          debounce_key TEXT CHECK (debounce_key IS NULL OR length(debounce_key) > 0),
+          fair_key TEXT CHECK (fair_key IS NULL OR length(fair_key) > 0),
+          fair_tag INTEGER,
+          steps TEXT,
+          waiting_on INTEGER NOT NULL DEFAULT 0 CHECK (waiting_on >= 0),
+          has_children INTEGER NOT NULL DEFAULT 0 CHECK (has_children IN (0, 1)),
+          CHECK ((state = 'running') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL))
+        )`,
+        `INSERT INTO ${jobs}_v20 (id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps) SELECT id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps FROM ${jobs}`,
+        `INSERT OR REPLACE INTO sqlite_sequence (name, seq) SELECT '${jobs}_v20', max(seq) FROM sqlite_sequence WHERE name IN ('${jobs}', '${jobs}_v20') HAVING max(seq) IS NOT NULL`,
+        `DROP TABLE ${jobs}`,
+        `ALTER TABLE ${jobs}_v20 RENAME TO ${jobs}`,
+        `CREATE INDEX ${jobs}_key ON ${jobs} (concurrency_key, state, priority, run_at, id) WHERE concurrency_key IS NOT NULL`,
+        `CREATE INDEX ${jobs}_running ON ${jobs} (queue, task) WHERE state = 'running'`,
+        `CREATE INDEX ${jobs}_claim_by_state ON ${jobs} (state, queue, priority, run_at, id)`,
+        `CREATE UNIQUE INDEX ${jobs}_idempotency ON ${jobs} (idempotency_key) WHERE idempotency_key IS NOT NULL`,
+        `CREATE INDEX ${jobs}_due_scheduled ON ${jobs} (concurrency_key, run_at, id) WHERE state = 'scheduled'`,
+        `CREATE INDEX ${jobs}_lease_held ON ${jobs} (state, lease_expires_at, id) WHERE lease_expires_at IS NOT NULL`,
+        `CREATE INDEX ${jobs}_finished_at ON ${jobs} (state, finished_at, id) WHERE finished_at IS NOT NULL`,
+        `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
+        `CREATE INDEX ${jobs}_fair ON ${jobs} (queue, fair_key, priority, run_at, id) WHERE state = 'ready' AND fair_key IS NOT NULL`,
+        `CREATE INDEX ${jobs}_fair_tag ON ${jobs} (queue, fair_tag, id) WHERE state = 'ready' AND fair_tag IS NOT NULL`,
+        `CREATE TABLE ${prefix}job_deps (child_id INTEGER NOT NULL, parent_id INTEGER NOT NULL, PRIMARY KEY (child_id, parent_id)) WITHOUT ROWID`,
+        `CREATE INDEX ${prefix}job_deps_parent ON ${prefix}job_deps (parent_id, child_id)`,
+      ],
     },
   ];
 }

@@ -20,6 +20,7 @@ import { debounceCases } from "./debounce.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { stepCases } from "./steps.ts";
+import { dependencyCases } from "./dependencies.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
@@ -56,6 +57,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...maintenanceCases,
     ...resultCases,
     ...stepCases,
+    ...dependencyCases,
     ...statsCases,
     ...eventCases,
     ...historyCases,

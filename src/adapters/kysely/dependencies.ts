@@ -1,0 +1,237 @@
+/**
+ * Dependencies on SQL (EnqueueOptions.after, I15): storing a batch's edges
+ * under its stored parents' row locks, and settling a parent's children in
+ * the transaction of the write that ends it.
+ *
+ * The guard of R23 (two parents end at once, each must count): a parent's
+ * success decrements each child's `waiting_on` in one UPDATE, under the
+ * child's row lock, from the value the row holds when the lock is granted
+ * (never from a count read earlier). The child that reaches 0 moves to
+ * scheduled in that same UPDATE.
+ *
+ * Why the edges a parent's settle reads are complete: an enqueue that names
+ * a stored parent locks its row first and marks it `has_children`; a write
+ * that ends a job without settling children requires `has_children = 0`
+ * (`childless`), so it misses a parent marked before its row lock was
+ * granted and the caller takes the path that settles (`transition`), whose
+ * later statements see the enqueue's edges.
+ */
+import { sql } from "kysely";
+import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.ts";
+import { cascadeReason, endedParentMessage } from "../../core/dependencies.ts";
+import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
+import type { JobState } from "../../core/states.ts";
+import { TRANSITIONS } from "../../core/transitions.ts";
+import type { AnyDb } from "./engine.ts";
+import { BATCH_ROWS, type StoreContext } from "./context.ts";
+import { labelled } from "./labels.ts";
+
+/** A job a write just ended (or found ended), as `settleChildren` needs it. */
+export interface Ended {
+  id: number;
+  state: JobState;
+}
+
+/** Adds `has_children = 0`: the write matches no job whose children it would have to settle. */
+// deno-lint-ignore no-explicit-any
+export function childless<Q extends { where: (...args: any[]) => any }>(query: Q): Q {
+  return query.where("has_children", "=", sql.lit(0));
+}
+
+/**
+ * Locks the stored parents `ids` (FOR UPDATE where the engine has row
+ * locks) and returns each one's state. A parent that does not exist is
+ * NotFoundError; one dead or cancelled InvalidArgumentError.
+ */
+export async function lockParents(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
+  const states = new Map<number, JobState>();
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    let q = db.selectFrom(ctx.tables.jobs).select(["id", "state"]).where("id", "in", ids.slice(i, i + BATCH_ROWS)).orderBy("id");
+    if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
+    for (const r of (await labelled(q, "lock-parents").execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
+  }
+  for (const id of ids) {
+    const state = states.get(id);
+    if (state === undefined) throw new NotFoundError(id, `after: parent job ${id} not found`);
+    if (state === "dead" || state === "cancelled") throw new InvalidArgumentError(endedParentMessage(id, state));
+  }
+  return states;
+}
+
+/**
+ * The jobs of `params` as they are stored when they have parents: waiting
+ * when any stored parent (`states`) has not succeeded or any batch parent
+ * is named (a batch parent is new, or a job an idempotency or debounce key
+ * stands for, which `wireBatch` settles afterwards).
+ */
+export function waitingJobs(jobs: readonly NewJob[], states: ReadonlyMap<number, JobState>): NewJob[] {
+  return jobs.map((job) => (waitCount(job, states) > 0 ? ({ ...job, state: "waiting" } as unknown as NewJob) : job));
+}
+
+function waitCount(job: NewJob, states: ReadonlyMap<number, JobState>): number {
+  if (!job.after) return 0;
+  return job.after.ids.filter((id) => states.get(id) !== "succeeded").length + job.after.refs.length;
+}
+
+/**
+ * After the batch's rows are inserted (`records`, in input order): stores
+ * each created child's edges and its count of parents not yet succeeded,
+ * marks every live parent `has_children`, then settles the children of
+ * batch parents that turned out already ended (a discarded keyed job, or a
+ * finished job an idempotency key stood for) as their end demands.
+ */
+export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueueParams, states: ReadonlyMap<number, JobState>, records: readonly EnqueuedRecord[]): Promise<void> {
+  const { tables } = ctx;
+  const edges: { child_id: number; parent_id: number }[] = [];
+  const counts = new Map<number, number>();
+  const refParents = new Set<number>();
+  params.jobs.forEach((job, i) => {
+    const child = records[i]!;
+    if (!job.after || !child.created) return;
+    for (const id of job.after.ids) edges.push({ child_id: child.id, parent_id: id });
+    for (const r of job.after.refs) {
+      edges.push({ child_id: child.id, parent_id: records[r]!.id });
+      refParents.add(records[r]!.id);
+    }
+    const n = waitCount(job, states);
+    if (n > 0) counts.set(child.id, n);
+  });
+  for (let i = 0; i < edges.length; i += BATCH_ROWS) {
+    await labelled(db.insertInto(tables.deps).values(edges.slice(i, i + BATCH_ROWS)), "enqueue-deps").execute();
+  }
+  await setCounts(ctx, db, counts);
+  const live = [...new Set([...[...states].filter(([, s]) => s !== "succeeded").map(([id]) => id), ...refParents])];
+  for (let i = 0; i < live.length; i += BATCH_ROWS) {
+    await labelled(db.updateTable(tables.jobs).set({ has_children: 1 }).where("id", "in", live.slice(i, i + BATCH_ROWS)), "enqueue-deps").execute();
+  }
+  // Batch parents that are not new: lock them, and settle their new children if they already ended.
+  const reused = records.filter((r) => !r.created && refParents.has(r.id)).map((r) => r.id);
+  if (reused.length === 0) {
+    const ended = records.filter((r) => r.created && refParents.has(r.id) && isEnded(r.state));
+    if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, new Set(counts.keys()));
+    return;
+  }
+  const found = await lockParentsLoose(ctx, db, [...refParents]);
+  const ended = [...found].filter(([, s]) => isEnded(s)).map(([id, state]) => ({ id, state }));
+  if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, new Set(counts.keys()));
+}
+
+function isEnded(state: JobState): boolean {
+  return state === "succeeded" || state === "dead" || state === "cancelled";
+}
+
+/** The states of jobs `ids`, locked where the engine has row locks; missing ones are left out. */
+async function lockParentsLoose(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
+  const states = new Map<number, JobState>();
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    let q = db.selectFrom(ctx.tables.jobs).select(["id", "state"]).where("id", "in", ids.slice(i, i + BATCH_ROWS)).orderBy("id");
+    if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
+    for (const r of (await q.execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
+  }
+  return states;
+}
+
+/** Sets `waiting_on` of each job in `counts`: one UPDATE per BATCH_ROWS jobs (a CASE on the id). */
+async function setCounts(ctx: StoreContext, db: AnyDb, counts: ReadonlyMap<number, number>): Promise<void> {
+  const entries = [...counts];
+  for (let i = 0; i < entries.length; i += BATCH_ROWS) {
+    const chunk = entries.slice(i, i + BATCH_ROWS);
+    const byId = sql<number>`case ${sql.ref("id")} ${sql.join(chunk.map(([id, n]) => sql`when ${sql.lit(id)} then ${sql.lit(n)}`), sql` `)} end`;
+    await labelled(db.updateTable(ctx.tables.jobs).set({ waiting_on: byId }).where("id", "in", chunk.map(([id]) => id)), "enqueue-deps").execute();
+  }
+}
+
+/**
+ * Settles the children of jobs a write just ended, in the caller's
+ * transaction (`only`: just these children). Children of a succeeded job:
+ * each waiting child's `waiting_on` drops by the number of its parents among
+ * them, and a child at 0 moves to scheduled (TRANSITIONS.unwait), announced
+ * as due: one UPDATE per distinct drop (one, unless a child has several
+ * parents in the batch). Children of a dead or cancelled job: every waiting
+ * descendant is cancelled, the reason naming the job, a generation per
+ * statement pair.
+ */
+export async function settleChildren(ctx: StoreContext, db: AnyDb, ended: readonly Ended[], now: number, only?: ReadonlySet<number>): Promise<void> {
+  const succeeded = ended.filter((e) => e.state === "succeeded").map((e) => e.id);
+  if (succeeded.length > 0) await release(ctx, db, succeeded, now, only);
+  for (const e of ended) if (e.state === "dead" || e.state === "cancelled") await cascade(ctx, db, e, now, only);
+}
+
+/** The children of `parents` (only those in `only`, when given): one row per edge. */
+async function edgesOf(ctx: StoreContext, db: AnyDb, parents: readonly number[], only?: ReadonlySet<number>): Promise<{ child: number; parent: number }[]> {
+  const edges: { child: number; parent: number }[] = [];
+  for (let i = 0; i < parents.length; i += BATCH_ROWS) {
+    const q = db.selectFrom(ctx.tables.deps).select(["child_id", "parent_id"]).where("parent_id", "in", parents.slice(i, i + BATCH_ROWS));
+    for (const r of (await labelled(q, "settle-children").execute()) as { child_id: number | string; parent_id: number | string }[]) {
+      const child = Number(r.child_id);
+      if (!only || only.has(child)) edges.push({ child, parent: Number(r.parent_id) });
+    }
+  }
+  return edges;
+}
+
+async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<void> {
+  const drops = new Map<number, number>();
+  for (const { child } of await edgesOf(ctx, db, parents, only)) drops.set(child, (drops.get(child) ?? 0) + 1);
+  if (drops.size === 0) return;
+  const byDrop = new Map<number, number[]>();
+  for (const [child, k] of drops) byDrop.set(k, [...(byDrop.get(k) ?? []), child]);
+  const queues = new Set<string>();
+  for (const [k, children] of byDrop) {
+    for (let i = 0; i < children.length; i += BATCH_ROWS) {
+      const ids = children.slice(i, i + BATCH_ROWS).sort((a, b) => a - b);
+      // state first: MySQL assigns left to right, so the CASE must read waiting_on before it drops.
+      const update = db
+        .updateTable(ctx.tables.jobs)
+        .set({
+          state: sql`case when ${sql.ref("waiting_on")} <= ${sql.lit(k)} then ${sql.lit(TRANSITIONS.unwait.to)} else ${sql.lit("waiting")} end`,
+          waiting_on: sql`case when ${sql.ref("waiting_on")} <= ${sql.lit(k)} then 0 else ${sql.ref("waiting_on")} - ${sql.lit(k)} end`,
+          updated_at: now,
+        })
+        .where("id", "in", ids)
+        .where("state", "=", sql.lit("waiting"));
+      await labelled(update, "unwait").execute();
+      // The released ones, read in this transaction (they are locked by it): their queues are announced as due.
+      const rows = (await db.selectFrom(ctx.tables.jobs).select("queue").distinct().where("id", "in", ids).where("state", "=", sql.lit(TRANSITIONS.unwait.to)).execute()) as { queue: string }[];
+      for (const r of rows) queues.add(r.queue);
+    }
+  }
+  if (queues.size > 0) await ctx.engine.announceReady(db, [...queues].map((queue) => ({ queue, due: true })));
+}
+
+async function cascade(ctx: StoreContext, db: AnyDb, root: Ended, now: number, only?: ReadonlySet<number>): Promise<void> {
+  let front = [root.id];
+  let first = true;
+  while (front.length > 0) {
+    const children = [...new Set((await edgesOf(ctx, db, front, first ? only : undefined)).map((e) => e.child))].sort((a, b) => a - b);
+    first = false;
+    const next: number[] = [];
+    for (let i = 0; i < children.length; i += BATCH_ROWS) {
+      const ids = children.slice(i, i + BATCH_ROWS);
+      let pick = db.selectFrom(ctx.tables.jobs).select("id").where("id", "in", ids).where("state", "=", sql.lit("waiting"));
+      if (ctx.engine.capabilities.rowLocks) pick = pick.forUpdate();
+      const waiting = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
+      if (waiting.length === 0) continue;
+      const set = { state: TRANSITIONS.cancel.to, finished_at: now, updated_at: now, waiting_on: 0, last_error: cascadeReason(root.id, root.state) };
+      await labelled(db.updateTable(ctx.tables.jobs).set(set).where("id", "in", waiting).where("state", "=", sql.lit("waiting")), "cancel-children").execute();
+      next.push(...waiting);
+    }
+    front = next;
+  }
+}
+
+/** The parents and children of job `id`, by id. */
+export async function dependenciesOf(ctx: StoreContext, id: number): Promise<{ parents: number[]; children: number[] }> {
+  const { db, tables } = ctx;
+  const parents = (await db.selectFrom(tables.deps).select("parent_id").where("child_id", "=", id).orderBy("parent_id").execute()) as { parent_id: number | string }[];
+  const children = (await db.selectFrom(tables.deps).select("child_id").where("parent_id", "=", id).orderBy("child_id").execute()) as { child_id: number | string }[];
+  return { parents: parents.map((r) => Number(r.parent_id)), children: children.map((r) => Number(r.child_id)) };
+}
+
+/** Deletes the edges of purged jobs `ids` (as child or as parent), in the purge's unit of work. */
+export async function deleteEdges(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    const chunk = ids.slice(i, i + BATCH_ROWS);
+    await db.deleteFrom(ctx.tables.deps).where((eb) => eb.or([eb("child_id", "in", chunk), eb("parent_id", "in", chunk)])).execute();
+  }
+}

@@ -1,0 +1,229 @@
+import assert from "node:assert/strict";
+import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
+import type { JobRecord } from "../../core/job.ts";
+import type { CaseContext, ConformanceCase } from "../harness.ts";
+import { claim, insert, stateOf } from "./helpers.ts";
+import { settleOne } from "../lease-writes.ts";
+
+const after = (...ids: number[]) => ({ after: { ids, refs: [] } });
+
+/** Claims `job` from its queue (it must be claimable) and completes it. */
+async function run(t: CaseContext, job: JobRecord, result = "null"): Promise<void> {
+  const [claimed] = (await claim(t, 100, t.adapter, [job.queue])).filter((c) => c.id === job.id);
+  assert.ok(claimed, `job ${job.id} should be claimable`);
+  assert.ok(await settleOne(t.adapter, { kind: "complete", id: job.id, leaseToken: claimed.leaseToken!, now: t.clock.now(), result }));
+}
+
+/** Claims `job` and fails its last attempt: it ends dead. */
+async function bury(t: CaseContext, job: JobRecord): Promise<void> {
+  const [claimed] = (await claim(t, 100, t.adapter, [job.queue])).filter((c) => c.id === job.id);
+  assert.ok(claimed, `job ${job.id} should be claimable`);
+  assert.ok(await settleOne(t.adapter, { kind: "fail", id: job.id, leaseToken: claimed.leaseToken!, now: t.clock.now(), error: "boom", retryAt: null }));
+}
+
+async function count(t: CaseContext): Promise<number> {
+  return (await t.adapter.list({ limit: 10_000 })).length;
+}
+
+/** Dependencies (EnqueueOptions.after, I15): children wait, are released exactly once, and are cancelled with a failed parent. */
+export const dependencyCases: ConformanceCase[] = [
+  {
+    name: "dependencies › a child waits (never claimed) until every parent succeeded, then is scheduled due and claimed; dependencies() lists both sides",
+    async run(t) {
+      const a = await insert(t, { queue: "pa" });
+      const b = await insert(t, { queue: "pb" });
+      const child = await insert(t, after(a.id, b.id));
+      assert.equal(child.state, "waiting");
+      assert.deepEqual(await claim(t, 10), [], "a waiting job is not claimed");
+      assert.deepEqual(await t.adapter.dependencies({ id: child.id }), { parents: [a.id, b.id], children: [] });
+      assert.deepEqual(await t.adapter.dependencies({ id: a.id }), { parents: [], children: [child.id] });
+      await run(t, a);
+      assert.equal(await stateOf(t, child.id), "waiting", "one parent of two succeeded: still waiting");
+      assert.deepEqual(await claim(t, 10), []);
+      await run(t, b);
+      assert.equal(await stateOf(t, child.id), "scheduled", "released when the last parent succeeded");
+      const [claimed] = await claim(t, 10);
+      assert.equal(claimed?.id, child.id);
+    },
+  },
+  {
+    name: "dependencies › two parents completed in one settle batch release their child once",
+    async run(t) {
+      const a = await insert(t, { queue: "p" });
+      const b = await insert(t, { queue: "p" });
+      const child = await insert(t, after(a.id, b.id));
+      const claimed = await claim(t, 10, t.adapter, ["p"]);
+      assert.equal(claimed.length, 2);
+      const now = t.clock.now();
+      const settled = await t.adapter.settle({ items: claimed.map((c) => ({ kind: "complete" as const, id: c.id, leaseToken: c.leaseToken!, now, concurrencyKey: null })) });
+      assert.ok(settled.every((s) => s?.state === "succeeded"));
+      assert.equal(await stateOf(t, child.id), "scheduled");
+      assert.equal((await claim(t, 10)).length, 1);
+    },
+  },
+  {
+    name: "dependencies › a parent that already succeeded counts as done: the child is stored as without parents",
+    async run(t) {
+      const a = await insert(t, { queue: "p" });
+      await run(t, a);
+      const child = await insert(t, after(a.id));
+      assert.equal(child.state, "ready");
+      const delayed = await insert(t, { ...after(a.id), state: "scheduled", runAt: t.clock.now() + 60_000 });
+      assert.equal(delayed.state, "scheduled");
+    },
+  },
+  {
+    name: "dependencies › a parent that ends dead cancels its waiting descendants (grandchildren too), the reason naming it; a cancelled parent likewise",
+    async run(t) {
+      const a = await insert(t, { queue: "p", maxAttempts: 1 });
+      const other = await insert(t, { queue: "q" });
+      const child = await insert(t, after(a.id, other.id));
+      const grandchild = await insert(t, after(child.id));
+      await bury(t, a);
+      for (const id of [child.id, grandchild.id]) {
+        const job = await t.adapter.get({ id });
+        assert.equal(job?.state, "cancelled");
+        assert.match(job!.lastError ?? "", new RegExp(`parent job ${a.id} ended dead`));
+        assert.ok(job!.finishedAt !== null);
+      }
+      assert.equal(await stateOf(t, other.id), "ready", "the other parent is untouched");
+      const c = await insert(t, { queue: "p" });
+      const waiting = await insert(t, after(c.id));
+      await t.adapter.cancel({ id: c.id, now: t.clock.now() });
+      const cancelled = await t.adapter.get({ id: waiting.id });
+      assert.equal(cancelled?.state, "cancelled");
+      assert.match(cancelled!.lastError ?? "", new RegExp(`parent job ${c.id} ended cancelled`));
+    },
+  },
+  {
+    name: "dependencies › cancelling a waiting child cancels its own waiting children; its parent, when it succeeds, releases nothing",
+    async run(t) {
+      const a = await insert(t, { queue: "p" });
+      const child = await insert(t, after(a.id));
+      const grandchild = await insert(t, after(child.id));
+      assert.ok(await t.adapter.cancel({ id: child.id, now: t.clock.now() }));
+      assert.equal(await stateOf(t, grandchild.id), "cancelled");
+      await run(t, a);
+      assert.equal(await stateOf(t, child.id), "cancelled");
+      assert.deepEqual(await claim(t, 10), []);
+    },
+  },
+  {
+    name: "dependencies › a parent that does not exist is NotFoundError, one dead or cancelled InvalidArgumentError; nothing is stored",
+    async run(t) {
+      const dead = await insert(t, { queue: "p", maxAttempts: 1 });
+      await bury(t, dead);
+      const cancelled = await insert(t, { queue: "p" });
+      await t.adapter.cancel({ id: cancelled.id, now: t.clock.now() });
+      const live = await insert(t, { queue: "p" });
+      const before = await count(t);
+      const now = t.clock.now();
+      const job = (parents: number[]) => ({ task: "t", queue: "default", payload: "{}", state: "ready" as const, priority: 0, runAt: now, maxAttempts: 3, backoff: null, after: { ids: parents, refs: [] } });
+      await assert.rejects(t.adapter.enqueue({ jobs: [job([live.id]), job([live.id, 999_999])], now }), NotFoundError);
+      await assert.rejects(t.adapter.enqueue({ jobs: [job([dead.id])], now }), (e: unknown) => e instanceof InvalidArgumentError && /is dead/.test(e.message));
+      await assert.rejects(t.adapter.enqueue({ jobs: [job([cancelled.id])], now }), (e: unknown) => e instanceof InvalidArgumentError && /is cancelled/.test(e.message));
+      assert.equal(await count(t), before, "nothing stored");
+      assert.deepEqual(await t.adapter.dependencies({ id: live.id }), { parents: [], children: [] });
+    },
+  },
+  {
+    name: "dependencies › enqueueMany stores a graph by refs in one call (a diamond): each child runs after its parents, the join once",
+    async run(t) {
+      const d = t.docket();
+      const [a, b, c, join] = await d.enqueueMany([
+        { task: "t", payload: { n: "a" }, ref: "a", options: { queue: "g" } },
+        { task: "t", payload: { n: "b" }, ref: "b", options: { queue: "g", after: [{ ref: "a" }] } },
+        { task: "t", payload: { n: "c" }, ref: "c", options: { queue: "g", after: [{ ref: "a" }] } },
+        { task: "t", payload: { n: "join" }, options: { queue: "g", after: [{ ref: "b" }, { ref: "c" }] } },
+      ]);
+      assert.deepEqual([a!.state, b!.state, c!.state, join!.state], ["ready", "waiting", "waiting", "waiting"]);
+      const deps = await d.dependencies(join!.id);
+      assert.deepEqual(deps.parents.map((j) => j.id), [b!.id, c!.id]);
+      assert.deepEqual((await d.dependencies(a!.id)).children.map((j) => j.id), [b!.id, c!.id]);
+      const order: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        const claimed = await claim(t, 10, t.adapter, ["g"]);
+        for (const job of claimed) {
+          order.push(job.id);
+          await settleOne(t.adapter, { kind: "complete", id: job.id, leaseToken: job.leaseToken!, now: t.clock.now() });
+        }
+      }
+      assert.deepEqual(order, [a!.id, b!.id, c!.id, join!.id]);
+      assert.equal((await d.get(join!.id))?.state, "succeeded");
+    },
+  },
+  {
+    name: "dependencies › bad after, ref or cycle is InvalidArgumentError naming the item, and stores nothing",
+    async run(t) {
+      const d = t.docket();
+      const parent = await d.enqueue("t", {});
+      const before = await count(t);
+      const bad: [() => Promise<unknown>, RegExp][] = [
+        [() => d.enqueue("t", {}, { after: [] }), /after must name 1 to 1000 parents, got 0/],
+        [() => d.enqueue("t", {}, { after: "1" as never }), /after must be an array/],
+        [() => d.enqueue("t", {}, { after: [0] }), /after\[0\] must be a job id/],
+        [() => d.enqueue("t", {}, { after: [1.5] }), /after\[0\] must be a job id/],
+        [() => d.enqueue("t", {}, { after: [parent.id, parent.id] }), /after\[1\] names job \d+ twice/],
+        [() => d.enqueue("t", {}, { after: [{ ref: "x" }] }), /enqueue takes job ids only/],
+        [() => d.enqueue("t", {}, { after: [parent.id], debounce: { key: "k", delayMs: 10 } }), /debounce cannot be combined with after/],
+        [() => d.enqueueMany([{ task: "t", payload: {}, options: { after: [{ ref: "nobody" }] } }]), /items\[0\]\.options\.after names ref "nobody", which no item of this call has/],
+        [() => d.enqueueMany([{ task: "t", payload: {}, ref: "x" }, { task: "t", payload: {}, ref: "x" }]), /items\[1\]\.ref "x" is already the ref of items\[0\]/],
+        [() => d.enqueueMany([{ task: "t", payload: {}, ref: "" }]), /items\[0\]\.ref must be a non-empty string/],
+        [() => d.enqueueMany([{ task: "t", payload: {}, options: { after: [{ ref: 7 as never }] } }]), /after\[0\]\.ref must be a non-empty string/],
+        [() => d.enqueueMany([{ task: "t", payload: {}, options: { after: [{ ref: "x", id: 1 } as never] } }]), /must be a job id or \{ ref: name \}/],
+        [
+          () =>
+            d.enqueueMany([
+              { task: "t", payload: {}, ref: "a", options: { after: [{ ref: "c" }] } },
+              { task: "t", payload: {}, ref: "b", options: { after: [{ ref: "a" }] } },
+              { task: "t", payload: {}, ref: "c", options: { after: [{ ref: "b" }] } },
+            ]),
+          /the refs form a cycle \(items\[0\] → items\[2\] → items\[1\] → items\[0\]\)/,
+        ],
+        [() => d.enqueueMany([{ task: "t", payload: {}, ref: "self", options: { after: [{ ref: "self" }] } }]), /cycle/],
+      ];
+      for (const [call, message] of bad) {
+        await assert.rejects(call(), (e: unknown) => e instanceof InvalidArgumentError && message.test(e.message), String(message));
+      }
+      await assert.rejects(d.enqueueMany([{ task: "t", payload: {}, options: { after: [parent.id + 1000] } }]), NotFoundError);
+      assert.equal(await count(t), before, "nothing stored");
+    },
+  },
+  {
+    name: "dependencies › with other options: a released keyed child is admitted through its key (blocked while it is full), a delayed child waits for its run time, an idempotent child is stored once",
+    async run(t) {
+      const key = { key: "k", limit: 1, onConflict: "block" as const };
+      const holder = await insert(t, { concurrency: key });
+      const a = await insert(t, { queue: "p" });
+      const keyed = await insert(t, { ...after(a.id), concurrency: key });
+      assert.equal(keyed.state, "waiting");
+      const delayed = await insert(t, { ...after(a.id), state: "scheduled", runAt: t.clock.now() + 5_000 });
+      const [i1] = await t.adapter.enqueue({ jobs: [{ task: "t", queue: "default", payload: "{}", state: "ready", priority: 0, runAt: t.clock.now(), maxAttempts: 3, backoff: null, idempotencyKey: "once", after: { ids: [a.id], refs: [] } }], now: t.clock.now() });
+      const [i2] = await t.adapter.enqueue({ jobs: [{ task: "t", queue: "default", payload: "{}", state: "ready", priority: 0, runAt: t.clock.now(), maxAttempts: 3, backoff: null, idempotencyKey: "once", after: { ids: [a.id], refs: [] } }], now: t.clock.now() });
+      assert.equal(i2!.id, i1!.id);
+      assert.equal(i2!.created, false);
+      assert.deepEqual((await t.adapter.dependencies({ id: a.id })).children, [keyed.id, delayed.id, i1!.id]);
+      await run(t, a);
+      const claimed = await claim(t, 10);
+      assert.deepEqual(claimed.map((c) => c.id).sort((x, y) => x - y), [holder.id, i1!.id], "the keyed child waits for its key; the delayed one for its time");
+      assert.equal(await stateOf(t, keyed.id), "blocked");
+      assert.equal(await stateOf(t, delayed.id), "scheduled");
+      await settleOne(t.adapter, { kind: "complete", id: holder.id, leaseToken: claimed.find((c) => c.id === holder.id)!.leaseToken!, now: t.clock.now() });
+      assert.equal(await stateOf(t, keyed.id), "ready", "the key's freed slot went to the released child");
+      t.clock.advance(5_000);
+      assert.ok((await claim(t, 10)).some((c) => c.id === delayed.id));
+    },
+  },
+  {
+    name: "dependencies › a purged job's edges go with it",
+    async run(t) {
+      const a = await insert(t, { queue: "p" });
+      const child = await insert(t, after(a.id));
+      await run(t, a);
+      const purged = await t.adapter.purge({ states: ["succeeded"], finishedBefore: t.clock.now(), limit: 10 });
+      assert.equal(purged, 1);
+      assert.deepEqual(await t.adapter.dependencies({ id: child.id }), { parents: [], children: [] });
+      assert.equal(await stateOf(t, child.id), "scheduled");
+    },
+  },
+];
