@@ -83,11 +83,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.migrate();
   }
 
-  /**
-   * Validates and stores one job. Returns it as stored, with `created`. With
-   * an `idempotencyKey` that a job holds, nothing is stored and the holder is
-   * returned with `created: false` (see EnqueueOptions.idempotencyKey).
-   */
+  /** Validates and stores one job; returns it as stored, with `created` (false: an idempotency key's holder, see EnqueueOptions). */
   async enqueue<K extends keyof T & string>(task: K, payload: T[K], options?: EnqueueOptions & InTransaction): Promise<EnqueuedJob<T[K]>> {
     checkObject(options, "options");
     const { transaction, ...jobOptions } = options ?? {};

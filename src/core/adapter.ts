@@ -647,7 +647,16 @@ export interface ExtendLeasesParams {
 }
 
 /** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */
-export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt" | "result">;
+export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt" | "result"> & {
+  /** The children this write released (waiting → scheduled, see NewJob.after), for the caller to stage when due; absent when none. */
+  released?: readonly ReleasedChild[];
+};
+
+/** A child a parent's success released: its queue and run time. */
+export interface ReleasedChild {
+  queue: string;
+  runAt: number;
+}
 
 /** One outcome for `settle`, by `kind` (see `settle` for what each writes). */
 export type SettleItem = (CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });

@@ -5,7 +5,7 @@
  * lease can still be ours, and one that committed unseen is recognized.
  */
 import type { WorkerHost } from "./host.ts";
-import type { SettleItem, SettledJob } from "../core/adapter.ts";
+import type { ReleasedChild, SettleItem, SettledJob } from "../core/adapter.ts";
 import { toJob, type JobRecord } from "../core/job.ts";
 import { errorBackoffDelay } from "../core/retry.ts";
 import { nextTurn } from "../core/turn.ts";
@@ -32,6 +32,8 @@ export interface CompleterParts {
    * loop should look now, not at its next poll.
    */
   readonly slotsFreed: () => void;
+  /** Children a completion released (SettledJob.released): stage them when due. */
+  readonly childrenReleased: (children: readonly ReleasedChild[]) => void;
   /** A retry was scheduled at `at`: the claim loop should stage it then. */
   readonly requestStage: (at: number) => void;
   /** The claim loop's room for constrained jobs, for hand-offs (see Producer.reserveConstrained). */
@@ -85,6 +87,7 @@ export class Completer {
       // Written by the handler's transaction: nothing to write, only to report.
       this.#parts.inFlight.delete(attempt.key);
       if (attempt.record.concurrencyKey !== null) this.#parts.slotsFreed();
+      if (outcome.job.released) this.#parts.childrenReleased(outcome.job.released);
       this.#parts.emitter.emit({ type: "succeeded", job: toJob({ ...attempt.record, ...outcome.job }) });
       return Promise.resolve();
     }
@@ -162,6 +165,8 @@ export class Completer {
     }
     this.#recording -= batch.length;
     if (items.some((item, i) => item.kind !== "release" && item.concurrencyKey !== null && results[i])) this.#parts.slotsFreed();
+    const released = results.flatMap((r) => r?.released ?? []);
+    if (released.length > 0) this.#parts.childrenReleased(released);
     batch.forEach((p, i) => {
       inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;
@@ -201,6 +206,7 @@ export class Completer {
       try {
         const [settled] = await host.adapter.settle({ items: [this.#settleItem(record, outcome, now)] });
         let result: JobRecord | null = settled ? { ...record, ...settled } : null;
+        if (settled?.released) this.#parts.childrenReleased(settled.released);
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
         inFlight.delete(attempt.key);

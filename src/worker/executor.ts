@@ -64,6 +64,13 @@ export interface JobContext<P = unknown> {
    * on SQLite, other docket writes of this process wait until it ends.
    */
   transaction: TransactionFunction;
+  /**
+   * This job's parents (EnqueueOptions.after), in id order, as stored now:
+   * for a child released by their success, each has succeeded and carries
+   * its `result`. Empty for a job without parents; a purged parent is left
+   * out. Reads only.
+   */
+  parents(): Promise<Job[]>;
 }
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
@@ -208,6 +215,7 @@ export class Executor {
         progress,
         step: stepsOf(host, record),
         transaction,
+        parents: () => parentsOf(host, record.id),
       };
       const run = Promise.resolve().then(() => handler(job.payload, context));
       let value: unknown;
@@ -239,4 +247,11 @@ export class Executor {
       clearTimeout(timer);
     }
   }
+}
+
+/** Job `id`'s parents as stored now, in id order (a purged one left out). */
+async function parentsOf(host: WorkerHost, id: number): Promise<Job[]> {
+  const { parents } = await host.adapter.dependencies({ id });
+  const records = await Promise.all(parents.map((p) => host.adapter.get({ id: p })));
+  return records.filter((r): r is JobRecord => r !== null).map((r) => toJob(r));
 }

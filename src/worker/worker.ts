@@ -90,6 +90,9 @@ export class Worker<T extends TaskMap = TaskMap> {
       emitter,
       requestStage: (at) => producer.requestStage(at),
       slotsFreed: () => producer.ready(false),
+      childrenReleased: (children) => {
+        for (const c of children) if (config.queues.includes(c.queue)) producer.requestStage(c.runAt);
+      },
       handOff: producer,
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));

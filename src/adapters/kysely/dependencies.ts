@@ -4,10 +4,10 @@
  * the transaction of the write that ends it.
  *
  * The guard of R23 (two parents end at once, each must count): a parent's
- * success decrements each child's `waiting_on` in one UPDATE, under the
- * child's row lock, from the value the row holds when the lock is granted
- * (never from a count read earlier). The child that reaches 0 moves to
- * scheduled in that same UPDATE.
+ * success reads its children's `waiting_on` under their row locks (in id
+ * order; on SQLite under the single writer's lock) and writes the dropped
+ * counts from that read, in the same transaction; a child at 0 moves to
+ * scheduled in that write.
  *
  * Why the edges a parent's settle reads are complete: an enqueue that names
  * a stored parent locks its row first and marks it `has_children`; a write
@@ -17,7 +17,7 @@
  * later statements see the enqueue's edges.
  */
 import { sql } from "kysely";
-import type { EnqueueParams, EnqueuedRecord, NewJob } from "../../core/adapter.ts";
+import type { EnqueueParams, EnqueuedRecord, NewJob, ReleasedChild } from "../../core/adapter.ts";
 import { cascadeReason, endedParentMessage } from "../../core/dependencies.ts";
 import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
 import type { JobState } from "../../core/states.ts";
@@ -146,15 +146,16 @@ async function setCounts(ctx: StoreContext, db: AnyDb, counts: ReadonlyMap<numbe
  * transaction (`only`: just these children). Children of a succeeded job:
  * each waiting child's `waiting_on` drops by the number of its parents among
  * them, and a child at 0 moves to scheduled (TRANSITIONS.unwait), announced
- * as due: one UPDATE per distinct drop (one, unless a child has several
- * parents in the batch). Children of a dead or cancelled job: every waiting
+ * as due: three statements per BATCH_ROWS children (the edges, the locked
+ * counts, the write). Children of a dead or cancelled job: every waiting
  * descendant is cancelled, the reason naming the job, a generation per
  * statement pair.
  */
-export async function settleChildren(ctx: StoreContext, db: AnyDb, ended: readonly Ended[], now: number, only?: ReadonlySet<number>): Promise<void> {
+export async function settleChildren(ctx: StoreContext, db: AnyDb, ended: readonly Ended[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
   const succeeded = ended.filter((e) => e.state === "succeeded").map((e) => e.id);
-  if (succeeded.length > 0) await release(ctx, db, succeeded, now, only);
+  const released = succeeded.length > 0 ? await release(ctx, db, succeeded, now, only) : [];
   for (const e of ended) if (e.state === "dead" || e.state === "cancelled") await cascade(ctx, db, e, now, only);
+  return released;
 }
 
 /** The children of `parents` (only those in `only`, when given): one row per edge. */
@@ -170,33 +171,37 @@ async function edgesOf(ctx: StoreContext, db: AnyDb, parents: readonly number[],
   return edges;
 }
 
-async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<void> {
+async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
   const drops = new Map<number, number>();
   for (const { child } of await edgesOf(ctx, db, parents, only)) drops.set(child, (drops.get(child) ?? 0) + 1);
-  if (drops.size === 0) return;
-  const byDrop = new Map<number, number[]>();
-  for (const [child, k] of drops) byDrop.set(k, [...(byDrop.get(k) ?? []), child]);
-  const queues = new Set<string>();
-  for (const [k, children] of byDrop) {
-    for (let i = 0; i < children.length; i += BATCH_ROWS) {
-      const ids = children.slice(i, i + BATCH_ROWS).sort((a, b) => a - b);
-      // state first: MySQL assigns left to right, so the CASE must read waiting_on before it drops.
-      const update = db
-        .updateTable(ctx.tables.jobs)
-        .set({
-          state: sql`case when ${sql.ref("waiting_on")} <= ${sql.lit(k)} then ${sql.lit(TRANSITIONS.unwait.to)} else ${sql.lit("waiting")} end`,
-          waiting_on: sql`case when ${sql.ref("waiting_on")} <= ${sql.lit(k)} then 0 else ${sql.ref("waiting_on")} - ${sql.lit(k)} end`,
-          updated_at: now,
-        })
-        .where("id", "in", ids)
-        .where("state", "=", sql.lit("waiting"));
-      await labelled(update, "unwait").execute();
-      // The released ones, read in this transaction (they are locked by it): their queues are announced as due.
-      const rows = (await db.selectFrom(ctx.tables.jobs).select("queue").distinct().where("id", "in", ids).where("state", "=", sql.lit(TRANSITIONS.unwait.to)).execute()) as { queue: string }[];
-      for (const r of rows) queues.add(r.queue);
-    }
+  if (drops.size === 0) return [];
+  const children = [...drops.keys()].sort((a, b) => a - b);
+  const out: ReleasedChild[] = [];
+  for (let i = 0; i < children.length; i += BATCH_ROWS) {
+    // The guard of R23: the counts are read under the children's row locks (taken in id order), and written from that read.
+    let pick = db
+      .selectFrom(ctx.tables.jobs)
+      .select(["id", "waiting_on", "queue", "run_at"])
+      .where("id", "in", children.slice(i, i + BATCH_ROWS))
+      .where("state", "=", sql.lit("waiting"))
+      .orderBy("id");
+    if (ctx.engine.capabilities.rowLocks) pick = pick.forUpdate();
+    const rows = (await labelled(pick, "wait-counts").execute()) as { id: number | string; waiting_on: number | string; queue: string; run_at: number | string }[];
+    if (rows.length === 0) continue;
+    const left = rows.map((r) => ({ id: Number(r.id), n: Math.max(0, Number(r.waiting_on) - drops.get(Number(r.id))!), queue: r.queue, runAt: Number(r.run_at) }));
+    const released = left.filter((r) => r.n === 0);
+    for (const r of released) out.push({ queue: r.queue, runAt: r.runAt });
+    const byId = (value: (r: (typeof left)[number]) => unknown) => sql`case ${sql.ref("id")} ${sql.join(left.map((r) => sql`when ${sql.lit(r.id)} then ${value(r)}`), sql` `)} end`;
+    const set = {
+      state: released.length === 0 ? sql.lit("waiting") : byId((r) => sql.lit(r.n === 0 ? TRANSITIONS.unwait.to : "waiting")),
+      waiting_on: byId((r) => sql.lit(r.n)),
+      updated_at: now,
+    };
+    await labelled(db.updateTable(ctx.tables.jobs).set(set).where("id", "in", left.map((r) => r.id)).where("state", "=", sql.lit("waiting")), "unwait").execute();
   }
-  if (queues.size > 0) await ctx.engine.announceReady(db, [...queues].map((queue) => ({ queue, due: true })));
+  const queues = [...new Set(out.map((r) => r.queue))];
+  if (queues.length > 0) await ctx.engine.announceReady(db, queues.map((queue) => ({ queue, due: true })));
+  return out;
 }
 
 async function cascade(ctx: StoreContext, db: AnyDb, root: Ended, now: number, only?: ReadonlySet<number>): Promise<void> {

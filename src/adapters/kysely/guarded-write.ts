@@ -36,7 +36,8 @@ export async function transition(ctx: StoreContext, event: TransitionEvent, key:
     const moved = await applyTransition(ctx, trx, event, key, set);
     if (moved && ck !== null) await rebalance(ctx, trx, ck, key.now);
     // Its edges are read after its row lock was granted: an enqueue that named it as a parent has committed them.
-    if (moved && endsJob(event)) await settleChildren(ctx, trx, [moved], key.now);
-    return moved;
+    if (!moved || !endsJob(event)) return moved;
+    const released = await settleChildren(ctx, trx, [moved], key.now);
+    return released.length > 0 ? Object.assign(moved, { released }) : moved;
   });
 }

@@ -5,7 +5,7 @@
  * (TRANSITIONS.unwait) when its success was the last they waited for,
  * cancelled with their descendants when it ended dead or cancelled.
  */
-import type { NewJob, ReadyNotice } from "../../core/adapter.ts";
+import type { NewJob, ReadyNotice, ReleasedChild } from "../../core/adapter.ts";
 import { cascadeReason, endedParentMessage } from "../../core/dependencies.ts";
 import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
@@ -66,10 +66,11 @@ export function wire(state: MemoryState, jobs: readonly NewJob[], records: reado
  * due); on dead or cancelled every waiting descendant is cancelled, the
  * reason naming `job`. Nothing for other states.
  */
-export function settleChildren(state: MemoryState, job: JobRecord, now: number, applyTransition: Apply, only?: ReadonlySet<number>): void {
-  if (!state.children.has(job.id)) return;
+export function settleChildren(state: MemoryState, job: JobRecord, now: number, applyTransition: Apply, only?: ReadonlySet<number>): ReleasedChild[] {
+  if (!state.children.has(job.id)) return [];
   if (job.state === "succeeded") {
     const due: ReadyNotice[] = [];
+    const out: ReleasedChild[] = [];
     for (const c of state.children.get(job.id)!) {
       if (only && !only.has(c)) continue;
       const left = state.waitingOn.get(c);
@@ -80,12 +81,15 @@ export function settleChildren(state: MemoryState, job: JobRecord, now: number, 
       }
       state.waitingOn.delete(c);
       const released = applyTransition(state, "unwait", { id: c, now }, {});
-      if (released) due.push({ queue: released.queue, due: true });
+      if (released) {
+        due.push({ queue: released.queue, due: true });
+        out.push({ queue: released.queue, runAt: released.runAt });
+      }
     }
     announce(state, due);
-    return;
+    return out;
   }
-  if (job.state !== "dead" && job.state !== "cancelled") return;
+  if (job.state !== "dead" && job.state !== "cancelled") return [];
   const reason = cascadeReason(job.id, job.state);
   let front = [job.id];
   while (front.length > 0) {
@@ -102,6 +106,7 @@ export function settleChildren(state: MemoryState, job: JobRecord, now: number, 
     }
     front = next;
   }
+  return [];
 }
 
 /** The parents and children of job `id`, by id. */

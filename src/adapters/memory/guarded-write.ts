@@ -67,8 +67,9 @@ export function transition(state: MemoryState, event: TransitionEvent, key: Guar
   if (!moved) return null;
   const written = copy(moved);
   if (moved.concurrencyKey !== null && freesSlot(event)) rebalance(state, moved.concurrencyKey, key.now);
-  if (endsJob(event)) settleChildren(state, moved, key.now, applyTransition);
-  return written;
+  if (!endsJob(event)) return written;
+  const released = settleChildren(state, moved, key.now, applyTransition);
+  return released.length > 0 ? Object.assign(written, { released }) : written;
 }
 
 /** How many jobs of `key` hold a slot (SLOT_HOLDING_STATES). */

@@ -226,4 +226,42 @@ export const dependencyCases: ConformanceCase[] = [
       assert.equal(await stateOf(t, child.id), "scheduled");
     },
   },
+  {
+    name: "dependencies › a worker runs a graph: each job starts only after all its parents succeeded, at once (no poll wait), and reads their results through ctx.parents()",
+    slow: true,
+    async run(t) {
+      const d = t.docket();
+      const started: string[] = [];
+      const seen: Record<string, unknown> = {};
+      const w = d.worker({
+        pollMs: 60_000,
+        logger: null,
+        handlers: {
+          step: async (p: unknown, ctx) => {
+            const { n } = p as { n: string };
+            started.push(n);
+            seen[n] = (await ctx.parents()).map((j) => j.result);
+            return `${n}!`;
+          },
+        },
+      });
+      await w.start();
+      try {
+        const [, , , join] = await d.enqueueMany([
+          { task: "step", payload: { n: "a" }, ref: "a" },
+          { task: "step", payload: { n: "b" }, ref: "b", options: { after: [{ ref: "a" }] } },
+          { task: "step", payload: { n: "c" }, ref: "c", options: { after: [{ ref: "a" }] } },
+          { task: "step", payload: { n: "join" }, options: { after: [{ ref: "b" }, { ref: "c" }] } },
+        ]);
+        const done = await d.waitFor(join!.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(done.state, "succeeded");
+      } finally {
+        await w.stop();
+      }
+      assert.equal(started[0], "a");
+      assert.deepEqual(started.slice(1, 3).sort(), ["b", "c"]);
+      assert.equal(started[3], "join");
+      assert.deepEqual(seen, { a: [], b: ["a!"], c: ["a!"], join: ["b!", "c!"] });
+    },
+  },
 ];

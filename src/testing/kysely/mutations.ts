@@ -392,6 +392,31 @@ export function debounceUnguarded(): KyselyPlugin {
   });
 }
 
+/** The fence of a write that ends a job without settling its children: `has_children = 0` (see kysely/dependencies.ts `childless`). */
+const CHILDLESS: PredicateShape = { column: "has_children", operator: "=" };
+
+/**
+ * Race mutant (R23, enqueue): writes that end a job lose their `has_children = 0` fence, so the fast paths end a
+ * parent without settling its children: a child an enqueue stored while the parent finished waits forever.
+ */
+export function childlessFenceDropped(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => (hasPredicate(n.where, CHILDLESS) ? { ...n, where: stripWhere(n.where, [CHILDLESS]) } : n),
+    update: (n) => (hasPredicate(n.where, CHILDLESS) ? { ...n, where: stripWhere(n.where, [CHILDLESS]) } : n),
+  });
+}
+
+/**
+ * Race mutant (R23): a parent's success reads its waiting children's counts without locking their rows, then
+ * writes the counts it read less one: two parents ending at once both read 2 and both write 1, and the child
+ * is never released.
+ */
+export function waitCountsUnlocked(): KyselyPlugin {
+  return rewritePlugin({
+    select: (n) => (isTable(fromTable(n), "jobs") && (n.selections ?? []).some((s) => columnName(s.selection as OperationNode) === "waiting_on") ? withoutRowLocks(n) : n),
+  });
+}
+
 /** Race mutant (R13): the sweep's list of expired leases is always empty, so a crashed worker's job is never reclaimed. */
 export function expiredLeasesUnlisted(): KyselyPlugin {
   return rewritePlugin({ select: (n) => (isTable(fromTable(n), "jobs") && hasPredicate(n.where, LEASE_EXPIRED) ? noRows(n) : n) });

@@ -1,5 +1,5 @@
 /**
- * Deterministic two-session tests for races R1, R4, R5, R7, R12, R18, R20, R21 and R22
+ * Deterministic two-session tests for races R1, R4, R5, R7, R12, R18, R20, R21, R22 and R23
  * (R1 and R5 also through the worker's batched outcome write, key known)
  * (docs/design.md). Each holds session 1 at its critical statement, found by
  * its label (StatementHook), while session 2 runs, then checks the
@@ -16,7 +16,7 @@ import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/h
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
 import { StatementHook } from "../statement-hook.ts";
-import { debounceUnguarded, engineWithoutTransactions, fairOrderIgnored, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
+import { childlessFenceDropped, debounceUnguarded, engineWithoutTransactions, waitCountsUnlocked, fairOrderIgnored, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
 /**
@@ -73,6 +73,61 @@ async function claimsHeldAtUpdate({ t, hook, s1, s2 }: HeldSessions, first: numb
 }
 
 const HELD_RACES: HeldRace[] = [
+  {
+    id: "R23",
+    name: "two parents of one child finish at once on two sessions: the child is released exactly once, by whichever finishes last",
+    guard: "the waiting children's counts read under their row locks (id order), in the transaction that records the parent's success",
+    // SQLite's single writer also serializes the two settles: its transactions go too.
+    mutant: { instrument: { plugins: [waitCountsUnlocked()], wrapEngine: engineWithoutTransactions } },
+    // Parents A and B run; child C waits for both (count 2). Session 1 completes A and is held after reading C's count
+    // (2, under C's lock), before writing it; session 2 completes B. With the lock session 2 waits for session 1's
+    // commit and reads 1: C is released. Without it both read 2 and both write 1: C waits forever.
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      const [a, b] = await t.adapter.enqueue({ jobs: [newJob({ queue: "p", runAt: now }), newJob({ queue: "p", runAt: now })], now });
+      const [child] = await t.adapter.enqueue({ jobs: [newJob({ runAt: now, after: { ids: [a!.id, b!.id], refs: [] } })], now });
+      const running = await t.adapter.claim({ queues: ["p"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const done = (s: DocketAdapter, id: number) => settleOne(s, { kind: "complete", id, leaseToken: running[0]!.leaseToken!, now, concurrencyKey: null });
+      const held = hook.holdNext("unwait");
+      const one = done(s1, a!.id);
+      await held.reached;
+      const two = done(s2, b!.id);
+      await settle(two);
+      held.release();
+      const [r1, r2] = await Promise.allSettled([one, two]);
+      for (const r of [r1, r2]) if (r.status === "rejected") return `a completion failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const c = await t.adapter.get({ id: child!.id });
+      return c?.state === "scheduled" ? null : `both parents succeeded but child ${child!.id} is ${c?.state}: never released`;
+    },
+  },
+  {
+    id: "R23 (enqueue)",
+    name: "a child enqueued while its parent finishes: released when the parent's success commits after the child's edges, counted done when before",
+    guard: "the enqueue locks the parent's row and marks it has_children; a write that ends a job without settling children requires has_children = 0, so it misses and the settling path runs",
+    mutant: { instrument: { plugins: [childlessFenceDropped()] } },
+    // Parent A runs. Session 1 enqueues child C after A and is held after locking A and storing C (waiting), before
+    // its edges; session 2 completes A through the batched fast path. With the fence, session 2 waits for A's row
+    // (or the writer's lock) and then misses A (now marked), and the settling path releases C. Without it, session 2
+    // ends A without looking for children: C waits forever.
+    async scenario({ t, hook, s1, s2 }) {
+      const now = t.clock.now();
+      await t.adapter.enqueue({ jobs: [newJob({ queue: "p", runAt: now })], now });
+      const [parent] = await t.adapter.claim({ queues: ["p"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      const held = hook.holdNext("enqueue-deps");
+      const one = s1.enqueue({ jobs: [newJob({ runAt: now, after: { ids: [parent!.id], refs: [] } })], now });
+      await held.reached;
+      const two = settleOne(s2, { kind: "complete", id: parent!.id, leaseToken: parent!.leaseToken!, now, concurrencyKey: null });
+      await settle(two);
+      held.release();
+      const [r1, r2] = await Promise.allSettled([one, two]);
+      for (const r of [r1, r2]) if (r.status === "rejected") return `a caller failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const [child] = (r1 as PromiseFulfilledResult<Awaited<typeof one>>).value;
+      const c = await t.adapter.get({ id: child!.id });
+      const p = await t.adapter.get({ id: parent!.id });
+      if (p?.state !== "succeeded") return `the parent is ${p?.state}, not succeeded`;
+      return c?.state === "scheduled" || c?.state === "ready" ? null : `the parent succeeded but child ${child!.id} is ${c?.state}: never released`;
+    },
+  },
   {
     id: "R1",
     name: "an enqueue that decided to block, racing a finishing holder, is promoted: no lost wakeup",
