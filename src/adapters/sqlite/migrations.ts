@@ -289,7 +289,8 @@ export function migrations(prefix: string): readonly Migration[] {
           CHECK ((state = 'running') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL))
         )`,
         `INSERT INTO ${jobs}_v20 (id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps) SELECT id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps FROM ${jobs}`,
-        `INSERT OR REPLACE INTO sqlite_sequence (name, seq) SELECT '${jobs}_v20', max(seq) FROM sqlite_sequence WHERE name IN ('${jobs}', '${jobs}_v20') HAVING max(seq) IS NOT NULL`,
+        `DELETE FROM sqlite_sequence WHERE name = '${jobs}_v20'`,
+        `INSERT INTO sqlite_sequence (name, seq) SELECT '${jobs}_v20', seq FROM sqlite_sequence WHERE name = '${jobs}'`,
         `DROP TABLE ${jobs}`,
         `ALTER TABLE ${jobs}_v20 RENAME TO ${jobs}`,
         `CREATE INDEX ${jobs}_key ON ${jobs} (concurrency_key, state, priority, run_at, id) WHERE concurrency_key IS NOT NULL`,
