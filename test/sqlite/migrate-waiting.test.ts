@@ -8,7 +8,7 @@ import { migrations } from "../../src/adapters/sqlite/migrations.ts";
 
 /** Version 20 rebuilds the jobs table (SQLite cannot alter a CHECK): nothing stored before may be lost or change. */
 describe("sqlite: the migration that adds the waiting state", () => {
-  it("keeps every row, the id sequence past purged jobs and every index, and then stores waiting jobs", async () => {
+  it("keeps every row, the id sequence past purged jobs, every index and its planner statistics, and then stores waiting jobs", async () => {
     const dir = mkdtempSync(join(tmpdir(), "docket-v20-"));
     const file = join(dir, "jobs.db");
     const database = new Database(file);
@@ -22,6 +22,8 @@ describe("sqlite: the migration that adds the waiting state", () => {
       }
       const indexes = () => database.prepare(`select name, sql from sqlite_schema where type = 'index' and tbl_name = '${prefix}jobs' and sql is not null order by name`).all();
       const indexesBefore = indexes();
+      const stats = () => database.prepare(`select tbl, idx, stat from sqlite_stat1 order by tbl, idx`).all();
+      const statsBefore = stats();
       const insert = database.prepare(
         `insert into ${prefix}jobs (task, queue, payload, state, priority, run_at, attempt, max_attempts, created_at, updated_at, finished_at, concurrency_key, steps) values (?, 'default', ?, ?, 0, 1, 0, 3, 1, 1, ?, ?, ?)`,
       );
@@ -38,6 +40,7 @@ describe("sqlite: the migration that adds the waiting state", () => {
       expect(rowsAfter.map(({ waiting_on: _w, has_children: _h, ...r }) => r)).toEqual(rowsBefore);
       expect(rowsAfter.every((r) => r.waiting_on === 0 && r.has_children === 0)).toBe(true);
       expect(indexes()).toEqual(indexesBefore);
+      expect(stats(), "the fixed planner statistics").toEqual(statsBefore);
       expect(database.pragma("integrity_check", { simple: true })).toBe("ok");
 
       const [parent] = await adapter.enqueue({ jobs: [{ task: "p", queue: "default", payload: "{}", state: "ready", priority: 0, runAt: 1, maxAttempts: 3, backoff: null }], now: 1 });

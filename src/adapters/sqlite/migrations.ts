@@ -250,7 +250,8 @@ export function migrations(prefix: string): readonly Migration[] {
       // succeeded; has_children, set on a parent when a child names it (so a write that ends it without settling
       // children misses it); one row per edge, read by parent when a parent ends. SQLite cannot alter a CHECK: the
       // jobs table is rebuilt (its definition as versions 1-19 left it, the state check widened), its rows copied,
-      // its id sequence carried over (AUTOINCREMENT: ids of purged jobs are never reused), its indexes re-created.
+      // its id sequence carried over (AUTOINCREMENT: ids of purged jobs are never reused), its indexes re-created
+      // with their planner statistics.
       version: 20,
       statements: [
         `CREATE TABLE ${jobs}_v20 (
@@ -291,6 +292,8 @@ export function migrations(prefix: string): readonly Migration[] {
         `INSERT INTO ${jobs}_v20 (id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps) SELECT id, task, queue, payload, state, priority, run_at, attempt, max_attempts, backoff, lease_token, lease_expires_at, created_at, updated_at, finished_at, last_error, concurrency_key, on_conflict, timeout_ms, idempotency_key, result, progress, trace_context, worker, errors, rate_key, debounce_key, fair_key, fair_tag, steps FROM ${jobs}`,
         `DELETE FROM sqlite_sequence WHERE name = '${jobs}_v20'`,
         `INSERT INTO sqlite_sequence (name, seq) SELECT '${jobs}_v20', seq FROM sqlite_sequence WHERE name = '${jobs}'`,
+        // The fixed planner statistics of versions 7, 8 and 13 go with the table on DROP: kept aside, restored below.
+        `UPDATE sqlite_stat1 SET tbl = '${jobs}_v20' WHERE tbl = '${jobs}'`,
         `DROP TABLE ${jobs}`,
         `ALTER TABLE ${jobs}_v20 RENAME TO ${jobs}`,
         `CREATE INDEX ${jobs}_key ON ${jobs} (concurrency_key, state, priority, run_at, id) WHERE concurrency_key IS NOT NULL`,
@@ -303,6 +306,8 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE UNIQUE INDEX ${jobs}_debounce_pending ON ${jobs} (queue, task, debounce_key) WHERE debounce_key IS NOT NULL AND state IN ('scheduled', 'ready', 'blocked')`,
         `CREATE INDEX ${jobs}_fair ON ${jobs} (queue, fair_key, priority, run_at, id) WHERE state = 'ready' AND fair_key IS NOT NULL`,
         `CREATE INDEX ${jobs}_fair_tag ON ${jobs} (queue, fair_tag, id) WHERE state = 'ready' AND fair_tag IS NOT NULL`,
+        `UPDATE sqlite_stat1 SET tbl = '${jobs}' WHERE tbl = '${jobs}_v20'`,
+        `ANALYZE sqlite_schema`,
         `CREATE TABLE ${prefix}job_deps (child_id INTEGER NOT NULL, parent_id INTEGER NOT NULL, PRIMARY KEY (child_id, parent_id)) WITHOUT ROWID`,
         `CREATE INDEX ${prefix}job_deps_parent ON ${prefix}job_deps (parent_id, child_id)`,
       ],
