@@ -57,6 +57,7 @@ export interface DashboardSource {
     replayAll(): Promise<{ replayed: number }>;
   };
   get(id: number): Promise<Job | null>;
+  dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }>;
   getByIdempotencyKey(key: string): Promise<Job | null>;
   pauseQueue(queue: string): Promise<unknown>;
   resumeQueue(queue: string): Promise<unknown>;
@@ -119,7 +120,7 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         const job = /^jobs\/(\d+)$/.exec(path);
         if (job) {
           const found = await docket.get(Number(job[1]));
-          return found ? render(`Job #${found.id}`, jobDetail(found, view), url) : respond(404, page({ title: "Not found", base, body: emptyBody(`No job ${job[1]}.`) }));
+          return found ? render(`Job #${found.id}`, jobDetail(found, view, await docket.dependencies(found.id)), url) : respond(404, page({ title: "Not found", base, body: emptyBody(`No job ${job[1]}.`) }));
         }
         if (path === "lookup") {
           const q = (url.searchParams.get("q") ?? "").trim();

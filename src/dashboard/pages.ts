@@ -3,6 +3,7 @@ import type { Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
 import { action, duration, html, time, type Html } from "./html.ts";
+import { dependencyGraph } from "./graph.ts";
 
 export interface View {
   base: string;
@@ -53,12 +54,13 @@ export function deadLetters(jobs: Job[], v: View): Html {
 ${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${time(j.finishedAt)}</td><td><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>${v.canAct ? html`<td>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</td>` : ""}</tr>`)}</table>`;
 }
 
-export function jobDetail(j: Job, v: View): Html {
+export function jobDetail(j: Job, v: View, deps: { parents: Job[]; children: Job[] } = { parents: [], children: [] }): Html {
   const live = !TERMINAL_STATES.includes(j.state);
   return html`<table id="job"><tr><th>state</th><td id="state">${j.state}</td></tr><tr><th>task</th><td>${j.task}</td></tr><tr><th>queue</th><td>${j.queue}</td></tr>
 <tr><th>attempts</th><td>${j.attempt} of ${j.maxAttempts}</td></tr><tr><th>priority</th><td>${j.priority}</td></tr>
 <tr><th>concurrency key</th><td>${j.concurrencyKey ?? "–"}</td></tr><tr><th>idempotency key</th><td>${j.idempotencyKey ?? "–"}</td></tr>
 <tr><th>worker</th><td id="worker">${j.worker ?? "–"}</td></tr><tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr></table>
+${dependencyGraph(j, deps, v.base)}
 <h2>Payload</h2><pre id="payload">${JSON.stringify(j.payload, null, 2)}</pre>
 <h2>Result</h2><pre id="result">${JSON.stringify(j.result, null, 2)}</pre>
 <h2>Progress</h2><pre>${JSON.stringify(j.progress, null, 2)}</pre>
