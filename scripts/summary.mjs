@@ -18,6 +18,11 @@ for (const file of report.testResults ?? []) {
 }
 // Skipped conformance cases are those needing what the target does not provide (their names say which).
 for (const [key, c] of [...perAdapter].sort()) console.log(`${key}: ${c.passed} passed, ${c.failed} failed${c.skipped > 0 ? `, ${c.skipped} skipped` : ""}`);
+// The failed cases by name, so that the tail of a CI log says which failed.
+for (const file of report.testResults ?? []) {
+  for (const t of file.assertionResults ?? []) if (t.status === "failed") console.log(`  FAILED: ${file.name.replace(process.cwd() + "/", "")} > ${[...(t.ancestorTitles ?? []), t.title].join(" > ")}`);
+  if ((file.assertionResults ?? []).length === 0 && file.status === "failed") console.log(`  FAILED: ${file.name.replace(process.cwd() + "/", "")} (did not load: ${String(file.message ?? "").split("\n")[0]})`);
+}
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 console.log(`${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped`);
 process.exit(report.numFailedTests > 0 || !report.success ? 1 : 0);

@@ -509,8 +509,8 @@ export interface NewJob {
   /**
    * Its parents (never with `debounce`). Under the row locks of the stored
    * parents, in the enqueue's transaction: a parent that does not exist is
-   * NotFoundError, one dead or cancelled InvalidArgumentError, and nothing is
-   * stored. The job is stored waiting, with its count of parents not yet
+   * NotFoundError (before any other check of the parents), one dead or
+   * cancelled InvalidArgumentError, and nothing is stored. The job is stored waiting, with its count of parents not yet
    * succeeded, and each live parent is marked as having children (so that
    * the write that ends it settles them, see `endsJob`); with every parent
    * succeeded already it is stored as it would be without parents. The last

@@ -19,7 +19,7 @@ const SUITES: Record<string, { label: string; file: string }> = {
 const FLAGS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write"];
 
 const chosen = Deno.args.length > 0 ? Deno.args : Object.keys(SUITES);
-const results: { label: string; passed: number; failed: number; ignored: number; ok: boolean }[] = [];
+const results: { label: string; passed: number; failed: number; ignored: number; ok: boolean; failures: string[] }[] = [];
 const decoder = new TextDecoder();
 
 for (const name of chosen) {
@@ -43,7 +43,10 @@ for (const name of chosen) {
   // Deno's closing line: "ok | 130 passed | 0 failed (2s)", "FAILED | 129 passed | 1 failed | 1 ignored (3s)".
   const plain = output.replaceAll(/\x1b\[[0-9;]*m/g, "");
   const summary = [...plain.matchAll(/^(ok|FAILED) \| (\d+) passed[^|]*\| (\d+) failed[^|(]*(?:\| (\d+) ignored)?/gm)].at(-1);
+  // Deno's per-case lines: "name ... FAILED (12ms)"; named again at the end, so a log's tail says which.
+  const failures = [...plain.matchAll(/^(.*) \.\.\. FAILED\b/gm)].map((m) => m[1]!.trim());
   results.push({
+    failures: [...new Set(failures)],
     label: suite.label,
     passed: Number(summary?.[2] ?? 0),
     failed: Number(summary?.[3] ?? 0),
@@ -59,6 +62,7 @@ for (const r of results) {
   const why = r.passed + r.failed === 0 ? "target unavailable, see the banner above" : "needs the target does not provide";
   const skipped = r.ignored > 0 ? ` (${r.ignored} SKIPPED: ${why})` : "";
   console.log(`${r.label}: ${r.passed} passed, ${r.failed} failed${skipped}${note}`);
+  for (const name of r.failures) console.log(`  FAILED: ${name}`);
 }
 const sum = (k: "passed" | "failed" | "ignored") => results.reduce((n, r) => n + r[k], 0);
 const failedRuns = results.filter((r) => !r.ok).length;

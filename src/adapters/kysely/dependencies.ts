@@ -41,7 +41,8 @@ export function childless<Q extends { where: (...args: any[]) => any }>(query: Q
 /**
  * Locks the stored parents `ids` (FOR UPDATE where the engine has row
  * locks) and returns each one's state. A parent that does not exist is
- * NotFoundError; one dead or cancelled InvalidArgumentError.
+ * NotFoundError (first: whatever the others' states); one dead or cancelled
+ * InvalidArgumentError.
  */
 export async function lockParents(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
   const states = new Map<number, JobState>();
@@ -50,11 +51,10 @@ export async function lockParents(ctx: StoreContext, db: AnyDb, ids: readonly nu
     if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
     for (const r of (await labelled(q, "lock-parents").execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
   }
-  for (const id of ids) {
-    const state = states.get(id);
-    if (state === undefined) throw new NotFoundError(id, `after: parent job ${id} not found`);
-    if (state === "dead" || state === "cancelled") throw new InvalidArgumentError(endedParentMessage(id, state));
-  }
+  const missing = ids.find((id) => !states.has(id));
+  if (missing !== undefined) throw new NotFoundError(missing, `after: parent job ${missing} not found`);
+  const ended = ids.find((id) => states.get(id) === "dead" || states.get(id) === "cancelled");
+  if (ended !== undefined) throw new InvalidArgumentError(endedParentMessage(ended, states.get(ended)!));
   return states;
 }
 

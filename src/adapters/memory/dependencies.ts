@@ -22,6 +22,9 @@ type Apply = (state: MemoryState, event: TransitionEvent, key: { id: number; now
  * NotFoundError, one dead or cancelled InvalidArgumentError.
  */
 export function waitCounts(state: MemoryState, jobs: readonly NewJob[]): number[] {
+  // A missing parent is reported first, whatever the others' states (as the SQL adapters do).
+  const missing = jobs.flatMap((j) => j.after?.ids ?? []).find((id) => !state.jobs.has(id));
+  if (missing !== undefined) throw new NotFoundError(missing, `after: parent job ${missing} not found`);
   return jobs.map((job) => {
     if (!job.after) return 0;
     let count = job.after.refs.length;
@@ -74,9 +77,11 @@ export function settleChildren(state: MemoryState, job: JobRecord, now: number, 
     for (const c of state.children.get(job.id)!) {
       if (only && !only.has(c)) continue;
       const left = state.waitingOn.get(c);
-      if (left === undefined) continue;
+      if (left === undefined || state.jobs.get(c)?.state !== "waiting") continue;
       if (left > 1) {
+        // The count is the child's own column (on SQL): its last change is now.
         state.waitingOn.set(c, left - 1);
+        state.jobs.get(c)!.updatedAt = now;
         continue;
       }
       state.waitingOn.delete(c);

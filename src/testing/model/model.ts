@@ -1,7 +1,7 @@
 import type { JobRecord } from "../../core/job.ts";
 import type { JobState } from "../../core/states.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
-import { TRANSITIONS, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
+import { TRANSITIONS, endsJob, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
 import { discardReason } from "../../core/concurrency.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
 import { DEBOUNCE_PENDING_STATES, mergedRunAt, type DebounceSpec } from "../../core/debounce.ts";
@@ -111,7 +111,10 @@ export type JobOp =
   | { kind: "fail"; now: number; leaseToken: string; error: string; retryAt: number | null }
   | { kind: "release"; now: number; leaseToken: string }
   | { kind: "expire"; now: number; leaseToken: string; error: string; retryAt: number | null }
-  | { kind: "cancel"; now: number }
+  /** `reason`: a waiting child cancelled because its parent ended dead or cancelled (core/dependencies.ts cascadeReason). */
+  | { kind: "cancel"; now: number; reason?: string }
+  /** A waiting child whose last parent succeeded. */
+  | { kind: "unwait"; now: number }
   | { kind: "replay"; now: number }
   /** A debounced enqueue merging into this pending job: its options become the enqueue's, its run time `runAt`. */
   | { kind: "debounce"; now: number; runAt: number; priority: number; maxAttempts: number; timeoutMs: number | null };
@@ -147,7 +150,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   release: (j) => ({ ...CLEAR_LEASE, attempt: j.attempt - 1 }),
   expireRetry: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), runAt: retryAtOf(op) }),
   expireBury: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), finishedAt: op.now }),
-  cancel: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now }),
+  cancel: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now, ...("reason" in op && op.reason !== undefined ? { lastError: op.reason } : {}) }),
   replay: (_j, op) => ({ attempt: 0, runAt: op.now, finishedAt: null, lastError: null }),
   debounce: (_j, op) => {
     const m = op as Extract<JobOp, { kind: "debounce" }>;
@@ -210,6 +213,8 @@ export interface ModelNewJob {
   rateLimit?: { key: string; limit: number; periodMs: number } | null;
   /** A debounce key (never with a concurrency or idempotency key; the job is scheduled at `runAt`). */
   debounce?: DebounceSpec | null;
+  /** Its parents, stored jobs by id (EnqueueOptions.after); never with `debounce`. */
+  after?: { ids: readonly number[]; refs: readonly number[] } | null;
 }
 
 /** At most `limit` starts within any window of `periodMs`. */
@@ -254,6 +259,59 @@ export class ReferenceModel {
   readonly rateKeys = new Map<string, ModelRateLimit>();
   /** Every start (claim time) of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly starts = new Map<string, number[]>();
+  /** Each parent's children, in id order (EnqueueOptions.after). */
+  readonly children = new Map<number, number[]>();
+  /** Each waiting job's count of parents not yet succeeded. */
+  readonly waitingOn = new Map<number, number>();
+
+  /**
+   * Why enqueueing `jobs` is refused for their parents (nothing stored), or
+   * null: a parent that does not exist (NOT_FOUND), one dead or cancelled
+   * (INVALID_ARGUMENT).
+   */
+  parentsRefused(jobs: readonly ModelNewJob[]): "NOT_FOUND" | "INVALID_ARGUMENT" | null {
+    const ids = jobs.flatMap((j) => j.after?.ids ?? []);
+    if (ids.some((id) => !this.jobs.has(id))) return "NOT_FOUND";
+    return ids.some((id) => ["dead", "cancelled"].includes(this.jobs.get(id)!.state)) ? "INVALID_ARGUMENT" : null;
+  }
+
+  /**
+   * Settles the children of job `id`, which a write just ended: on success
+   * each waiting child counts one parent less and is released at 0; on dead
+   * or cancelled every waiting descendant is cancelled, the reason naming it.
+   */
+  #settleChildren(id: number, now: number): void {
+    const ended = this.jobs.get(id)!;
+    if (ended.state === "succeeded") {
+      for (const c of this.children.get(id) ?? []) {
+        const left = this.waitingOn.get(c);
+        if (left === undefined || this.jobs.get(c)?.state !== "waiting") continue;
+        if (left > 1) {
+          // The count is the child's own column: its last change is now.
+          this.waitingOn.set(c, left - 1);
+          this.jobs.set(c, { ...this.jobs.get(c)!, updatedAt: now });
+        } else {
+          this.waitingOn.delete(c);
+          this.#write(c, { kind: "unwait", now });
+        }
+      }
+      return;
+    }
+    if (ended.state !== "dead" && ended.state !== "cancelled") return;
+    const reason = `cancelled: parent job ${id} ended ${ended.state}`;
+    let front = [id];
+    while (front.length > 0) {
+      const next: number[] = [];
+      for (const p of front) {
+        for (const c of this.children.get(p) ?? []) {
+          if (this.jobs.get(c)?.state !== "waiting") continue;
+          this.waitingOn.delete(c);
+          if (this.#write(c, { kind: "cancel", now, reason })) next.push(c);
+        }
+      }
+      front = next;
+    }
+  }
 
   /**
    * Whether enqueueing `jobs` is refused (IdempotencyConflictError, nothing
@@ -327,11 +385,16 @@ export class ReferenceModel {
         steps: null,
       };
       const c = j.concurrency;
-      if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
+      const waits = (j.after?.ids ?? []).filter((p) => this.jobs.get(p)!.state !== "succeeded");
+      if (waits.length > 0) {
+        job.state = "waiting";
+        this.waitingOn.set(job.id, waits.length);
+      } else if (c && j.state === "ready" && this.holders(c.key) >= c.limit) {
         if (c.onConflict === "block") job.state = "blocked";
         else Object.assign(job, { state: "cancelled", finishedAt: now, lastError: discardReason(c.key, c.limit) });
       }
       this.jobs.set(job.id, job);
+      for (const p of j.after?.ids ?? []) this.children.set(p, [...(this.children.get(p) ?? []), job.id]);
       return { ...job, created: true };
     });
   }
@@ -355,8 +418,8 @@ export class ReferenceModel {
       if (free > 0) {
         if (this.#write(w.id, { kind: w.state === "blocked" ? "unblock" : "stage", now })) free--;
       } else if (w.state === "scheduled") {
-        if (w.onConflict === "discard") this.#write(w.id, { kind: "stageDiscard", now, reason: discardReason(key, limit) });
-        else this.#write(w.id, { kind: "stageBlocked", now });
+        if (w.onConflict !== "discard") this.#write(w.id, { kind: "stageBlocked", now });
+        else if (this.#write(w.id, { kind: "stageDiscard", now, reason: discardReason(key, limit) })) this.#settleChildren(w.id, now);
       }
     }
   }
@@ -425,6 +488,7 @@ export class ReferenceModel {
   apply(id: number, op: JobOp): ModelJob | null {
     const next = this.#write(id, op);
     if (next !== null && next.concurrencyKey !== null && freesSlot(eventOf(op))) this.rebalance(next.concurrencyKey, op.now);
+    if (next !== null && endsJob(eventOf(op))) this.#settleChildren(id, op.now);
     return next;
   }
 

@@ -20,6 +20,11 @@ export interface EnqueueSpec {
    * (so bursts of one key meet) and is scheduled `debounce.delayMs` ahead.
    */
   debounce?: { key: string; delayMs: number; maxWaitMs: number | null } | null;
+  /**
+   * Parents, as job picks (ModelState.pickJob) resolved when the command runs, each once; -1 names a job that does
+   * not exist. Ignored beside a debounce key (the client refuses the combination) or when no job is stored.
+   */
+  parents?: readonly number[];
 }
 
 /** enqueue(jobs): all stored in one transaction, in input order; or none, refused, when a key is held by another task. */
@@ -29,6 +34,11 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
     return true;
   }
   async run(m: ModelState, r: RealSystem): Promise<void> {
+    const after = (j: EnqueueSpec) => {
+      if (j.debounce || !j.parents?.length || m.store.jobs.size === 0) return {};
+      const ids = [...new Set(j.parents.map((p) => (p < 0 ? 999_999 : m.pickJob(p)!)))];
+      return { after: { ids, refs: [] } };
+    };
     const jobs = this.jobs.map((j) =>
       j.debounce
         ? {
@@ -56,8 +66,19 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
             concurrency: j.concurrency,
             idempotencyKey: j.idempotencyKey ?? null,
             rateLimit: j.rateLimit ?? null,
+            ...after(j),
           },
     );
+    const refused = m.store.parentsRefused(jobs);
+    if (refused !== null) {
+      const error = await r.adapter.enqueue({ jobs, now: m.now }).then(
+        () => null,
+        (e: { code?: string }) => e,
+      );
+      if (error?.code !== refused) fail(this.toString(), [`model says ${refused} (a parent missing, dead or cancelled); actual: ${error === null ? "stored" : String(error.code)}`]);
+      await expectSameStore(this.toString(), m, r);
+      return;
+    }
     if (m.store.idempotencyConflict(jobs)) {
       const refused = await r.adapter.enqueue({ jobs, now: m.now }).then(
         () => null,
@@ -79,7 +100,8 @@ export class EnqueueCommand implements AsyncCommand<ModelState, RealSystem> {
       j.debounce
         ? `/deb:${j.debounce.key}+${j.debounce.delayMs}ms${j.debounce.maxWaitMs === null ? "" : `≤${j.debounce.maxWaitMs}ms`}`
         : (j.concurrency ? `/${j.concurrency.key}≤${j.concurrency.limit}${j.concurrency.onConflict === "discard" ? "!" : ""}` : "") + (j.idempotencyKey ? `/idem:${j.idempotencyKey}` : "") +
-          (j.rateLimit ? `/rate:${j.rateLimit.key}≤${j.rateLimit.limit}/${j.rateLimit.periodMs}ms` : "");
+          (j.rateLimit ? `/rate:${j.rateLimit.key}≤${j.rateLimit.limit}/${j.rateLimit.periodMs}ms` : "") +
+          (j.parents?.length ? `/after:${j.parents.join("+")}` : "");
     return `enqueue(${this.jobs.map((j) => `${j.debounce ? "a" : j.queue}/${j.task}/p${j.priority}${j.delayMs ? `+${j.delayMs}ms` : ""}/max${j.maxAttempts}${key(j)}`).join(", ")})`;
   }
 }
