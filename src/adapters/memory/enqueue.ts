@@ -29,6 +29,8 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
   if (params.jobs.length === 0) return [];
   checkNewJobs(params.jobs, name);
   const { now } = params;
+  // Parents are checked first (as on SQL), before anything changes: a refused call writes nothing.
+  const waits = waitCounts(state, params.jobs);
   refuseConflicts(state, params.jobs, params.keysReleasedBefore);
   const idempotencyKeys = new Set(params.jobs.map((j) => j.idempotencyKey).filter((k): k is string => typeof k === "string"));
   if (idempotencyKeys.size > 0 && params.keysReleasedBefore !== undefined) releaseKeys(state, idempotencyKeys, params.keysReleasedBefore);
@@ -46,7 +48,6 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
   }
-  const waits = waitCounts(state, params.jobs);
   const tags = fairTagsOf(state, params.jobs);
   const records = params.jobs.map((job, i): EnqueuedRecord => {
     const holder = job.idempotencyKey ? holderOf(state, job.idempotencyKey) : null;
