@@ -11,7 +11,7 @@
  * DOCKET_MYSQL_URL, or the local servers' defaults.
  */
 import { Docket } from "../src/index.ts";
-import { openDatabase } from "./open-database.ts";
+import { openAdapter } from "./open-database.ts";
 
 type Tasks = {
   "order.validate": { orderId: number };
@@ -20,7 +20,7 @@ type Tasks = {
   "invoice.send": { orderId: number };
 };
 
-const { db, adapter } = await openDatabase(process.argv[2] ?? "sqlite", "deps.db");
+const adapter = await openAdapter(process.argv[2] ?? "sqlite", "deps.db");
 const docket = new Docket<Tasks>({ adapter, retry: { maxAttempts: 1 } });
 await docket.migrate();
 
@@ -69,4 +69,3 @@ const at = (step: string) => ran.indexOf(`${step} 1`);
 const ordered = at("validate") < Math.min(at("charge"), at("pdf")) && Math.max(at("charge"), at("pdf")) < at("invoice");
 console.log(`order 1 ran validate, then charge and pdf, then invoice: ${ordered}`);
 await docket.close();
-await db.destroy();

@@ -9,27 +9,12 @@
  * SQLite: ./steps.db (deleted first). PostgreSQL and MariaDB: DOCKET_PG_URL /
  * DOCKET_MYSQL_URL, or the local servers' defaults.
  */
-import { rmSync } from "node:fs";
-import { Docket, type DocketAdapter } from "../src/index.ts";
+import { Docket } from "../src/index.ts";
+import { openAdapter } from "./open-database.ts";
 
 type Tasks = { "invoice.send": { orderId: number; cents: number } };
 
-
-async function open(which: string): Promise<DocketAdapter> {
-  if (which === "sqlite") {
-    const { sqliteAdapter } = await import("../src/adapters/sqlite/index.ts");
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`steps.db${suffix}`, { force: true });
-    return sqliteAdapter({ filename: "steps.db" });
-  }
-  if (which === "postgres") {
-    const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
-    return postgresAdapter({ connectionString: process.env.DOCKET_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" });
-  }
-  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
-  return mysqlAdapter({ uri: process.env.DOCKET_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test" });
-}
-
-const docket = new Docket<Tasks>({ adapter: await open(process.argv[2] ?? "sqlite"), retry: { baseMs: 10, jitter: 0 } });
+const docket = new Docket<Tasks>({ adapter: await openAdapter(process.argv[2] ?? "sqlite", "steps.db"), retry: { baseMs: 10, jitter: 0 } });
 await docket.migrate();
 
 let charges = 0;

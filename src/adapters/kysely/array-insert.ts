@@ -116,11 +116,19 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
  * may run it inside its transaction.
  */
 export async function insertAdmittedRows(ctx: StoreContext, db: AnyDb, rows: readonly Record<string, unknown>[], now: number): Promise<number[]> {
-  const columns = [...ARRAY_COLUMNS, ...ADMISSION_COLUMNS];
+  // A batch with parents (EnqueueOptions.after) also carries each row's count of parents and its parent mark.
+  const deps = rows.some((r) => "waiting_on" in r);
+  const columns = [...ARRAY_COLUMNS, ...ADMISSION_COLUMNS, ...(deps ? DEPENDENCY_COLUMNS : [])];
   const values: Record<string, unknown> = { now };
-  for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? null);
-  return unnestInsert(ctx, db, "insert-admitted", columns, values, rows.length);
+  for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? (column === "waiting_on" || column === "has_children" ? 0 : null));
+  return unnestInsert(ctx, db, deps ? "insert-admitted-deps" : "insert-admitted", columns, values, rows.length);
 }
+
+/** The dependency columns a batch with parents writes at insert (see kysely/dependencies.ts). */
+const DEPENDENCY_COLUMNS = [
+  ["waiting_on", "integer"],
+  ["has_children", "smallint"],
+] as const;
 
 /**
  * `INSERT INTO jobs (<columns>, attempt, created_at, updated_at) SELECT t.*, 0, $now, $now FROM

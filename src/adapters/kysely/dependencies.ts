@@ -68,52 +68,83 @@ export function waitingJobs(jobs: readonly NewJob[], states: ReadonlyMap<number,
   return jobs.map((job) => (waitCount(job, states) > 0 ? ({ ...job, state: "waiting" } as unknown as NewJob) : job));
 }
 
+/**
+ * `values` (the rows of `jobs`, as `rowsOf` made them) with each row's count
+ * of parents to wait for and its mark as a parent of another job of the
+ * batch, so that the insert writes them (`wireBatch` stores the edges).
+ */
+export function withDependencyColumns(jobs: readonly NewJob[], values: Record<string, unknown>[], states: ReadonlyMap<number, JobState>): Record<string, unknown>[] {
+  const refParents = new Set(jobs.flatMap((j) => j.after?.refs ?? []));
+  return values.map((row, i) => ({ ...row, waiting_on: waitCount(jobs[i]!, states), has_children: refParents.has(i) ? 1 : 0 }));
+}
+
 function waitCount(job: NewJob, states: ReadonlyMap<number, JobState>): number {
   if (!job.after) return 0;
   return job.after.ids.filter((id) => states.get(id) !== "succeeded").length + job.after.refs.length;
 }
 
 /**
- * After the batch's rows are inserted (`records`, in input order): stores
- * each created child's edges and its count of parents not yet succeeded,
- * marks every live parent `has_children`, then settles the children of
- * batch parents that turned out already ended (a discarded keyed job, or a
- * finished job an idempotency key stood for) as their end demands.
+ * After the batch's rows are inserted (`records`, in input order, with
+ * their counts and marks written by the insert, see
+ * `withDependencyColumns`): stores each created child's edges, marks the
+ * live stored parents `has_children`, then settles the new children of batch
+ * parents that turned out already ended (a discarded keyed job, or a
+ * finished job an idempotency or debounce key stood for), as their end
+ * demands; a batch parent that is such a stored job is marked too.
  */
 export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueueParams, states: ReadonlyMap<number, JobState>, records: readonly EnqueuedRecord[]): Promise<void> {
-  const { tables } = ctx;
-  const edges: { child_id: number; parent_id: number }[] = [];
-  const counts = new Map<number, number>();
+  const children: number[] = [];
+  const parents: number[] = [];
   const refParents = new Set<number>();
   params.jobs.forEach((job, i) => {
     const child = records[i]!;
     if (!job.after || !child.created) return;
-    for (const id of job.after.ids) edges.push({ child_id: child.id, parent_id: id });
+    for (const id of job.after.ids) {
+      children.push(child.id);
+      parents.push(id);
+    }
     for (const r of job.after.refs) {
-      edges.push({ child_id: child.id, parent_id: records[r]!.id });
+      children.push(child.id);
+      parents.push(records[r]!.id);
       refParents.add(records[r]!.id);
     }
-    const n = waitCount(job, states);
-    if (n > 0) counts.set(child.id, n);
   });
-  for (let i = 0; i < edges.length; i += BATCH_ROWS) {
-    await labelled(db.insertInto(tables.deps).values(edges.slice(i, i + BATCH_ROWS)), "enqueue-deps").execute();
-  }
-  await setCounts(ctx, db, counts);
-  const live = [...new Set([...[...states].filter(([, s]) => s !== "succeeded").map(([id]) => id), ...refParents])];
-  for (let i = 0; i < live.length; i += BATCH_ROWS) {
-    await labelled(db.updateTable(tables.jobs).set({ has_children: 1 }).where("id", "in", live.slice(i, i + BATCH_ROWS)), "enqueue-deps").execute();
-  }
-  // Batch parents that are not new: lock them, and settle their new children if they already ended.
+  await insertEdges(ctx, db, children, parents);
+  const fresh = new Set(children);
   const reused = records.filter((r) => !r.created && refParents.has(r.id)).map((r) => r.id);
+  const live = [...[...states].filter(([, s]) => s !== "succeeded").map(([id]) => id), ...reused];
+  await markParents(ctx, db, live);
   if (reused.length === 0) {
     const ended = records.filter((r) => r.created && refParents.has(r.id) && isEnded(r.state));
-    if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, new Set(counts.keys()));
+    if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
     return;
   }
   const found = await lockParentsLoose(ctx, db, [...refParents]);
   const ended = [...found].filter(([, s]) => isEnded(s)).map(([id, state]) => ({ id, state }));
-  if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, new Set(counts.keys()));
+  if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
+}
+
+/** Inserts the edges (children[k], parents[k]): ONE statement with array parameters where the engine has them, else one per BATCH_ROWS edges. */
+async function insertEdges(ctx: StoreContext, db: AnyDb, children: readonly number[], parents: readonly number[]): Promise<void> {
+  if (children.length === 0) return;
+  const { tables, engine } = ctx;
+  if (engine.capabilities.arrays) {
+    const rows = sql`select * from unnest(${[...children]}::bigint[], ${[...parents]}::bigint[])`;
+    await labelled(db.insertInto(tables.deps).columns(["child_id", "parent_id"]).expression(rows), "enqueue-deps").execute();
+    return;
+  }
+  for (let i = 0; i < children.length; i += BATCH_ROWS) {
+    const edges = children.slice(i, i + BATCH_ROWS).map((child, k) => ({ child_id: child, parent_id: parents[i + k]! }));
+    await labelled(db.insertInto(tables.deps).values(edges), "enqueue-deps").execute();
+  }
+}
+
+/** Marks jobs `ids` as having children (`has_children = 1`). */
+async function markParents(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<void> {
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += BATCH_ROWS) {
+    await labelled(db.updateTable(ctx.tables.jobs).set({ has_children: 1 }).where("id", "in", unique.slice(i, i + BATCH_ROWS)), "enqueue-deps").execute();
+  }
 }
 
 function isEnded(state: JobState): boolean {
@@ -129,16 +160,6 @@ async function lockParentsLoose(ctx: StoreContext, db: AnyDb, ids: readonly numb
     for (const r of (await q.execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
   }
   return states;
-}
-
-/** Sets `waiting_on` of each job in `counts`: one UPDATE per BATCH_ROWS jobs (a CASE on the id). */
-async function setCounts(ctx: StoreContext, db: AnyDb, counts: ReadonlyMap<number, number>): Promise<void> {
-  const entries = [...counts];
-  for (let i = 0; i < entries.length; i += BATCH_ROWS) {
-    const chunk = entries.slice(i, i + BATCH_ROWS);
-    const byId = sql<number>`case ${sql.ref("id")} ${sql.join(chunk.map(([id, n]) => sql`when ${sql.lit(id)} then ${sql.lit(n)}`), sql` `)} end`;
-    await labelled(db.updateTable(ctx.tables.jobs).set({ waiting_on: byId }).where("id", "in", chunk.map(([id]) => id)), "enqueue-deps").execute();
-  }
 }
 
 /**

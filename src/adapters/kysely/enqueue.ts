@@ -16,7 +16,7 @@ import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
-import { lockParents, waitingJobs, wireBatch } from "./dependencies.ts";
+import { lockParents, waitingJobs, withDependencyColumns, wireBatch } from "./dependencies.ts";
 import { fairBatchInOneStatement, fairInOneStatement, insertManyFair, insertOneFair } from "./fair-enqueue.ts";
 
 /**
@@ -110,7 +110,7 @@ async function enqueueWithParents(ctx: StoreContext, params: EnqueueParams): Pro
   return ctx.engine.writeTransaction(ctx.db, async (trx) => {
     const states = await lockParents(ctx, trx, ids);
     const waiting = { ...params, jobs: waitingJobs(params.jobs, states) };
-    const records = await insertAdmitted(ctx, trx, waiting, rowsOf(waiting));
+    const records = await insertAdmitted(ctx, trx, waiting, withDependencyColumns(waiting.jobs, rowsOf(waiting), states));
     await wireBatch(ctx, trx, waiting, states, records);
     await ctx.engine.announceReady(trx, readyQueues(records.filter((r) => r.created)));
     return records;
