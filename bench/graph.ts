@@ -8,8 +8,9 @@
  *
  *   npx tsx bench/graph.ts [--systems sqlite,postgres,mysql] [--jobs 1000] [--fan-in 5] [--runs 3]
  *
- * Graph shape: job i (i >= 1) waits for min(fan-in, i) earlier jobs, picked
- * deterministically from the previous 50 (a layered DAG; edges ≈ N × fan-in).
+ * Graph shape: layers of 50 jobs; each job of a layer after the first waits
+ * for `fan-in` jobs of the layer before (edges ≈ N × fan-in), so up to 50
+ * jobs are runnable at once.
  * Store ratio = graph store time / independent store time (target ≤ 2).
  * Drain: one worker, concurrency 10, no-op handlers; jobs/s for each shape.
  */
@@ -25,11 +26,13 @@ const runs = Number(args.get("runs") ?? 3);
 
 type Tasks = { node: { i: number } };
 
-/** Parents of job i: up to `fanIn` of the 50 jobs before it, spread evenly. */
+/** Layers of WIDTH jobs: a job of layer L >= 1 waits for `fanIn` jobs of layer L - 1 (distinct, spread by its place). */
+const WIDTH = 50;
 function parentsOf(i: number): number[] {
-  const window = Math.min(i, 50);
-  const k = Math.min(fanIn, window);
-  return Array.from({ length: k }, (_, j) => i - 1 - Math.floor((j * window) / k));
+  const layer = Math.floor(i / WIDTH);
+  if (layer === 0) return [];
+  const k = Math.min(fanIn, WIDTH);
+  return Array.from({ length: k }, (_, j) => (layer - 1) * WIDTH + ((i + Math.floor((j * WIDTH) / k)) % WIDTH));
 }
 
 function graphItems(): EnqueueItem<Tasks>[] {
@@ -37,7 +40,7 @@ function graphItems(): EnqueueItem<Tasks>[] {
     task: "node" as const,
     payload: { i },
     ref: `n${i}`,
-    ...(i === 0 ? {} : { options: { after: parentsOf(i).map((p) => ({ ref: `n${p}` })) } }),
+    ...(parentsOf(i).length === 0 ? {} : { options: { after: parentsOf(i).map((p) => ({ ref: `n${p}` })) } }),
   }));
 }
 const plainItems = (): EnqueueItem<Tasks>[] => Array.from({ length: n }, (_, i) => ({ task: "node" as const, payload: { i } }));

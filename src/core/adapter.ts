@@ -648,7 +648,11 @@ export interface ExtendLeasesParams {
 
 /** What an outcome changes on a job: its state, attempt, times, error and (cleared) lease. */
 export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | "updatedAt" | "finishedAt" | "lastError" | "leaseToken" | "leaseExpiresAt" | "result"> & {
-  /** The children this write released (waiting → scheduled, see NewJob.after), for the caller to stage when due; absent when none. */
+  /**
+   * The children this write released (waiting → scheduled, see NewJob.after),
+   * for the caller to stage when due; absent when none. A batch's releases
+   * may all be reported on one of its jobs.
+   */
   released?: readonly ReleasedChild[];
 };
 

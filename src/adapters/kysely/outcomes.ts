@@ -10,7 +10,7 @@ import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { lockKeys, promote } from "./promotion.ts";
-import { childless } from "./dependencies.ts";
+import { childless, settleChildren } from "./dependencies.ts";
 
 export const CLEAR_LEASE = { lease_token: null, lease_expires_at: null } as const;
 
@@ -67,6 +67,13 @@ export async function settle(ctx: StoreContext, params: SettleParams): Promise<(
     const rows = await ctx.engine.writeTransaction(ctx.db, (db) => settleKeyed(ctx, db, list));
     for (const group of list) group.items.forEach((item, k) => (results[group.indexes[k]!] = rows.get(item.id) ?? null));
   }
+  // Unkeyed jobs the fast statements passed over, most often parents: one transaction that writes them and settles their children.
+  const missed = groupItems(ctx, items, (item, index) => results[index] === null && item.concurrencyKey === null && item.kind !== "release" && seen.get(item.id) === 1);
+  if (missed.size > 1 || [...missed.values()].some((g) => g.items.length > 1)) {
+    const list = [...missed.values()];
+    const rows = await ctx.engine.writeTransaction(ctx.db, (db) => settleGroups(ctx, db, list, null, undefined, true));
+    for (const group of list) group.items.forEach((item, k) => (results[group.indexes[k]!] = rows.get(item.id) ?? null));
+  }
   for (let index = 0; index < items.length; index++) {
     if (results[index] !== null) continue;
     const item = items[index]!;
@@ -78,12 +85,12 @@ export async function settle(ctx: StoreContext, params: SettleParams): Promise<(
 }
 
 /** The items that `take` accepts, grouped by what they write (see `groupKey`), with their places in the batch. */
-function groupItems(ctx: StoreContext, items: readonly SettleItem[], take: (item: SettleItem) => boolean): Map<string, Group> {
+function groupItems(ctx: StoreContext, items: readonly SettleItem[], take: (item: SettleItem, index: number) => boolean): Map<string, Group> {
   const groups = new Map<string, Group>();
   // A batch's items mostly write alike (completions at one time): the previous item's group is tried first.
   let previous: { item: SettleItem; group: Group } | null = null;
   items.forEach((item, index) => {
-    if (!take(item)) return;
+    if (!take(item, index)) return;
     let group = previous !== null && sameWrite(previous.item, item) ? previous.group : undefined;
     if (group === undefined) {
       const key = groupKey(item);
@@ -133,16 +140,20 @@ interface Group extends Write {
 /**
  * Applies each group to its jobs: those without a key (`keys` null), or
  * those whose key is one of `keys` (locked by the caller); the records that
- * moved, by id (and into `keyOf`, when given, the key of each).
+ * moved, by id (and into `keyOf`, when given, the key of each). A write that
+ * ends jobs passes over those with children (`childless`), unless
+ * `withChildren`: then, in the caller's transaction, it takes them too and
+ * settles their children (the children it released are reported on the
+ * first job it moved, SettledJob.released).
  */
-async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys: readonly string[] | null, keyOf?: Map<number, string>): Promise<Map<number, SettledJob>> {
+async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys: readonly string[] | null, keyOf?: Map<number, string>, withChildren = false): Promise<Map<number, SettledJob>> {
   const { tables, engine } = ctx;
   const moved = new Map<number, SettledJob>();
   if (keys !== null && keys.length === 0) return moved;
   for (const { event, set, now, items } of groups) {
     let rows: SettledRow[];
     const token = items[0]!.leaseToken;
-    if (keys === null && event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
+    if (!withChildren && keys === null && event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
       // The common batch, completions from one claim: compiled once, its values as slots.
       const values = { ids: [...new Set(items.map((i) => i.id))], token, now, result: (set as { result: unknown }).result };
       rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, ctx.engine.prepare))).rows as SettledRow[];
@@ -151,7 +162,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys:
       const keyed = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => keys === null ? guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null) : guardMany(q, event, items, engine.capabilities).where("concurrency_key", "in", keys);
       // A job with children to settle is left to `transition` (a miss here), which settles them.
       // deno-lint-ignore no-explicit-any
-      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => (endsJob(event) ? childless(keyed(q)) : keyed(q));
+      const fenced = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => (endsJob(event) && !withChildren ? childless(keyed(q)) : keyed(q));
       const update = labelled(fenced(db.updateTable(tables.jobs).set({ ...set, state: TRANSITIONS[event].to, updated_at: now })), event);
       if (engine.capabilities.returning) {
         rows = (await update.returning(SETTLED_COLUMNS).execute()) as SettledRow[];
@@ -168,6 +179,11 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys:
     for (const r of rows) {
       moved.set(Number(r.id), rowToSettled(r));
       if (keyOf && typeof r.concurrency_key === "string") keyOf.set(Number(r.id), r.concurrency_key);
+    }
+    if (withChildren && endsJob(event) && rows.length > 0) {
+      // Edges are read after the parents' row locks were granted: an enqueue that named one has committed them.
+      const released = await settleChildren(ctx, db, rows.map((r) => ({ id: Number(r.id), state: TRANSITIONS[event].to })), now);
+      if (released.length > 0) moved.set(Number(rows[0]!.id), { ...moved.get(Number(rows[0]!.id))!, released });
     }
     if (event === "release") await engine.announceReady(db, rows.map((r) => ({ queue: r.queue, due: false })));
   }
