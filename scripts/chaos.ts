@@ -81,6 +81,15 @@ const random = () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
 const between = (a: number, b: number) => a + random() * (b - a);
+/** `k` distinct numbers of 0..n-1, drawn with `random`. */
+const pick = (n: number, k: number): number[] => {
+  const all = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < k; i++) {
+    const j = i + Math.floor(random() * (n - i));
+    [all[i], all[j]] = [all[j]!, all[i]!];
+  }
+  return all.slice(0, k).sort((a, b) => a - b);
+};
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const applicable: Record<AdapterName, Scenario[]> = { sqlite: ["kill", "producer"], postgres: ["kill", "connections", "restart", "producer"], mysql: ["kill", "connections", "restart", "producer"] };
 const scenarios = args.scenario === "all" ? applicable[adapterName] : [args.scenario as Scenario];
@@ -216,6 +225,8 @@ interface Report {
   keyOrCapExceeded: number;
   /** The workflow jobs (ctx.step, then ctx.transaction): effect rows, duplicates, step runs, and steps run again after they were recorded. */
   workflow?: { jobs: number; effects: number; duplicateEffects: number; stepRuns: number; stepRerunsAfterRecord: number };
+  /** The dependency graph: children, edges, the largest fan-in, children started before their parents, doomed children cancelled, and doomed children that ran. */
+  graph?: { children: number; edges: number; maxFanIn: number; releasedEarly: number; cancelledByParent: number; ranWhileDoomed: number };
   seconds: number;
   violations: string[];
 }
@@ -234,28 +245,41 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   const limits = new Map<string, number>();
   for (let k = 0; k < KEYS; k++) limits.set(`k${k}`, (k % 3) + 1);
   await effects(store, `CREATE TABLE ${store.prefix}effects (job_id integer NOT NULL, attempt integer NOT NULL)`);
-  const plan = new Map<number, ChaosPayload & { dies: boolean }>();
-  const items = Array.from({ length: JOBS }, (_, n) => {
-    const r = random();
-    const failFirst = r < 0.03 ? 9 : r < 0.11 ? 1 : 0;
-    const keyed = random() < 0.6;
-    const key = `k${Math.floor(random() * KEYS)}`;
-    const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(20, 200)), workflow: random() < 0.3 };
-    return {
-      task: "chaos.job",
-      payload,
-      options: {
-        queue: random() < 0.3 ? "alpha" : "beta",
-        maxAttempts: failFirst === 9 ? 3 : 8,
-        ...(keyed ? { concurrency: { key, limit: limits.get(key)! } } : {}),
-      },
-    };
-  });
-  for (let i = 0; i < items.length; i += 200) {
-    for (const j of await docket.enqueueMany(items.slice(i, i + 200))) {
+  const plan = new Map<number, ChaosPayload & { dies: boolean; parents: number[] }>();
+  // A graph (EnqueueOptions.after) in each batch of 200: half of its second hundred wait for 1–3 jobs of its first
+  // hundred by ref, every 50th for 50 of them (fan-in 50); some of a first hundred wait for a job of the batch
+  // before by id. Parents that die cancel their descendants.
+  const idsOf: number[] = [];
+  for (let i = 0; i < JOBS; i += 200) {
+    const items = Array.from({ length: Math.min(200, JOBS - i) }, (_, k) => {
+      const n = i + k;
+      const r = random();
+      const failFirst = r < 0.03 ? 9 : r < 0.11 ? 1 : 0;
+      const keyed = random() < 0.6;
+      const key = `k${Math.floor(random() * KEYS)}`;
+      const payload: ChaosPayload = { n, failFirst, sleepMs: Math.floor(between(20, 200)), workflow: random() < 0.3 };
+      const refs = k >= 100 && k % 50 === 0 ? pick(100, 50) : k >= 100 && random() < 0.5 ? pick(100, 1 + Math.floor(random() * 3)) : [];
+      const ids = k < 100 && i > 0 && random() < 0.2 ? [idsOf[i - 200 + Math.floor(random() * 200)]!] : [];
+      const after = [...refs.map((p) => ({ ref: `r${i + p}` })), ...ids];
+      return {
+        task: "chaos.job",
+        payload,
+        ref: `r${n}`,
+        options: {
+          queue: random() < 0.3 ? "alpha" : "beta",
+          maxAttempts: failFirst === 9 ? 3 : 8,
+          ...(keyed ? { concurrency: { key, limit: limits.get(key)! } } : {}),
+          ...(after.length > 0 ? { after } : {}),
+        },
+      };
+    });
+    const stored = await docket.enqueueMany(items);
+    for (const j of stored) idsOf.push(j.id);
+    stored.forEach((j, k) => {
       const p = j.payload as ChaosPayload;
-      plan.set(j.id, { ...p, dies: p.failFirst === 9 });
-    }
+      const parents = (items[k]!.options.after ?? []).map((a) => (typeof a === "number" ? a : idsOf[Number(a.ref.slice(1))]!));
+      plan.set(j.id, { ...p, dies: p.failFirst === 9, parents });
+    });
   }
   const workers: Child[] = [];
   const killedAt = new Map<number, number>();
@@ -324,7 +348,7 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
     for (const r of rows) if (r.concurrencyKey && (r.state === "ready" || r.state === "running")) admitted.set(r.concurrencyKey, (admitted.get(r.concurrencyKey) ?? 0) + 1);
     for (const [k, n] of admitted) if (n > limits.get(k)!) (keyOrCapExceeded++, violation(`key ${k} has ${n} ready + running, limit ${limits.get(k)}`));
     const open = rows.filter((r) => r.state !== "succeeded" && r.state !== "dead" && r.state !== "cancelled").length;
-    lastCounts = JSON.stringify(Object.fromEntries(["scheduled", "ready", "blocked", "running", "succeeded", "dead"].map((s) => [s, rows.filter((r) => r.state === s).length])));
+    lastCounts = JSON.stringify(Object.fromEntries(["waiting", "scheduled", "ready", "blocked", "running", "succeeded", "dead", "cancelled"].map((s) => [s, rows.filter((r) => r.state === s).length])));
     if (open === 0 && rows.length === JOBS) break;
     if (Date.now() > deadline) {
       violation(`not finished after ${TIMEOUT_MS / 1000} s: ${lastCounts}`);
@@ -344,11 +368,16 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
 
   // Final rows and the workers' records.
   const final = new Map((await docket.list({ limit: 10_000 })).map((j) => [j.id, j]));
+  // A job is doomed when it dies or a parent is doomed: it must end cancelled, never run (its parents come first in id order).
+  const doomed = new Set<number>();
+  for (const [id, p] of [...plan].sort(([a], [b]) => a - b)) if (p.dies || p.parents.some((q) => doomed.has(q))) doomed.add(id);
   let lost = 0;
   for (const [id, p] of plan) {
     const j = final.get(id);
-    if (!j || (j.state !== "succeeded" && j.state !== "dead")) (lost++, violation(`job ${id} ended ${j?.state ?? "missing"}`));
-    else if (p.dies && j.state !== "dead") violation(`job ${id} should have died (it always fails), it is ${j.state}`);
+    const byParent = p.parents.some((q) => doomed.has(q));
+    const expected = byParent ? "cancelled" : p.dies ? "dead" : "succeeded";
+    if (!j || !["succeeded", "dead", "cancelled"].includes(j.state)) (lost++, violation(`job ${id} ended ${j?.state ?? "missing"}`));
+    else if (j.state !== expected) violation(`job ${id} should be ${expected} (${byParent ? "an ancestor always fails" : p.dies ? "it always fails" : "its parents succeed"}), it is ${j.state}`);
   }
   const starts = new Map<number, { pid: number; t: number; attempt: number }[]>();
   const succeeded = new Map<number, number>();
@@ -375,6 +404,7 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
     }
   }
   const workflow = await checkWorkflow(store, plan, final, stepRuns, violation);
+  const graph = checkGraph(plan, final, starts, doomed, violation);
   let doubleSuccesses = 0;
   for (const [id, n] of succeeded) if (n > 1) (doubleSuccesses++, violation(`job ${id}: ${n} succeeded events`));
   const reexecutions = { afterKill: 0, afterLostLease: 0, plannedRetries: 0, afterFailedWrite: 0 };
@@ -404,7 +434,48 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   }
   await docket.close();
   const crashes = violations.filter((v) => v.includes("exited on its own")).length;
-  return { adapter: adapterName, scenario, jobs: JOBS, faults, reexecutions, lost, doubleSuccesses, crashes, keyOrCapExceeded, workflow, seconds: Math.round((Date.now() - started) / 1000), violations };
+  return { adapter: adapterName, scenario, jobs: JOBS, faults, reexecutions, lost, doubleSuccesses, crashes, keyOrCapExceeded, workflow, graph, seconds: Math.round((Date.now() - started) / 1000), violations };
+}
+
+/**
+ * The dependency checks (I15): every child of parents that all succeeded ran,
+ * and its first attempt started only after the last of them finished (it was
+ * never released early, nor stranded); a doomed child (an ancestor always
+ * fails) never ran and ended cancelled, its reason naming a parent.
+ */
+function checkGraph(
+  plan: Map<number, { parents: number[] }>,
+  final: Map<number, { state: string; finishedAt: number | null; lastError: string | null; attempt: number }>,
+  starts: Map<number, { t: number }[]>,
+  doomed: Set<number>,
+  violation: (m: string) => void,
+): { children: number; edges: number; maxFanIn: number; releasedEarly: number; cancelledByParent: number; ranWhileDoomed: number } {
+  let children = 0;
+  let edges = 0;
+  let maxFanIn = 0;
+  let releasedEarly = 0;
+  let cancelledByParent = 0;
+  let ranWhileDoomed = 0;
+  for (const [id, p] of plan) {
+    if (p.parents.length === 0) continue;
+    children++;
+    edges += p.parents.length;
+    maxFanIn = Math.max(maxFanIn, p.parents.length);
+    const first = Math.min(...(starts.get(id) ?? []).map((s) => s.t));
+    if (p.parents.some((q) => doomed.has(q))) {
+      const j = final.get(id);
+      if (Number.isFinite(first) || (j?.attempt ?? 0) > 0) {
+        const parents = p.parents.map((q) => `${q}:${final.get(q)?.state}@${final.get(q)?.finishedAt}`).join(", ");
+        (ranWhileDoomed++, violation(`child ${id} ran (first start ${first}, attempt ${j?.attempt}, now ${j?.state}: ${j?.lastError}) although an ancestor always fails; parents ${parents}`));
+      }
+      if (j?.state === "cancelled" && /parent job \d+ ended (dead|cancelled)/.test(j.lastError ?? "")) cancelledByParent++;
+      else if (j?.state === "cancelled") violation(`child ${id} cancelled with reason ${JSON.stringify(j.lastError)}`);
+      continue;
+    }
+    const ready = Math.max(...p.parents.map((q) => final.get(q)?.finishedAt ?? Infinity));
+    if (first < ready) (releasedEarly++, violation(`child ${id} started at ${first}, before its last parent finished at ${ready}`));
+  }
+  return { children, edges, maxFanIn, releasedEarly, cancelledByParent, ranWhileDoomed };
 }
 
 /**
