@@ -681,7 +681,42 @@ export const MUTATIONS: readonly Mutation[] = [
     appliesTo: everywhere,
     plugins: () => [debounceUnguarded()],
   },
+  {
+    id: "children-never-released",
+    description: "a parent's success reads none of its waiting children's counts (the locked read returns no row): no child is ever released (I15)",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isWaitCountsRead(n) ? noRows(n) : n) })],
+  },
+  {
+    id: "children-never-cancelled",
+    description: "a parent that ends dead or cancelled finds none of its waiting descendants (the cascade's locked pick returns no row): they wait forever (I15)",
+    appliesTo: everywhere,
+    plugins: () => [rewritePlugin({ select: (n) => (isCascadePick(n) ? noRows(n) : n) })],
+  },
+  {
+    id: "childless-fence-dropped",
+    description: "writes that end jobs without settling children lose `has_children = 0`: the fast paths end a parent and its children are never released or cancelled (I15, R23 enqueue)",
+    appliesTo: everywhere,
+    plugins: () => [childlessFenceDropped()],
+  },
+  {
+    id: "wait-counts-unlocked",
+    description: "a parent's success reads its children's counts without their row locks and writes what it read less one, in autocommit: two parents at once both write 1 (R23)",
+    appliesTo: everywhere,
+    concurrentOnly: "alone, a read and its write see the same count: only a second parent's success between them loses a decrement",
+    plugins: () => [waitCountsUnlocked()],
+    wrapEngine: engineWithoutTransactions,
+  },
 ];
+
+/** A parent's success's locked read of its waiting children's counts (kysely/dependencies.ts `release`). */
+function isWaitCountsRead(n: SelectQueryNode): boolean {
+  return isTable(fromTable(n), "jobs") && (n.selections ?? []).some((s) => columnName(s.selection as OperationNode) === "waiting_on");
+}
+/** The cascade's locked pick of waiting children: `SELECT id FROM jobs WHERE id IN (…) AND state = 'waiting'` (kysely/dependencies.ts `cascade`). */
+function isCascadePick(n: SelectQueryNode): boolean {
+  return isTable(fromTable(n), "jobs") && selectsOnly(n, "id") && hasPredicate(n.where, ID_IN) && hasPredicate(n.where, STATE_EQ);
+}
 
 export function mutationById(id: string): Mutation {
   const m = MUTATIONS.find((x) => x.id === id);
