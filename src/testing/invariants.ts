@@ -82,6 +82,8 @@ export interface RunRecord {
   readonly history: readonly HistoryEvent[];
   /** The key limits and caps, fixed for the whole run, and the queues paused at its start. */
   readonly limits?: RunLimits;
+  /** The setup's dependencies (EnqueueOptions.after): each child with its parents, by id. */
+  readonly dependencies?: readonly { readonly child: number; readonly parents: readonly number[] }[];
 }
 
 export interface RunLimits {
@@ -517,7 +519,39 @@ export const fairnessInvariants: Invariant[] = [
 ];
 
 /** Every invariant the implemented features cover. Later features append theirs. */
-export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants, ...fairnessInvariants];
+/**
+ * Dependencies (I15, R23), judged on the final rows of the setup's children:
+ * a child whose parents all succeeded has been released (it is not
+ * waiting); a child of a parent that ended dead or cancelled is cancelled
+ * (it never ran), unless it had been released before; a child that ran
+ * (its attempt grew) has only succeeded parents; a child of an unfinished
+ * parent still waits, unless cancelled.
+ */
+export const dependencyInvariants: Invariant[] = [
+  {
+    id: "I15",
+    name: "dependencies: a child is released once its parents all succeeded, cancelled when one ended dead or cancelled, and never runs before",
+    check: (run) => {
+      const out: string[] = [];
+      const row = (id: number) => run.final.find((r) => r.id === id) ?? null;
+      for (const { child, parents } of run.dependencies ?? []) {
+        const c = row(child);
+        const ps = parents.map(row);
+        if (!c || ps.some((p) => p === null)) continue;
+        const states = ps.map((p) => p!.state);
+        const ran = c.attempt > (run.initial.find((r) => r.id === child)?.attempt ?? 0);
+        const desc = `child #${child} (${c.state}, parents ${parents.map((p, k) => `#${p} ${states[k]}`).join(", ")})`;
+        if (states.every((st) => st === "succeeded") && c.state === "waiting") out.push(`${desc}: every parent succeeded but it still waits (never released)`);
+        if (states.some((st) => st === "dead" || st === "cancelled") && c.state === "waiting") out.push(`${desc}: a parent ended but it still waits (not cancelled)`);
+        if (ran && !states.every((st) => st === "succeeded")) out.push(`${desc}: it ran, but not every parent succeeded (released early)`);
+        if (states.some((st) => !isTerminal(st)) && !["waiting", "cancelled"].includes(c.state)) out.push(`${desc}: a parent is unfinished but it left waiting (released early)`);
+      }
+      return out;
+    },
+  },
+];
+
+export const allInvariants: Invariant[] = [...rowInvariants, ...historyInvariants, ...controlInvariants, ...fairnessInvariants, ...dependencyInvariants];
 
 /** Runs `invariants` on a run: one line per violation, prefixed by the invariant's id. */
 export function checkInvariants(run: RunRecord, invariants: readonly Invariant[] = allInvariants): string[] {
@@ -573,6 +607,16 @@ function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
   }
   const finalRow = run.final.find((r) => r.id === initial.id) ?? null;
   const finalModel = finalRow === null ? null : toModelJob(finalRow);
+  const child = run.dependencies?.some((d) => d.child === initial.id) ?? false;
+  /** Calls that may have ended one of its parents (and so settled it), with their `now`: the settling of children (I15). */
+  const parentEnds: AdmitSource[] = [];
+  if (child) {
+    for (const o of operations(run)) {
+      if (o.error !== undefined || o.end <= floor) continue;
+      const now = o.effects.find((e) => e.op.now !== undefined)?.op.now ?? o.admits?.now;
+      if (now !== undefined) parentEnds.push({ label: o.label, start: o.start, end: o.end, now });
+    }
+  }
   if (steps.length > 16) return [`job #${initial.id}: ${steps.length} steps, too many to check`];
   const seen = new Set<string>();
   const start = toModelJob(initial);
@@ -606,6 +650,24 @@ function linearizeJob(initial: JobRecord, run: RunRecord, floor = 0): string[] {
         continue;
       }
       if (search(next ?? job, placed | (1 << i), [...order, s.label])) return true;
+    }
+    if (child && job.state === "waiting") {
+      // A parent's end settles its waiting children inside that call: a drop of the count (updatedAt), the release,
+      // or the cascade's cancel (its reason as the final row has it). Which parent, and when, is I15's question.
+      let placedStart = floor;
+      for (let k = 0; k < steps.length; k++) if (placed & (1 << k)) placedStart = Math.max(placedStart, steps[k]!.start);
+      for (const src of parentEnds) {
+        if (src.end < placedStart) continue;
+        let blocked = false;
+        for (let k = 0; k < steps.length && !blocked; k++) if (!(placed & (1 << k)) && steps[k]!.end < src.start) blocked = true;
+        if (blocked) continue;
+        const moves: [string, ModelJob | null][] = [
+          ["count drop", job.updatedAt === src.now ? null : { ...job, updatedAt: src.now }],
+          ["unwait", applyJobOp(job, { kind: "unwait", now: src.now })],
+          ["cancel by parent", applyJobOp(job, { kind: "cancel", now: src.now, reason: finalRow?.lastError ?? "" })],
+        ];
+        for (const [what, next] of moves) if (next !== null && search(next, placed, [...order, `(${what} in ${src.label})`])) return true;
+      }
     }
     if (job.state !== "scheduled" && job.state !== "blocked") return false;
     let latestStart = floor;

@@ -699,6 +699,14 @@ export const MUTATIONS: readonly Mutation[] = [
     appliesTo: everywhere,
     plugins: () => [childlessFenceDropped()],
   },
+  {
+    id: "wait-counts-unlocked",
+    description: "a parent's success reads its children's counts without their row locks and writes what it read less one, in autocommit: two parents at once both write 1 (R23)",
+    appliesTo: everywhere,
+    concurrentOnly: "alone, a read and its write see the same count: only a second parent's success between them loses a decrement",
+    plugins: () => [waitCountsUnlocked()],
+    wrapEngine: engineWithoutTransactions,
+  },
 ];
 
 /** A parent's success's locked read of its waiting children's counts (kysely/dependencies.ts `release`). */

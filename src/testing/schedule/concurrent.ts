@@ -38,6 +38,8 @@ export interface JobSetup {
   readonly fairKey?: string | null;
   /** Whether it is the pending job of debounce key DEBOUNCE_KEY (payload `{"n":0}`; only a ready job of no other key is). */
   readonly debounced?: boolean;
+  /** Its parents, as indexes of earlier setup jobs that are neither dead nor debounced (EnqueueOptions.after): it starts waiting. */
+  readonly after?: readonly number[];
 }
 
 /** The rate key of rated setup jobs; its window and qa's (RATE_PERIOD_MS) span the whole run. */
@@ -199,9 +201,15 @@ async function setup(env: ScheduleEnv, scenario: Scenario): Promise<{ ids: numbe
     if (got.length !== 1 || got[0]!.id !== stored!.id) throw new Error(`setup: could not put job ${i} in running`);
     tokens[i] = token;
   }
-  const rest = scenario.jobs.map((j, i) => ({ j, i })).filter(({ i, j }) => !toRun.has(i) && j.start !== "dead");
+  const rest = scenario.jobs.map((j, i) => ({ j, i })).filter(({ i, j }) => !toRun.has(i) && j.start !== "dead" && !j.after?.length);
   const stored = await env.plain.enqueue({ jobs: rest.map(({ j }) => newJob(j)), now: T0 - 3 * LEASE_MS });
   rest.forEach(({ i }, k) => (ids[i] = stored[k]!.id));
+  // Children last, one at a time in setup order (a child's parents, earlier setup jobs, have their ids by then).
+  for (const [i, j] of scenario.jobs.entries()) {
+    if (!j.after?.length) continue;
+    const [child] = await env.plain.enqueue({ jobs: [{ ...newJob(j), after: { ids: j.after.map((p) => ids[p]!), refs: [] } }], now: T0 - 3 * LEASE_MS });
+    ids[i] = child!.id;
+  }
   if (c.capA !== null) await env.plain.setQueueControl({ queue: "qa", maxRunning: c.capA });
   if (c.pausedB) await env.plain.setQueueControl({ queue: PAUSABLE, paused: true });
   if (c.capU !== null) await env.plain.setTaskControl({ task: "u", maxRunning: c.capU });
@@ -438,7 +446,8 @@ export async function runScenario(
   }
   const released = [...statements.released];
   const final = await env.plain.list({ limit: 1_000 });
-  return { record: { initial, final, history, limits: limitsOf(scenario) }, released, timedOut };
+  const dependencies = scenario.jobs.flatMap((j, i) => (j.after?.length ? [{ child: ids[i]!, parents: j.after.map((p) => ids[p]!) }] : []));
+  return { record: { initial, final, history, limits: limitsOf(scenario), ...(dependencies.length > 0 ? { dependencies } : {}) }, released, timedOut };
 }
 
 /** The attempt number a lease started: from the claim that returned it, else the setup row. */

@@ -22,7 +22,9 @@ import { IDEMPOTENCY_KEYS, SKEWS, TASKS, type JobSetup, type JobStart, type Outc
  * - fairness: claimers of one job each race over a fair queue's keys, one
  *   of them flooding (R21, judged by I13);
  * - debounce: debounced enqueues of one key (due at once) race each other
- *   and the claims of their pending job (R22, judged by I14).
+ *   and the claims of their pending job (R22, judged by I14);
+ * - dependencies: two parents of one waiting child end at once, under two
+ *   holders, while others claim and cancel (R23, judged by I15).
  *
  * A family only narrows the draw: every run is judged by every invariant.
  */
@@ -36,6 +38,7 @@ export function scenarioArbitrary(maxWorkers: number): fc.Arbitrary<Scenario> {
     { weight: 1, arbitrary: rateRace(maxWorkers) },
     { weight: 1, arbitrary: fairnessRace(maxWorkers) },
     { weight: 1, arbitrary: debounceRace(maxWorkers) },
+    { weight: 1, arbitrary: dependencyRace(maxWorkers) },
   );
 }
 
@@ -261,4 +264,37 @@ function debounceRace(maxWorkers: number): fc.Arbitrary<Scenario> {
     controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, rateA: null, pausedB: false })),
     workers: workersOf(fc.record({ skew: fc.constant(0), steps: fc.array(step, { minLength: 1, maxLength: 2 }) }), 2, Math.min(3, maxWorkers)),
   });
+}
+
+/**
+ * Parents 0 and 1 (running under a lease, or ready; one attempt, so a
+ * failure buries them) and child 2 waiting for both, maybe grandchild 3
+ * waiting for 2; 2–3 workers: the first two hold a parent each and end it
+ * (mostly complete) at once, the rest claim (released children) or cancel.
+ */
+function dependencyRace(maxWorkers: number): fc.Arbitrary<Scenario> {
+  const plain = (start: JobStart): JobSetup => ({ start, priority: 0, maxAttempts: 1, queue: 2, task: "t", key: null, idempotencyKey: null });
+  const parentStart = fc.constantFrom<JobStart>("running-live", "running-live", "running-live", "ready");
+  const end = fc.constantFrom<Outcome>("complete", "complete", "complete", "fail");
+  const other = fc.oneof(
+    { weight: 3, arbitrary: claimStep(fc.constantFrom<Outcome>("complete", "fail", "crash")) },
+    { weight: 1, arbitrary: cancelStep(fc.constantFrom(0, 2)) },
+  );
+  return fc.record({
+    p0: parentStart,
+    p1: parentStart,
+    grandchild: fc.boolean(),
+    e0: end,
+    e1: end,
+    others: fc.array(fc.record({ skew: fc.constant(0), steps: fc.array(other, { minLength: 1, maxLength: 2 }) }), { maxLength: Math.max(0, Math.min(3, maxWorkers) - 2) }),
+    controls: controlsArb.map((c) => ({ ...c, capA: null, capU: null, rateA: null, pausedB: false })),
+  }).map(({ p0, p1, grandchild, e0, e1, others, controls }) => ({
+    jobs: [plain(p0), plain(p1), { ...plain("ready"), after: [0, 1] }, ...(grandchild ? [{ ...plain("ready"), after: [2] }] : [])],
+    controls,
+    workers: [
+      { skew: 0, steps: [p0 === "ready" ? { kind: "claim" as const, limit: 1, outcome: e0 } : { kind: "hold" as const, job: 0, outcome: e0 }] },
+      { skew: 0, steps: [p1 === "ready" ? { kind: "claim" as const, limit: 1, outcome: e1 } : { kind: "hold" as const, job: 1, outcome: e1 }] },
+      ...others,
+    ],
+  }));
 }
