@@ -701,11 +701,11 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     id: "wait-counts-unlocked",
-    description: "a parent's success reads its children's counts without their row locks and writes what it read less one, in autocommit: two parents at once both write 1 (R23)",
-    appliesTo: everywhere,
+    description: "a parent's success reads its children's counts without their row locks (`FOR UPDATE` dropped) and writes what it read less one: two parents at once both write 1, and the child is never released (R23)",
+    appliesTo: (a) => a.skipLocked,
+    notApplicableBecause: "SQLite's single writer serializes the two settles (the held race R23 removes its transactions too)",
     concurrentOnly: "alone, a read and its write see the same count: only a second parent's success between them loses a decrement",
     plugins: () => [waitCountsUnlocked()],
-    wrapEngine: engineWithoutTransactions,
   },
 ];
 
