@@ -106,11 +106,9 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   /**
-   * Resolves with the job once it is finished (succeeded, with its `result`;
-   * dead; or cancelled), reading it every `pollMs` (default 100). Rejects
-   * with NotFoundError when there is no such job (or it was purged),
-   * WaitTimeoutError after `timeoutMs` (default: no limit), and with the
-   * signal's reason when `signal` aborts. Waiting changes nothing.
+   * Resolves with the job once it is finished (succeeded, with its `result`; dead; or cancelled), reading it
+   * every `pollMs` (default 100). Rejects with NotFoundError when there is no such job (or it was purged),
+   * WaitTimeoutError after `timeoutMs` (default: no limit), and with the signal's reason when `signal` aborts. Reads only.
    */
   waitFor(id: number, options: WaitOptions = {}): Promise<Job> {
     return waitFor((id) => this.get(id), id, options);
