@@ -20,7 +20,7 @@ import { sql } from "kysely";
 import type { EnqueueParams, EnqueuedRecord, NewJob, ReleasedChild } from "../../core/adapter.ts";
 import { cascadeReason, endedParentMessage } from "../../core/dependencies.ts";
 import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
-import type { JobState } from "../../core/states.ts";
+import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
@@ -45,12 +45,7 @@ export function childless<Q extends { where: (...args: any[]) => any }>(query: Q
  * InvalidArgumentError.
  */
 export async function lockParents(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
-  const states = new Map<number, JobState>();
-  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
-    let q = db.selectFrom(ctx.tables.jobs).select(["id", "state"]).where("id", "in", ids.slice(i, i + BATCH_ROWS)).orderBy("id");
-    if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
-    for (const r of (await labelled(q, "lock-parents").execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
-  }
+  const states = await lockedStates(ctx, db, ids);
   const missing = ids.find((id) => !states.has(id));
   if (missing !== undefined) throw new NotFoundError(missing, `after: parent job ${missing} not found`);
   const ended = ids.find((id) => states.get(id) === "dead" || states.get(id) === "cancelled");
@@ -115,12 +110,12 @@ export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueuePar
   const live = [...[...states].filter(([, s]) => s !== "succeeded").map(([id]) => id), ...reused];
   await markParents(ctx, db, live);
   if (reused.length === 0) {
-    const ended = records.filter((r) => r.created && refParents.has(r.id) && isEnded(r.state));
+    const ended = records.filter((r) => r.created && refParents.has(r.id) && TERMINAL_STATES.includes(r.state));
     if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
     return;
   }
-  const found = await lockParentsLoose(ctx, db, [...refParents]);
-  const ended = [...found].filter(([, s]) => isEnded(s)).map(([id, state]) => ({ id, state }));
+  const found = await lockedStates(ctx, db, [...refParents]);
+  const ended = [...found].filter(([, s]) => TERMINAL_STATES.includes(s)).map(([id, state]) => ({ id, state }));
   if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
 }
 
@@ -147,17 +142,13 @@ async function markParents(ctx: StoreContext, db: AnyDb, ids: readonly number[])
   }
 }
 
-function isEnded(state: JobState): boolean {
-  return state === "succeeded" || state === "dead" || state === "cancelled";
-}
-
-/** The states of jobs `ids`, locked where the engine has row locks; missing ones are left out. */
-async function lockParentsLoose(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
+/** The states of jobs `ids`, locked (FOR UPDATE, in id order) where the engine has row locks; missing ones are left out. */
+async function lockedStates(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<Map<number, JobState>> {
   const states = new Map<number, JobState>();
   for (let i = 0; i < ids.length; i += BATCH_ROWS) {
     let q = db.selectFrom(ctx.tables.jobs).select(["id", "state"]).where("id", "in", ids.slice(i, i + BATCH_ROWS)).orderBy("id");
     if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
-    for (const r of (await q.execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
+    for (const r of (await labelled(q, "lock-parents").execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
   }
   return states;
 }

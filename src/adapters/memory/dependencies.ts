@@ -10,6 +10,7 @@ import { cascadeReason, endedParentMessage } from "../../core/dependencies.ts";
 import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { TransitionEvent } from "../../core/transitions.ts";
+import { TERMINAL_STATES } from "../../core/states.ts";
 import { announce, type MemoryState } from "./state.ts";
 
 /** The guarded write (guarded-write.ts `applyTransition`), passed in by its callers. */
@@ -59,7 +60,7 @@ export function wire(state: MemoryState, jobs: readonly NewJob[], records: reado
   });
   for (const id of refParents) {
     const parent = state.jobs.get(id);
-    if (parent && ["succeeded", "dead", "cancelled"].includes(parent.state)) settleChildren(state, parent, now, applyTransition, fresh);
+    if (parent && TERMINAL_STATES.includes(parent.state)) settleChildren(state, parent, now, applyTransition, fresh);
   }
 }
 
