@@ -182,8 +182,14 @@ export interface DocketAdapter {
    * it throws LeaseLostError and the transaction rolls back: nothing `work`
    * wrote survives. When `work` throws, the transaction rolls back and its
    * error is rethrown as is. Never runs `work` twice. Returns the settled job.
+   * `params` is read after `work` returned (so `work` may set `params.now` to
+   * the time it finished). With `options.client` (a driver connection the caller holds, idle; on
+   * PostgreSQL a `pg` Client or PoolClient) the transaction is opened on that
+   * connection (BEGIN … COMMIT) and `work` is handed the client itself; an
+   * adapter without that form throws UnsupportedError, one that cannot use
+   * the client InvalidArgumentError, both before `work` runs.
    */
-  completeInTransaction?(params: FencedParams, work: (transaction: object) => Promise<string | null>): Promise<SettledJob>;
+  completeInTransaction?(params: FencedParams, work: (transaction: object) => Promise<string | null>, options?: { client?: object }): Promise<SettledJob>;
 
   /**
    * Optional. `settle`, and with it a hand-off: the slots of capped queues

@@ -62,6 +62,10 @@ export interface JobContext<P = unknown> {
    * attempt (InvalidArgumentError after); UnsupportedError on an adapter
    * without transactions (the memory adapter). Write through `trx` only:
    * on SQLite, other docket writes of this process wait until it ends.
+   * On PostgreSQL, `ctx.transaction(fn, { client })` takes a `pg` Client or
+   * PoolClient the handler holds, idle: BEGIN and COMMIT are sent on it and
+   * `fn` gets that client (`enqueue` takes it as `transaction` too); the
+   * caller keeps and releases it.
    */
   transaction: TransactionFunction;
   /**

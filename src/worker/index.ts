@@ -3,5 +3,6 @@ export { Worker } from "./worker.ts";
 export type { WorkerOptions } from "./options.ts";
 export type { WorkerEvent, WorkerOperation } from "./emitter.ts";
 export { JobTimeoutError, type Handler, type JobContext } from "./executor.ts";
+export type { TransactionFunction, TransactionOptions } from "./transaction.ts";
 export type { WorkerLogger } from "./log.ts";
 export { describeThrown } from "../core/thrown.ts";

@@ -5,9 +5,18 @@ import type { SettledJob } from "../core/adapter.ts";
 import { InvalidArgumentError, PayloadTooLargeError, UnsupportedError } from "../core/errors.ts";
 import { serializePayload } from "../core/validate.ts";
 
-/** The type of `ctx.transaction`; `Trx` is the adapter's kysely `Transaction` (annotate the parameter to type it). */
+/** Options of `ctx.transaction`. */
+export interface TransactionOptions {
+  /** PostgreSQL: a `pg` Client or PoolClient to run the transaction on (idle; `fn` gets it); kept by the caller. */
+  client?: object;
+}
+
+/**
+ * The type of `ctx.transaction`; `Trx` is the adapter's kysely `Transaction`,
+ * or with `{ client }` that client (annotate the parameter to type it).
+ */
 // deno-lint-ignore no-explicit-any
-export type TransactionFunction = <T, Trx = any>(fn: (trx: Trx) => Promise<T>) => Promise<T>;
+export type TransactionFunction = <T, Trx = any>(fn: (trx: Trx) => Promise<T>, options?: TransactionOptions) => Promise<T>;
 
 /**
  * `ctx.transaction` for one attempt of `record`, and the job as the
@@ -17,10 +26,12 @@ export type TransactionFunction = <T, Trx = any>(fn: (trx: Trx) => Promise<T>) =
 export function transactionOf(host: WorkerHost, record: JobRecord): { run: TransactionFunction; settled: () => SettledJob | null } {
   let used = false;
   let settled: SettledJob | null = null;
-  const run = async <T, Trx>(fn: (trx: Trx) => Promise<T>): Promise<T> => {
+  const run = async <T, Trx>(fn: (trx: Trx) => Promise<T>, options?: TransactionOptions): Promise<T> => {
     const adapter = host.adapter;
     if (adapter.completeInTransaction === undefined) throw new UnsupportedError(`ctx.transaction: the ${adapter.name} adapter has no database transactions`);
     if (typeof fn !== "function") throw new InvalidArgumentError("ctx.transaction: expected a function (trx) => Promise<result>");
+    const client = options?.client;
+    if (client !== undefined && (client === null || typeof client !== "object")) throw new InvalidArgumentError("ctx.transaction: { client } must be a pg Client or PoolClient");
     if (used) throw new InvalidArgumentError("ctx.transaction: called again in one attempt; it completes the job, so it runs at most once per attempt");
     used = true;
     const limit = await host.payloadLimit();
@@ -28,6 +39,7 @@ export function transactionOf(host: WorkerHost, record: JobRecord): { run: Trans
     const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now(), concurrencyKey: record.concurrencyKey };
     settled = await adapter.completeInTransaction(fence, async (trx) => {
       value = await fn(trx as Trx);
+      fence.now = host.clock.now();
       if (value === undefined) return null;
       try {
         return serializePayload(value, limit);
@@ -35,7 +47,7 @@ export function transactionOf(host: WorkerHost, record: JobRecord): { run: Trans
         if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, "the transaction's result");
         throw error;
       }
-    });
+    }, client === undefined ? undefined : { client });
     return value;
   };
   return { run, settled: () => settled };

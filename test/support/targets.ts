@@ -124,7 +124,11 @@ export async function postgresTarget(PG_URL: string): Promise<DisposableTarget> 
             const handles: [string, object][] = [["a pg.Pool", pool], ["a pg client before BEGIN", idle], ["a pg client after COMMIT", committed]];
             return { handles, release: async () => (idle.release(), committed.release()) };
           };
-          return { db, adapter, outsideTransaction, close: async () => (await adapter.close(), await db.destroy()) };
+          const client = async () => {
+            const c = await pool.connect();
+            return { client: c, release: async () => c.release() };
+          };
+          return { db, adapter, outsideTransaction, client, close: async () => (await adapter.close(), await db.destroy()) };
         },
       };
     },

@@ -124,6 +124,16 @@ export interface Engine {
    */
   adoptClient?(client: object): Promise<AnyDb | { refused: string } | null>;
   /**
+   * Runs `fn` in ONE transaction on `client`, a driver-level connection the
+   * caller holds and left idle (e.g. a `pg` Client or PoolClient): sends
+   * BEGIN, hands `fn` a kysely instance on that connection, then COMMIT, or
+   * ROLLBACK when `fn` throws (its error is rethrown). Never runs `fn` twice.
+   * Throws InvalidArgumentError, before BEGIN, for what it cannot use: not
+   * a client, a pool, a client with a transaction already open. The caller
+   * keeps the client. Optional (the `{ client }` form of `ctx.transaction`).
+   */
+  transactionOnClient?<T>(client: object, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /**
    * Told each statement text the store compiled once and will run again and
    * again with new parameters (claim, completion, single enqueue), so the
    * engine may have the server parse and plan it once per connection.

@@ -180,9 +180,9 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(() => heldLeases(this.#ctx, params));
   }
 
-  async completeInTransaction(params: FencedParams, work: (transaction: object) => Promise<string | null>): Promise<SettledJob> {
+  async completeInTransaction(params: FencedParams, work: (transaction: object) => Promise<string | null>, options?: { client?: object }): Promise<SettledJob> {
     try {
-      return await this.#run(() => completeInTransaction(this.#ctx, this.#own, params, work));
+      return await this.#run(() => completeInTransaction(this.#ctx, this.#own, params, work, options?.client));
     } catch (error) {
       throw error instanceof AdapterError && error.cause instanceof WorkFailed ? error.cause.error : error;
     }

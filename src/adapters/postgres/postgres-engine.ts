@@ -78,6 +78,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       expression: (payload) => sql`pg_notify(${channel}, ${payload})`,
     },
     adoptClient: (client) => adoptPgClient(client),
+    transactionOnClient,
     onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
     ...(options.prepared ? { prepare: (sql: string) => options.prepared!.register(sql) } : {}),
     async close() {
@@ -124,6 +125,32 @@ async function adoptPgClient(client: object): Promise<AnyDb | { refused: string 
 }
 
 const ABORTED = "its transaction failed and must be rolled back";
+const NO_TRANSACTION = "got a pool, or a client with no transaction open (call BEGIN on one client first)";
+
+/** Engine.transactionOnClient on a `pg` Client or PoolClient. */
+async function transactionOnClient<T>(client: object, fn: (db: AnyDb) => Promise<T>): Promise<T> {
+  const c = client as Partial<Queryable> & { totalCount?: unknown };
+  const what = "ctx.transaction: { client } must be a pg Client or PoolClient with no transaction open";
+  if (typeof c.query !== "function") throw new InvalidArgumentError(`${what}; got an object without query()`);
+  if (typeof c.totalCount === "number") throw new InvalidArgumentError(`${what}; got a pg.Pool, which runs each statement on any of its connections: pass one client from pool.connect()`);
+  const status = typeof c.getTransactionStatus === "function" ? c.getTransactionStatus() : null;
+  if (status !== "I" && (await transactionRefusal(c as Queryable)) !== NO_TRANSACTION) {
+    throw new InvalidArgumentError(`${what}; it is inside BEGIN: ctx.transaction sends BEGIN and COMMIT on it itself`);
+  }
+  const query = c.query.bind(client) as (text: string) => Promise<{ command?: string }>;
+  await query("BEGIN");
+  try {
+    const db = await adoptPgClient(client);
+    if (db === null || "refused" in db) throw new InvalidArgumentError(`${what}; after BEGIN: ${db === null ? "not a client" : db.refused}`);
+    const value = await fn(db);
+    // COMMIT of a failed transaction answers ROLLBACK instead of an error.
+    if ((await query("COMMIT")).command === "ROLLBACK") throw new InvalidArgumentError(`ctx.transaction: the transaction on { client } failed (a statement in it raised an error that was caught), so COMMIT rolled it back`);
+    return value;
+  } catch (error) {
+    await query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
 
 /**
  * Null when a transaction block is open on `client`, else why not. pg's
@@ -144,7 +171,7 @@ async function transactionRefusal(client: Queryable): Promise<string | null> {
     return null;
   } catch (error) {
     const code = (error as { code?: unknown })?.code;
-    if (code === "25P01") return "got a pool, or a client with no transaction open (call BEGIN on one client first)";
+    if (code === "25P01") return NO_TRANSACTION;
     if (code === "25P02") return ABORTED;
     throw error;
   }

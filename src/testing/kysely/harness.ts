@@ -36,6 +36,13 @@ export interface ApplicationConnection {
    * each as `transaction:` and expect a refusal; a target without it fails them.
    */
   outsideTransaction?(): Promise<{ handles: [label: string, handle: object][]; release(): Promise<void> }>;
+  /**
+   * Where the adapter offers `ctx.transaction`'s `{ client }` form
+   * (PostgreSQL): one driver connection of the application, idle, with
+   * `query(text, values)`, and `release` to give it back. Absent elsewhere:
+   * the cases then expect that form to be refused as unsupported.
+   */
+  client?(): Promise<{ client: object; release(): Promise<void> }>;
   /** Closes the adapter, then the application's kysely instance. */
   close(): Promise<void>;
 }

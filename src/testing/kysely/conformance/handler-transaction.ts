@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import type { Kysely } from "kysely";
 import type { DocketAdapter } from "../../../core/adapter.ts";
 import { Docket } from "../../../client/docket.ts";
-import { InvalidArgumentError, LeaseLostError } from "../../../core/errors.ts";
-import type { KyselyCaseContext as CaseContext, KyselyConformanceCase } from "../harness.ts";
+import { InvalidArgumentError, LeaseLostError, UnsupportedError } from "../../../core/errors.ts";
+import type { ApplicationConnection, KyselyCaseContext as CaseContext, KyselyConformanceCase } from "../harness.ts";
 import { LEASE_MS, insert, token } from "../../conformance/helpers.ts";
 import { mutationById } from "../mutations.ts";
 
@@ -11,7 +11,7 @@ import { mutationById } from "../mutations.ts";
 type AnyKysely = Kysely<any>;
 
 /** The application's table of effects (one row per job whose handler wrote it), made empty; and a reader of its rows. */
-async function effectsTable(t: CaseContext): Promise<{ name: string; rows: () => Promise<number[]>; close: () => Promise<void> }> {
+async function effectsTable(t: CaseContext): Promise<{ name: string; rows: () => Promise<number[]>; close: () => Promise<void>; app: ApplicationConnection }> {
   if (!t.store.application) throw new Error(`the ${t.adapter.name} target offers no application connection (TestStore.application)`);
   const app = await t.store.application();
   const name = `${t.store.tablePrefix}effects`;
@@ -21,7 +21,17 @@ async function effectsTable(t: CaseContext): Promise<{ name: string; rows: () =>
     name,
     rows: async () => ((await app.db.selectFrom(name).select("job_id").orderBy("job_id").execute()) as { job_id: number }[]).map((r) => Number(r.job_id)),
     close: () => app.close(),
+    app,
   };
+}
+
+/** A `pg`-style client: what the `{ client }` form hands the handler. */
+type PgLike = { query(text: string, values?: unknown[]): Promise<unknown>; getTransactionStatus?(): string | null };
+
+/** Inserts the effect row of `jobId` through `handle`: a kysely transaction, or with `client` a pg-style client. */
+async function writeEffect(effects: { name: string }, handle: object, jobId: number, client: boolean): Promise<void> {
+  if (client) await (handle as PgLike).query(`insert into "${effects.name}" (job_id) values ($1)`, [jobId]);
+  else await (handle as AnyKysely).insertInto(effects.name).values({ job_id: jobId }).execute();
 }
 
 /**
@@ -32,9 +42,12 @@ async function effectsTable(t: CaseContext): Promise<{ name: string; rows: () =>
  * transaction begins); then session 1's transaction records the success.
  * That must be refused and roll back the effect: the fresh attempt still
  * runs the job, and the effect table holds nothing. Returns the violation.
+ * With `clientForm`, the transaction is the `{ client }` form on one of the
+ * application's pg clients (PostgreSQL).
  */
-async function r24(t: CaseContext, stale: DocketAdapter): Promise<string | null> {
+async function r24(t: CaseContext, stale: DocketAdapter, clientForm = false): Promise<string | null> {
   const effects = await effectsTable(t);
+  const lent = clientForm ? await effects.app.client!() : null;
   try {
     const job = await insert(t);
     const now = t.clock.now();
@@ -52,11 +65,12 @@ async function r24(t: CaseContext, stale: DocketAdapter): Promise<string | null>
     let again = before;
     let error: unknown = null;
     try {
-      await stale.completeInTransaction!({ id: job.id, leaseToken: first.leaseToken!, now }, async (trx) => {
-        await (trx as AnyKysely).insertInto(effects.name).values({ job_id: job.id }).execute();
+      const work = async (trx: object) => {
+        await writeEffect(effects, trx, job.id, lent !== null);
         if (!serialWriters) again = await reclaim();
         return '"done"';
-      });
+      };
+      await stale.completeInTransaction!({ id: job.id, leaseToken: first.leaseToken!, now }, work, lent ? { client: lent.client } : undefined);
     } catch (e) {
       error = e;
     }
@@ -68,6 +82,7 @@ async function r24(t: CaseContext, stale: DocketAdapter): Promise<string | null>
     if (stored?.state !== "running" || stored.leaseToken !== again.leaseToken) return `the fresh attempt lost the job: ${stored?.state} under ${stored?.leaseToken}`;
     return null;
   } finally {
+    await lent?.release();
     await effects.close();
   }
 }
@@ -140,6 +155,93 @@ export const handlerTransactionCases: KyselyConformanceCase[] = [
     async run(t) {
       const stale = await t.connect({ instrument: { plugins: mutationById("lease-token-unchecked").plugins!() } });
       assert.notEqual(await r24(t, stale), null, "R24: the scenario did not detect the removed guard");
+    },
+  },
+  {
+    name: "ctx.transaction › the { client } form: BEGIN … COMMIT on the handler's own pg client with its writes and the success together (PostgreSQL); a pool, a client inside BEGIN or a non-client is refused before anything runs; elsewhere the form is refused as unsupported",
+    needs: ["sql"],
+    async run(t) {
+      const effects = await effectsTable(t);
+      const d = new Docket({ adapter: t.adapter, retry: { baseMs: 0, jitter: 0 } });
+      try {
+        const job = await insert(t);
+        const now = t.clock.now();
+        const [claimed] = await t.adapter.claim({ queues: ["default"], limit: 1, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+        const fence = { id: job.id, leaseToken: claimed!.leaseToken!, now };
+        let ran = 0;
+        const work = async () => (ran++, null);
+        if (!effects.app.client) {
+          await assert.rejects(t.adapter.completeInTransaction!(fence, work, { client: {} }), UnsupportedError);
+          assert.equal(ran, 0, "the refused form ran the work");
+          assert.equal((await t.adapter.get({ id: job.id }))?.state, "running");
+          return;
+        }
+        const outside = await effects.app.outsideTransaction!();
+        const pool = outside.handles.find(([label]) => label.includes("pg.Pool"))!;
+        await outside.release();
+        const inside = await effects.app.client();
+        try {
+          await (inside.client as PgLike).query("BEGIN");
+          for (const bad of [{}, pool[1], inside.client]) await assert.rejects(t.adapter.completeInTransaction!(fence, work, { client: bad }), InvalidArgumentError);
+          assert.equal((inside.client as PgLike).getTransactionStatus?.(), "T", "a refusal touched the caller's open transaction");
+          await (inside.client as PgLike).query("ROLLBACK");
+        } finally {
+          await inside.release();
+        }
+        assert.equal(ran, 0, "a refused client ran the work");
+        assert.equal((await t.adapter.get({ id: job.id }))?.state, "running", "a refused client wrote the outcome");
+        await d.cancel(job.id);
+
+        const w = d.worker({
+          pollMs: 10,
+          logger: null,
+          handlers: {
+            write: async (p, ctx) => {
+              const lent = await effects.app.client!();
+              try {
+                return await ctx.transaction(async (client: PgLike) => {
+                  await writeEffect(effects, client, ctx.job.id, true);
+                  await d.enqueue("followUp", { of: ctx.job.id }, { transaction: client });
+                  if ((p as { fail: boolean }).fail && ctx.job.attempt === 1) throw new Error("declined");
+                  return { wrote: ctx.job.id };
+                }, { client: lent.client });
+              } finally {
+                await lent.release();
+              }
+            },
+            followUp: () => undefined,
+          },
+        });
+        try {
+          const ok = await d.enqueue("write", { fail: false });
+          const retried = await d.enqueue("write", { fail: true }, { maxAttempts: 2 });
+          await w.start();
+          const done = await d.waitFor(ok.id, { timeoutMs: 10_000, pollMs: 10 });
+          assert.deepEqual([done.state, done.result], ["succeeded", { wrote: ok.id }]);
+          const second = await d.waitFor(retried.id, { timeoutMs: 10_000, pollMs: 10 });
+          assert.deepEqual([second.state, second.attempt], ["succeeded", 2]);
+          assert.deepEqual(await effects.rows(), [ok.id, retried.id], "one row per succeeded job: the declined attempt's row rolled back");
+          const followUps = await d.list({ task: "followUp" });
+          assert.deepEqual(followUps.map((j) => (j.payload as { of: number }).of).sort((a, b) => a - b), [ok.id, retried.id], "the declined attempt's follow-up rolled back with it");
+        } finally {
+          await w.stop();
+        }
+      } finally {
+        await effects.close();
+      }
+    },
+  },
+  {
+    name: "races › R24 in the { client } form (PostgreSQL): the success is refused and the client's writes roll back; caught when the lease token is removed",
+    needs: ["sql"],
+    async run(t) {
+      const app = await t.store.application!();
+      const offered = app.client !== undefined;
+      await app.close();
+      if (!offered) return;
+      assert.equal(await r24(t, await t.connect(), true), null);
+      const stale = await t.connect({ instrument: { plugins: mutationById("lease-token-unchecked").plugins!() } });
+      assert.notEqual(await r24(t, stale, true), null, "R24 ({ client }): the scenario did not detect the removed guard");
     },
   },
 ];
