@@ -158,8 +158,9 @@ async function lockedStates(ctx: StoreContext, db: AnyDb, ids: readonly number[]
  * transaction (`only`: just these children). Children of a succeeded job:
  * each waiting child's `waiting_on` drops by the number of its parents among
  * them, and a child at 0 moves to scheduled (TRANSITIONS.unwait), announced
- * as due: three statements per BATCH_ROWS children (the edges, the locked
- * counts, the write). Children of a dead or cancelled job: every waiting
+ * as due: one statement with RETURNING (per BATCH_ROWS parents without
+ * array parameters), else three per BATCH_ROWS children (the edges, the
+ * locked counts, the write). Children of a dead or cancelled job: every waiting
  * descendant is cancelled, the reason naming the job, a generation per
  * statement pair.
  */
@@ -184,6 +185,63 @@ async function edgesOf(ctx: StoreContext, db: AnyDb, parents: readonly number[],
 }
 
 async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
+  const out = ctx.engine.capabilities.returning ? await releaseInOne(ctx, db, parents, now, only) : await releaseReadThenWrite(ctx, db, parents, now, only);
+  const queues = [...new Set(out.map((r) => r.queue))];
+  if (queues.length > 0) await ctx.engine.announceReady(db, queues.map((queue) => ({ queue, due: true })));
+  return out;
+}
+
+/**
+ * Engines with `UPDATE … FROM … RETURNING`: ONE statement per batch of
+ * parents (one in all with array parameters): a CTE counts each child's
+ * edges from `parents`, another reads the waiting children's counts under
+ * their row locks in id order (FOR UPDATE OF the jobs, where the engine has
+ * row locks; a locking read returns the newest committed count), and the
+ * UPDATE writes the dropped counts from that read, `scheduled` at 0.
+ */
+async function releaseInOne(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
+  const { tables, engine } = ctx;
+  const out: ReleasedChild[] = [];
+  const chunks = engine.capabilities.arrays ? [parents] : Array.from({ length: Math.ceil(parents.length / BATCH_ROWS) }, (_, i) => parents.slice(i * BATCH_ROWS, (i + 1) * BATCH_ROWS));
+  const onlyIds = only ? [...only] : null;
+  for (const chunk of chunks) {
+    let counts = db
+      .selectFrom(tables.deps)
+      .select(["child_id", sql<number>`count(*)`.as("n")])
+      .where("parent_id", "in", engine.capabilities.arrays ? sql`(select unnest(${[...chunk]}::bigint[]))` : [...chunk])
+      .groupBy("child_id");
+    if (onlyIds) counts = counts.where("child_id", "in", onlyIds);
+    // The guard of R23: the counts are read under the children's row locks (taken in id order), and written from that read.
+    let seen = db
+      .selectFrom(`${tables.jobs} as j`)
+      .innerJoin("counts", "counts.child_id", "j.id")
+      .select(["j.id", "j.waiting_on", "counts.n"])
+      .where("j.state", "=", sql.lit("waiting"))
+      .orderBy("j.id");
+    if (engine.capabilities.rowLocks) seen = seen.forUpdate(["j"]);
+    const left = sql`${sql.ref("seen.waiting_on")} - ${sql.ref("seen.n")}`;
+    const q = db
+      .with("counts", () => counts)
+      .with("seen", () => seen)
+      .updateTable(tables.jobs)
+      .from("seen")
+      .set({
+        waiting_on: sql`case when ${left} > 0 then ${left} else 0 end`,
+        state: sql`case when ${left} > 0 then ${sql.lit("waiting")} else ${sql.lit(TRANSITIONS.unwait.to)} end`,
+        updated_at: now,
+      })
+      .whereRef(`${tables.jobs}.id`, "=", "seen.id")
+      .where(`${tables.jobs}.state`, "=", sql.lit("waiting"))
+      .returning([`${tables.jobs}.state`, `${tables.jobs}.queue`, `${tables.jobs}.run_at`]);
+    for (const r of (await labelled(q, "unwait").execute()) as { state: string; queue: string; run_at: number | string }[]) {
+      if (r.state !== "waiting") out.push({ queue: r.queue, runAt: Number(r.run_at) });
+    }
+  }
+  return out;
+}
+
+/** Engines without RETURNING on UPDATE: the edges, then the children's locked counts, then the write (three statements per BATCH_ROWS children). */
+async function releaseReadThenWrite(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
   const drops = new Map<number, number>();
   for (const { child } of await edgesOf(ctx, db, parents, only)) drops.set(child, (drops.get(child) ?? 0) + 1);
   if (drops.size === 0) return [];
@@ -211,8 +269,6 @@ async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[],
     };
     await labelled(db.updateTable(ctx.tables.jobs).set(set).where("id", "in", left.map((r) => r.id)).where("state", "=", sql.lit("waiting")), "unwait").execute();
   }
-  const queues = [...new Set(out.map((r) => r.queue))];
-  if (queues.length > 0) await ctx.engine.announceReady(db, queues.map((queue) => ({ queue, due: true })));
   return out;
 }
 

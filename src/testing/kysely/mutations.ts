@@ -703,7 +703,7 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "wait-counts-unlocked",
     description: "a parent's success reads its children's counts without their row locks (`FOR UPDATE` dropped) and writes what it read less one: two parents at once both write 1, and the child is never released (R23)",
     appliesTo: (a) => a.skipLocked,
-    notApplicableBecause: "SQLite's single writer serializes the two settles (the held race R23 removes its transactions too)",
+    notApplicableBecause: "on SQLite the release is one UPDATE … FROM … RETURNING under the single writer: nothing falls between its read of the counts and its write",
     concurrentOnly: "alone, a read and its write see the same count: only a second parent's success between them loses a decrement",
     plugins: () => [waitCountsUnlocked()],
   },

@@ -39,16 +39,29 @@ export interface StatementHookOptions {
 export class StatementHook {
   readonly #name: string;
   readonly #timeoutMs: number;
-  #armed: { label: StatementLabel; arrive: (sql: string) => void; gate: Promise<void> }[] = [];
+  #armed: { label: StatementLabel; after: boolean; arrive: (sql: string) => void; gate: Promise<void> }[] = [];
 
   constructor(options: StatementHookOptions) {
     this.#name = options.name;
     this.#timeoutMs = options.timeoutMs ?? HOOK_TIMEOUT_MS;
   }
 
-  /** Holds the next statement labelled `label`. */
+  /** Holds the next statement labelled `label`, before it is sent. */
   holdNext(label: StatementLabel): HeldStatement {
-    const what = `${labelComment(label)} (${this.#name})`;
+    return this.#arm(label, false);
+  }
+
+  /**
+   * Holds the next statement labelled `label` after it ran, before its
+   * result reaches its session: what it wrote and locked stays uncommitted
+   * while another session runs. `crash` makes it fail there.
+   */
+  holdAfter(label: StatementLabel): HeldStatement {
+    return this.#arm(label, true);
+  }
+
+  #arm(label: StatementLabel, after: boolean): HeldStatement {
+    const what = `${labelComment(label)}${after ? " (after it ran)" : ""} (${this.#name})`;
     let arrive!: (sql: string) => void;
     let release!: () => void;
     let crash!: (e: Error) => void;
@@ -72,16 +85,16 @@ export class StatementHook {
       crash = rej;
     });
     gate.catch(() => undefined);
-    this.#armed.push({ label, arrive, gate });
+    this.#armed.push({ label, after, arrive, gate });
     return { reached, release: () => release(), crash: (e = new Error("simulated crash")) => crash(e) };
   }
 
   wrap(dialect: Dialect): Dialect {
-    return tapDialect(dialect, { query: (sql) => this.#wait(sql) });
+    return tapDialect(dialect, { query: (sql) => this.#wait(sql, false), after: (sql) => this.#wait(sql, true) });
   }
 
-  async #wait(sql: string): Promise<void> {
-    const i = this.#armed.findIndex((a) => sql.includes(labelComment(a.label)));
+  async #wait(sql: string, after: boolean): Promise<void> {
+    const i = this.#armed.findIndex((a) => a.after === after && sql.includes(labelComment(a.label)));
     if (i < 0) return;
     const [armed] = this.#armed.splice(i, 1);
     armed!.arrive(sql);

@@ -4,6 +4,8 @@ import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, T
 export interface DriverTap {
   /** Called before each statement is sent, with its parameters; the statement waits for the returned promise. */
   query?(sql: string, parameters: readonly unknown[]): void | Promise<void>;
+  /** Called after each statement ran, before its result is returned; the caller waits for the returned promise. */
+  after?(sql: string): void | Promise<void>;
   /** Called for transaction control the driver issues itself. */
   control?(kind: "begin" | "commit" | "rollback"): void;
 }
@@ -42,7 +44,9 @@ class TappedDriver implements Driver {
     const wrapped: DatabaseConnection = {
       async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
         await tap.query?.(compiled.sql, compiled.parameters);
-        return raw.executeQuery<R>(compiled);
+        const result = await raw.executeQuery<R>(compiled);
+        await tap.after?.(compiled.sql);
+        return result;
       },
       streamQuery: <R>(compiled: CompiledQuery, chunkSize?: number) => raw.streamQuery<R>(compiled, chunkSize),
     };
