@@ -11,7 +11,9 @@
  * Graph shape: layers of 50 jobs; each job of a layer after the first waits
  * for `fan-in` jobs of the layer before (edges ≈ N × fan-in), so up to 50
  * jobs are runnable at once.
- * Store ratio = graph store time / independent store time (target ≤ 2).
+ * Store ratio = graph store time / independent store time (target ≤ 2),
+ * each timed after one untimed store of the same shape into the same tables
+ * (queue "warm", never drained).
  * Drain: one worker, concurrency 10, no-op handlers; jobs/s for each shape.
  */
 import { Docket, type EnqueueItem } from "../src/index.ts";
@@ -76,6 +78,9 @@ for (const system of systems) {
         await docket.migrate();
         await docket.list({ limit: 1 }); // the connection opened before the clock starts
         const items = shape === "graph" ? graphItems() : plainItems();
+        // One untimed store of the same shape first, into a queue no worker here drains: the time measured is the
+        // steady state (tables that exist and have grown, code compiled), not a fresh table's or a first call's.
+        await docket.enqueueMany(items.map((it) => ({ ...it, options: { ...it.options, queue: "warm" } })));
         const t0 = performance.now();
         const stored = await docket.enqueueMany(items);
         row[shape] = performance.now() - t0;

@@ -118,10 +118,12 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
 export async function insertAdmittedRows(ctx: StoreContext, db: AnyDb, rows: readonly Record<string, unknown>[], now: number): Promise<number[]> {
   // A batch with parents (EnqueueOptions.after) also carries each row's count of parents and its parent mark.
   const deps = rows.some((r) => "waiting_on" in r);
-  const columns = [...ARRAY_COLUMNS, ...ADMISSION_COLUMNS, ...(deps ? DEPENDENCY_COLUMNS : [])];
+  // A batch whose admission columns are all null (no key, nothing blocked or discarded: a graph of plain jobs) sends none of them.
+  const admission = rows.some((r) => ADMISSION_COLUMNS.some(([column]) => r[column] != null));
+  const columns = [...ARRAY_COLUMNS, ...(admission ? ADMISSION_COLUMNS : []), ...(deps ? DEPENDENCY_COLUMNS : [])];
   const values: Record<string, unknown> = { now };
   for (const [column] of columns) values[column] = rows.map((r) => r[column] ?? (column === "waiting_on" || column === "has_children" ? 0 : null));
-  return unnestInsert(ctx, db, deps ? "insert-admitted-deps" : "insert-admitted", columns, values, rows.length);
+  return unnestInsert(ctx, db, `insert-${admission ? "admitted" : "plain"}${deps ? "-deps" : ""}`, columns, values, rows.length);
 }
 
 /** The dependency columns a batch with parents writes at insert (see kysely/dependencies.ts). */
@@ -157,3 +159,4 @@ async function unnestInsert(
   if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
   return ids;
 }
+

@@ -119,17 +119,21 @@ export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueuePar
   if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
 }
 
-/** Inserts the edges (children[k], parents[k]): ONE statement with array parameters where the engine has them, else one per BATCH_ROWS edges. */
+/** Edges per INSERT without array parameters: two parameters each, within SQLite's 32,766 and MySQL's 65,535 per statement. */
+const EDGE_ROWS = 5000;
+
+/** Inserts the edges (children[k], parents[k]): ONE statement with array parameters where the engine has them, else one per EDGE_ROWS edges. */
 async function insertEdges(ctx: StoreContext, db: AnyDb, children: readonly number[], parents: readonly number[]): Promise<void> {
   if (children.length === 0) return;
   const { tables, engine } = ctx;
   if (engine.capabilities.arrays) {
-    const rows = sql`select * from unnest(${[...children]}::bigint[], ${[...parents]}::bigint[])`;
+    // Each id list travels as one array literal built here (the driver would quote every element on its own).
+    const rows = sql`select * from unnest(${`{${children.join(",")}}`}::bigint[], ${`{${parents.join(",")}}`}::bigint[])`;
     await labelled(db.insertInto(tables.deps).columns(["child_id", "parent_id"]).expression(rows), "enqueue-deps").execute();
     return;
   }
-  for (let i = 0; i < children.length; i += BATCH_ROWS) {
-    const edges = children.slice(i, i + BATCH_ROWS).map((child, k) => ({ child_id: child, parent_id: parents[i + k]! }));
+  for (let i = 0; i < children.length; i += EDGE_ROWS) {
+    const edges = children.slice(i, i + EDGE_ROWS).map((child, k) => ({ child_id: child, parent_id: parents[i + k]! }));
     await labelled(db.insertInto(tables.deps).values(edges), "enqueue-deps").execute();
   }
 }
