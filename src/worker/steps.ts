@@ -2,7 +2,7 @@
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
 import { LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
-import { readSteps, repeatedStep, validateStepName, withStep } from "../core/steps.ts";
+import { readSteps, repeatedStep, validateStepName, type Step } from "../core/steps.ts";
 import { serializePayload } from "../core/validate.ts";
 
 /** The type of `ctx.step` (see JobContext.step). */
@@ -14,7 +14,8 @@ export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promis
  * another (each writes the whole list, so none may overtake another).
  */
 export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
-  let stored = record.steps;
+  // Parsed once, at the first step: the recorded steps, then this attempt's as they are written.
+  let recorded: Step[] | null = null;
   let used: Set<string> | null = null;
   let writes: Promise<unknown> = Promise.resolve();
   return async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
@@ -22,7 +23,8 @@ export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
     used ??= new Set();
     if (used.has(checked)) throw repeatedStep(checked);
     used.add(checked);
-    const done = readSteps(stored).find((s) => s.name === checked);
+    recorded ??= readSteps(record.steps);
+    const done = recorded.find((s) => s.name === checked);
     if (done !== undefined) return done.result as T;
     const value = await fn();
     const limit = host.payloadLimit();
@@ -35,9 +37,10 @@ export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
     }
     const write = writes.then(async () => {
       const now = host.clock.now();
-      const next = withStep(stored, checked, text, now);
-      if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps: next }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
-      stored = next;
+      const step: Step = { name: checked, result: JSON.parse(text) as unknown, at: now };
+      const next = [...recorded!, step];
+      if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps: JSON.stringify(next) }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
+      recorded = next;
     });
     writes = write.catch(() => undefined);
     await write;
