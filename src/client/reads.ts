@@ -3,6 +3,7 @@
  * and `waitFor`, which polls one job until it is finished. Input is checked
  * before anything is read; nothing here writes.
  */
+import { jobsOf } from "../core/dependencies.ts";
 import type { DocketAdapter } from "../core/adapter.ts";
 import { InvalidArgumentError, NotFoundError, WaitTimeoutError } from "../core/errors.ts";
 import { toJob, type Job } from "../core/job.ts";
@@ -34,8 +35,7 @@ export async function getJob(adapter: DocketAdapter, id: number): Promise<Job | 
  */
 export async function dependenciesOf(adapter: DocketAdapter, id: number): Promise<{ parents: Job[]; children: Job[] }> {
   const ids = await adapter.dependencies({ id: validateId(id) });
-  const read = async (list: number[]) => (await Promise.all(list.map((i) => adapter.get({ id: i })))).filter((r) => r !== null).map((r) => toJob(r!));
-  return { parents: await read(ids.parents), children: await read(ids.children) };
+  return { parents: await jobsOf(adapter, ids.parents), children: await jobsOf(adapter, ids.children) };
 }
 
 export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): Promise<Job | null> {

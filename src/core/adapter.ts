@@ -765,5 +765,7 @@ export interface ListParams {
   queue?: string;
   task?: string;
   afterId?: number;
+  /** Only these jobs (at most 500 ids; those that do not exist are left out). */
+  ids?: readonly number[];
   limit: number;
 }

@@ -1,4 +1,5 @@
-import type { AfterSpec, NewJob } from "./adapter.ts";
+import type { AfterSpec, DocketAdapter, NewJob } from "./adapter.ts";
+import { toJob, type Job } from "./job.ts";
 import { InvalidArgumentError } from "./errors.ts";
 import { shown } from "./shown.ts";
 
@@ -111,4 +112,14 @@ export function cascadeReason(parent: number, state: string): string {
 /** The message of a parent that ended before its child was enqueued. */
 export function endedParentMessage(parent: number, state: string): string {
   return `after: parent job ${parent} is ${state}; a child of a dead or cancelled job could never run`;
+}
+
+/** Jobs `ids` as stored now, in id order (a purged one left out): one read per 500 ids. */
+export async function jobsOf(adapter: DocketAdapter, ids: readonly number[]): Promise<Job[]> {
+  const out: Job[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    for (const r of await adapter.list({ ids: chunk, limit: chunk.length })) out.push(toJob(r));
+  }
+  return out;
 }

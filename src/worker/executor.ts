@@ -4,6 +4,7 @@
  * described — and keeps at most `concurrency` handlers running, feeding free
  * slots from the local buffer.
  */
+import { jobsOf } from "../core/dependencies.ts";
 import type { WorkerHost } from "./host.ts";
 import { LeaseLostError } from "../core/errors.ts";
 import { stepsOf, type StepFunction } from "./steps.ts";
@@ -256,6 +257,5 @@ export class Executor {
 /** Job `id`'s parents as stored now, in id order (a purged one left out). */
 async function parentsOf(host: WorkerHost, id: number): Promise<Job[]> {
   const { parents } = await host.adapter.dependencies({ id });
-  const records = await Promise.all(parents.map((p) => host.adapter.get({ id: p })));
-  return records.filter((r): r is JobRecord => r !== null).map((r) => toJob(r));
+  return jobsOf(host.adapter, parents);
 }

@@ -17,6 +17,10 @@ export async function listJobs(ctx: StoreContext, params: ListParams): Promise<J
   if (params.queue !== undefined) q = q.where("queue", "=", params.queue);
   if (params.task !== undefined) q = q.where("task", "=", params.task);
   if (params.afterId !== undefined) q = q.where("id", ">", params.afterId);
+  if (params.ids !== undefined) {
+    if (params.ids.length === 0) return [];
+    q = q.where("id", "in", [...params.ids]);
+  }
   const rows = (await q.orderBy("id").limit(params.limit).execute()) as JobRow[];
   return rows.map(rowToRecord);
 }

@@ -20,7 +20,8 @@ export function getJob(state: MemoryState, id: number): JobRecord | null {
 export function listJobs(state: MemoryState, p: ListParams): JobRecord[] {
   const out: JobRecord[] = [];
   if (p.limit <= 0) return out;
-  for (const j of [...state.jobs.values()].sort((a, b) => a.id - b.id)) {
+  const among = p.ids === undefined ? [...state.jobs.values()] : [...new Set(p.ids)].flatMap((id) => state.jobs.get(id) ?? []);
+  for (const j of among.sort((a, b) => a.id - b.id)) {
     if (p.state !== undefined && j.state !== p.state) continue;
     if (p.queue !== undefined && j.queue !== p.queue) continue;
     if (p.task !== undefined && j.task !== p.task) continue;

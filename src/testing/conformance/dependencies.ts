@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { InvalidArgumentError, NotFoundError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
-import { claim, insert, stateOf } from "./helpers.ts";
+import { claim, insert, newJob, stateOf } from "./helpers.ts";
 import { settleOne } from "../lease-writes.ts";
 
 const after = (...ids: number[]) => ({ after: { ids, refs: [] } });
@@ -124,6 +124,18 @@ export const dependencyCases: ConformanceCase[] = [
       await assert.rejects(t.adapter.enqueue({ jobs: [job([cancelled.id])], now }), (e: unknown) => e instanceof InvalidArgumentError && /is cancelled/.test(e.message));
       assert.equal(await count(t), before, "nothing stored");
       assert.deepEqual(await t.adapter.dependencies({ id: live.id }), { parents: [], children: [] });
+    },
+  },
+  {
+    name: "list › ids: only those jobs, in id order, missing ones left out, with the other filters (how dependencies() and ctx.parents() read many jobs at once)",
+    async run(t) {
+      const now = t.clock.now();
+      const [a, b, c] = await t.adapter.enqueue({ jobs: [newJob({ runAt: now }), newJob({ runAt: now, queue: "other" }), newJob({ runAt: now })], now });
+      const ids = (rs: { id: number }[]) => rs.map((r) => r.id);
+      assert.deepEqual(ids(await t.adapter.list({ ids: [c!.id, 999_999, a!.id, c!.id], limit: 10 })), [a!.id, c!.id]);
+      assert.deepEqual(ids(await t.adapter.list({ ids: [a!.id, b!.id, c!.id], queue: "other", limit: 10 })), [b!.id]);
+      assert.deepEqual(ids(await t.adapter.list({ ids: [a!.id, b!.id, c!.id], limit: 2 })), [a!.id, b!.id]);
+      assert.deepEqual(await t.adapter.list({ ids: [], limit: 10 }), []);
     },
   },
   {
