@@ -622,8 +622,13 @@ for (const scenario of scenarios) {
   try {
     reports.push(scenario === "producer" ? await producers(store, dir) : await workload(scenario, store, dir));
   } finally {
-    await store.dispose().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    // DOCKET_CHAOS_KEEP=1 keeps a run with violations (its database and its workers' logs) for a post-mortem.
+    const kept = process.env.DOCKET_CHAOS_KEEP === "1" && (reports[reports.length - 1]?.violations.length ?? 1) > 0;
+    if (kept) console.log(`chaos: kept ${dir} and the store at ${store.target} (prefix ${store.prefix})`);
+    else {
+      await store.dispose().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
   const r = reports[reports.length - 1]!;
   console.log(JSON.stringify({ ...r, violations: r.violations.length }));
