@@ -177,7 +177,12 @@ export class Executor {
     const { record, controller } = attempt;
     const job = toJob(record);
     this.#parts.emitter.emit({ type: "started", job });
-    const tx = transactionOf(this.#parts.host, record);
+    // From the moment ctx.transaction writes the success, the lease check must not take the attempt for a lost
+    // one (a heartbeat that lands after the commit finds no lease); if the write fails, it checks it again.
+    const tx = transactionOf(this.#parts.host, record, (ending) => {
+      if (ending && attempt.phase === "running") attempt.phase = "settling";
+      else if (!ending && attempt.phase === "settling") attempt.phase = "running";
+    });
     const ran = await this.#runHandler(job, controller, record, tx.run);
     free();
     if (!this.#parts.inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there

@@ -22,8 +22,10 @@ export type TransactionFunction = <T, Trx = any>(fn: (trx: Trx) => Promise<T>, o
  * `ctx.transaction` for one attempt of `record`, and the job as the
  * transaction settled it (`settled`, once it committed: the attempt's
  * outcome is then recorded, and nothing the handler does after changes it).
+ * `ending(true)` is called once `fn` returned, before the success is
+ * written and committed; `ending(false)` if that write or commit failed.
  */
-export function transactionOf(host: WorkerHost, record: JobRecord): { run: TransactionFunction; settled: () => SettledJob | null } {
+export function transactionOf(host: WorkerHost, record: JobRecord, ending?: (ending: boolean) => void): { run: TransactionFunction; settled: () => SettledJob | null } {
   let used = false;
   let settled: SettledJob | null = null;
   const run = async <T, Trx>(fn: (trx: Trx) => Promise<T>, options?: TransactionOptions): Promise<T> => {
@@ -40,6 +42,7 @@ export function transactionOf(host: WorkerHost, record: JobRecord): { run: Trans
     settled = await adapter.completeInTransaction(fence, async (trx) => {
       value = await fn(trx as Trx);
       fence.now = host.clock.now();
+      ending?.(true);
       if (value === undefined) return null;
       try {
         return serializePayload(value, limit);
@@ -47,7 +50,10 @@ export function transactionOf(host: WorkerHost, record: JobRecord): { run: Trans
         if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, "the transaction's result");
         throw error;
       }
-    }, client === undefined ? undefined : { client });
+    }, client === undefined ? undefined : { client }).catch((error: unknown) => {
+      ending?.(false);
+      throw error;
+    });
     return value;
   };
   return { run, settled: () => settled };

@@ -244,4 +244,35 @@ export const handlerTransactionCases: KyselyConformanceCase[] = [
       assert.notEqual(await r24(t, stale, true), null, "R24 ({ client }): the scenario did not detect the removed guard");
     },
   },
+  {
+    name: "ctx.transaction › a heartbeat between the commit and the handler's return does not report the attempt lost: the job's succeeded event is emitted",
+    needs: ["sql"],
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter });
+      const events: string[] = [];
+      const w = d.worker({
+        pollMs: 10,
+        leaseMs: 600,
+        heartbeatMs: 50,
+        logger: null,
+        onEvent: (e) => void ((e.type === "lost" || e.type === "succeeded") && events.push(e.type)),
+        handlers: {
+          slowAfter: async (_p, ctx) => {
+            await ctx.transaction(async () => "done");
+            await new Promise((r) => setTimeout(r, 300)); // several heartbeats after the commit
+          },
+        },
+      });
+      try {
+        const job = await d.enqueue("slowAfter", {});
+        await w.start();
+        assert.equal((await d.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 })).state, "succeeded");
+        for (let i = 0; i < 100 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 400));
+        assert.deepEqual(events, ["succeeded"]);
+      } finally {
+        await w.stop();
+      }
+    },
+  },
 ];
