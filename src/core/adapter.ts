@@ -760,12 +760,15 @@ export interface StoredRateLimit {
   ready: number;
 }
 
+/** The most ids one `list({ ids })` takes. */
+export const LIST_IDS_MAX = 500;
+
 export interface ListParams {
   state?: JobState;
   queue?: string;
   task?: string;
   afterId?: number;
-  /** Only these jobs (at most 500 ids; those that do not exist are left out). */
+  /** Only these jobs (at most LIST_IDS_MAX ids; those that do not exist are left out). */
   ids?: readonly number[];
   limit: number;
 }

@@ -1,4 +1,4 @@
-import type { AfterSpec, DocketAdapter, NewJob } from "./adapter.ts";
+import { LIST_IDS_MAX, type AfterSpec, type DocketAdapter, type NewJob } from "./adapter.ts";
 import { toJob, type Job } from "./job.ts";
 import { InvalidArgumentError } from "./errors.ts";
 import { shown } from "./shown.ts";
@@ -114,11 +114,11 @@ export function endedParentMessage(parent: number, state: string): string {
   return `after: parent job ${parent} is ${state}; a child of a dead or cancelled job could never run`;
 }
 
-/** Jobs `ids` as stored now, in id order (a purged one left out): one read per 500 ids. */
+/** Jobs `ids` as stored now, in id order (a purged one left out): one read per LIST_IDS_MAX ids. */
 export async function jobsOf(adapter: DocketAdapter, ids: readonly number[]): Promise<Job[]> {
   const out: Job[] = [];
-  for (let i = 0; i < ids.length; i += 500) {
-    const chunk = ids.slice(i, i + 500);
+  for (let i = 0; i < ids.length; i += LIST_IDS_MAX) {
+    const chunk = ids.slice(i, i + LIST_IDS_MAX);
     for (const r of await adapter.list({ ids: chunk, limit: chunk.length })) out.push(toJob(r));
   }
   return out;

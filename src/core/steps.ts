@@ -23,9 +23,14 @@ export function readSteps(text: string | null): Step[] {
   return Array.isArray(parsed) ? (parsed as Step[]) : [];
 }
 
+/** `steps` and then `name` recorded with `resultText` (JSON text) at `at`; `steps` is left as it was. */
+export function appendStep(steps: readonly Step[], name: string, resultText: string, at: number): Step[] {
+  return [...steps, { name, result: JSON.parse(resultText) as unknown, at }];
+}
+
 /** The stored text after recording `name` with `resultText` (JSON text) at `at`. */
 export function withStep(text: string | null, name: string, resultText: string, at: number): string {
-  return JSON.stringify([...readSteps(text), { name, result: JSON.parse(resultText) as unknown, at }]);
+  return JSON.stringify(appendStep(readSteps(text), name, resultText, at));
 }
 
 /** A step's name: a non-empty string of at most MAX_NAME_LENGTH characters; InvalidArgumentError otherwise. */

@@ -2,7 +2,7 @@
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
 import { LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
-import { readSteps, repeatedStep, validateStepName, type Step } from "../core/steps.ts";
+import { appendStep, readSteps, repeatedStep, validateStepName, type Step } from "../core/steps.ts";
 import { serializePayload } from "../core/validate.ts";
 
 /** The type of `ctx.step` (see JobContext.step). */
@@ -37,8 +37,7 @@ export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
     }
     const write = writes.then(async () => {
       const now = host.clock.now();
-      const step: Step = { name: checked, result: JSON.parse(text) as unknown, at: now };
-      const next = [...recorded!, step];
+      const next = appendStep(recorded!, checked, text, now);
       if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps: JSON.stringify(next) }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
       recorded = next;
     });

@@ -159,4 +159,3 @@ async function unnestInsert(
   if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
   return ids;
 }
-
