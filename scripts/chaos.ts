@@ -31,6 +31,11 @@
  * `ctx.transaction`, which writes one row to an application table; each
  * succeeded one must have exactly one row, any other none, and a recorded
  * step must never run in a later attempt. Exits 1 on any violation.
+ *
+ * Post-mortems: DOCKET_CHAOS_KEEP=1 keeps a run with violations (its store
+ * and its workers' logs); DOCKET_CHAOS_AUDIT=1 (PostgreSQL) also records in
+ * `<prefix>audit` every state change of a keyed job, with its transaction
+ * id, backend pid and time.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -245,6 +250,12 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   const limits = new Map<string, number>();
   for (let k = 0; k < KEYS; k++) limits.set(`k${k}`, (k % 3) + 1);
   await effects(store, `CREATE TABLE ${store.prefix}effects (job_id integer NOT NULL, attempt integer NOT NULL)`);
+  if (process.env.DOCKET_CHAOS_AUDIT === "1" && adapterName === "postgres") {
+    // A trigger, not part of docket: it only appends to its own table.
+    await effects(store, `CREATE TABLE ${store.prefix}audit (id bigint, key text, old text, new text, xid bigint, pid int, at timestamptz, txstart timestamptz)`);
+    await effects(store, `CREATE FUNCTION ${store.prefix}audit_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO ${store.prefix}audit VALUES (NEW.id, NEW.concurrency_key, OLD.state, NEW.state, txid_current(), pg_backend_pid(), clock_timestamp(), transaction_timestamp()); RETURN NEW; END $$`);
+    await effects(store, `CREATE TRIGGER ${store.prefix}audit_t AFTER UPDATE ON ${store.prefix}jobs FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state AND NEW.concurrency_key IS NOT NULL) EXECUTE FUNCTION ${store.prefix}audit_fn()`);
+  }
   const plan = new Map<number, ChaosPayload & { dies: boolean; parents: number[] }>();
   // A graph (EnqueueOptions.after) in each batch of 200: half of its second hundred wait for 1–3 jobs of its first
   // hundred by ref, every 50th for 50 of them (fan-in 50); some of a first hundred wait for a job of the batch

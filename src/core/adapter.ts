@@ -276,8 +276,10 @@ export interface DocketAdapter {
    * blocked jobs while fewer than their limit hold a slot (which no write of
    * docket leaves behind; a manual edit or a bug could), and rebalances each
    * under its lock in its own transaction (blocked → ready, up to the
-   * limit). Returns the keys whose jobs it promoted; a key another caller
-   * repaired first is left out. Safe from many callers at once.
+   * limit). Returns the keys of which it unblocked a blocked job; a key
+   * another caller repaired first is left out, and so is one where it only
+   * admitted due scheduled jobs (staging's work, not a repair: e.g. a child
+   * its last parent released moments before). Safe from many callers at once.
    */
   repairKeys(params: RepairKeysParams): Promise<string[]>;
 

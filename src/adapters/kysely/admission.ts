@@ -50,13 +50,14 @@ export async function countHolders(ctx: StoreContext, db: AnyDb, key: string): P
  * policy is "discard", cancelled with the reason (the core's `admit`
  * decides). Idempotent. Called in the same transaction as every write that
  * frees a slot, so no blocked job waits while its key has room. Announces
- * the queues that gained ready jobs, and returns them.
+ * the queues that gained ready jobs, and returns them, with how many
+ * blocked jobs it unblocked (due scheduled jobs it admitted not counted).
  */
-export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now: number): Promise<string[]> {
+export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now: number): Promise<{ queues: string[]; unblocked: number }> {
   const key = (await labelled(db.selectFrom(ctx.tables.keys).select("max_holders").where("name", "=", name), "rebalance").executeTakeFirst()) as
     | { max_holders: number }
     | undefined;
-  if (!key) return [];
+  if (!key) return { queues: [], unblocked: 0 };
   const limit = Number(key.max_holders);
   let holders = await countHolders(ctx, db, name);
   const waiting = (await inClaimOrder(
@@ -71,11 +72,13 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
     .limit(freeSlots(limit, holders) + 100)
     .execute()) as { id: number | string; state: JobState; on_conflict: string | null; queue: string }[];
   const admitted = new Set<string>();
+  let unblocked = 0;
   for (const w of waiting) {
     const id = Number(w.id);
     if (w.state === "blocked") {
       if (holders < limit && (await applyTransition(ctx, db, "unblock", { id, now }, {}))) {
         holders++;
+        unblocked++;
         admitted.add(w.queue);
       }
       continue;
@@ -94,7 +97,7 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
     }
   }
   await ctx.engine.announceReady(db, [...admitted].map((queue) => ({ queue, due: false })));
-  return [...admitted];
+  return { queues: [...admitted], unblocked };
 }
 
 /**

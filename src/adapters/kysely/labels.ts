@@ -24,6 +24,8 @@ export type StatementLabel =
   | "cancel-children"
   /** The read of a concurrency key's limit that starts its rebalance. */
   | "rebalance"
+  /** repairKeys' unlocked read of the keys that have blocked jobs. */
+  | "repair-keys"
   /** The lock (or upsert) of several concurrency keys' rows, in name order, by a bulk admission or outcome batch. */
   | "lock-keys"
   /** The count of several keys' slot holders (and which have due scheduled jobs), under their locks, before a bulk admission or promotion. */

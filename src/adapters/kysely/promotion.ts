@@ -104,7 +104,7 @@ export async function promote(
   const { holders, due } = await holdersAndDue(ctx, db, names, now);
   if (due.size > 0) {
     const sorted = [...due].sort();
-    for (const name of sorted) for (const queue of await rebalance(ctx, db, name, now)) queues.add(queue);
+    for (const name of sorted) for (const queue of (await rebalance(ctx, db, name, now)).queues) queues.add(queue);
     for (const [name, n] of await countHoldersOf(ctx, db, sorted)) holders.set(name, n);
   }
   const room = new Map<string, number>();

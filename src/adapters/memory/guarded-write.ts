@@ -84,20 +84,23 @@ export function countHolders(state: MemoryState, key: string): number {
  * in claim order, are admitted while the key has free slots; a due
  * scheduled job beyond that is blocked or, with the "discard" policy,
  * cancelled with the reason. Idempotent; a key with no stored limit is
- * left alone. Announces the queues of the jobs it admitted.
+ * left alone. Announces the queues of the jobs it admitted; returns how many
+ * blocked jobs it unblocked (due scheduled jobs it admitted not counted).
  */
-export function rebalance(state: MemoryState, name: string, now: number): void {
+export function rebalance(state: MemoryState, name: string, now: number): number {
   const limit = state.keyLimits.get(name);
-  if (limit === undefined) return;
+  if (limit === undefined) return 0;
   let holders = countHolders(state, name);
   const waiting = [...state.jobs.values()]
     .filter((j) => j.concurrencyKey === name && (guardHolds(j, "unblock", { now }) || guardHolds(j, "stage", { now })))
     .sort(byClaimOrder);
   const admitted: ReadyNotice[] = [];
+  let unblocked = 0;
   for (const w of waiting) {
     if (w.state === "blocked") {
       if (freeSlots(limit, holders) > 0 && applyTransition(state, "unblock", { id: w.id, now }, {})) {
         holders++;
+        unblocked++;
         admitted.push({ queue: w.queue, due: false });
       }
       continue;
@@ -116,6 +119,7 @@ export function rebalance(state: MemoryState, name: string, now: number): void {
     }
   }
   announce(state, admitted);
+  return unblocked;
 }
 
 /** Admits every due scheduled job: unkeyed ones straight to ready (fair ones at new places), keyed ones through their key's rebalance. */

@@ -62,7 +62,7 @@ export function purge(state: MemoryState, p: PurgeParams, name: string): number 
   return picked.length;
 }
 
-/** See DocketAdapter.repairKeys: keys with blocked jobs (by name, at most `limit`) rebalanced; those whose holders rose are returned. */
+/** See DocketAdapter.repairKeys: keys with blocked jobs (by name, at most `limit`) rebalanced; those of which a blocked job was unblocked are returned. */
 export function repairKeys(state: MemoryState, p: { now: number; limit: number }): string[] {
   if (p.limit <= 0) return [];
   const names = new Set<string>();
@@ -72,8 +72,7 @@ export function repairKeys(state: MemoryState, p: { now: number; limit: number }
     const limit = state.keyLimits.get(name);
     const before = countHolders(state, name);
     if (limit === undefined || before >= limit) continue;
-    rebalance(state, name, p.now);
-    if (countHolders(state, name) > before) repaired.push(name);
+    if (rebalance(state, name, p.now) > 0) repaired.push(name);
   }
   return repaired;
 }

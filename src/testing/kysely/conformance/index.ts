@@ -6,6 +6,7 @@ import { scheduleRaceCases } from "./schedule-races.ts";
 import { statementCases } from "./statements.ts";
 import { transactionCases } from "./transaction.ts";
 import { handlerTransactionCases } from "./handler-transaction.ts";
+import { repairCases } from "./repair.ts";
 
 /**
  * The cases that need a kysely-based adapter (KyselyTestStore), in a stable
@@ -14,5 +15,5 @@ import { handlerTransactionCases } from "./handler-transaction.ts";
  * target runs these after the portable `conformanceCases()`.
  */
 export function kyselyConformanceCases(): KyselyConformanceCase[] {
-  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases];
+  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases];
 }
