@@ -664,9 +664,15 @@ export type SettledJob = Pick<JobRecord, "id" | "state" | "attempt" | "runAt" | 
   released?: readonly ReleasedChild[];
 };
 
-/** A child a parent's success released: its queue and run time. */
+/**
+ * A child a parent's success released: its queue and run time. `queue` is
+ * null when the adapter cannot tell which children its write released
+ * (MariaDB, without UPDATE … RETURNING): then it reports one such entry,
+ * due now, whenever the write changed a waiting child, and the caller
+ * stages at once whatever its queues.
+ */
 export interface ReleasedChild {
-  queue: string;
+  queue: string | null;
   runAt: number;
 }
 

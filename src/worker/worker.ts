@@ -91,7 +91,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       requestStage: (at) => producer.requestStage(at),
       slotsFreed: () => producer.ready(false),
       childrenReleased: (children) => {
-        for (const c of children) if (config.queues.includes(c.queue)) producer.requestStage(c.runAt);
+        for (const c of children) if (c.queue === null || config.queues.includes(c.queue)) producer.requestStage(c.runAt);
       },
       handOff: producer,
       reportLost: (records, reason) => leases.reportLost(records, reason),

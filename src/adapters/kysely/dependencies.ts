@@ -162,9 +162,9 @@ async function lockedStates(ctx: StoreContext, db: AnyDb, ids: readonly number[]
  * transaction (`only`: just these children). Children of a succeeded job:
  * each waiting child's `waiting_on` drops by the number of its parents among
  * them, and a child at 0 moves to scheduled (TRANSITIONS.unwait), announced
- * as due: one statement with RETURNING (per BATCH_ROWS parents without
- * array parameters), else three per BATCH_ROWS children (the edges, the
- * locked counts, the write). Children of a dead or cancelled job: every waiting
+ * as due: one statement per batch of parents (`releaseInOne` with RETURNING;
+ * per BATCH_ROWS parents without array parameters; `releaseJoined` on
+ * MariaDB, which reports an unknown queue). Children of a dead or cancelled job: every waiting
  * descendant is cancelled, the reason naming the job, a generation per
  * statement pair.
  */
@@ -189,8 +189,8 @@ async function edgesOf(ctx: StoreContext, db: AnyDb, parents: readonly number[],
 }
 
 async function release(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
-  const out = ctx.engine.capabilities.returning ? await releaseInOne(ctx, db, parents, now, only) : await releaseReadThenWrite(ctx, db, parents, now, only);
-  const queues = [...new Set(out.map((r) => r.queue))];
+  const out = ctx.engine.capabilities.returning ? await releaseInOne(ctx, db, parents, now, only) : await releaseJoined(ctx, db, parents, now, only);
+  const queues = [...new Set(out.flatMap((r) => (r.queue === null ? [] : [r.queue])))];
   if (queues.length > 0) await ctx.engine.announceReady(db, queues.map((queue) => ({ queue, due: true })));
   return out;
 }
@@ -244,36 +244,42 @@ async function releaseInOne(ctx: StoreContext, db: AnyDb, parents: readonly numb
   return out;
 }
 
-/** Engines without RETURNING on UPDATE: the edges, then the children's locked counts, then the write (three statements per BATCH_ROWS children). */
-async function releaseReadThenWrite(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
-  const drops = new Map<number, number>();
-  for (const { child } of await edgesOf(ctx, db, parents, only)) drops.set(child, (drops.get(child) ?? 0) + 1);
-  if (drops.size === 0) return [];
-  const children = [...drops.keys()].sort((a, b) => a - b);
-  const out: ReleasedChild[] = [];
-  for (let i = 0; i < children.length; i += BATCH_ROWS) {
-    // The guard of R23: the counts are read under the children's row locks (taken in id order), and written from that read.
-    let pick = db
-      .selectFrom(ctx.tables.jobs)
-      .select(["id", "waiting_on", "queue", "run_at"])
-      .where("id", "in", children.slice(i, i + BATCH_ROWS))
-      .where("state", "=", sql.lit("waiting"))
-      .orderBy("id");
-    if (ctx.engine.capabilities.rowLocks) pick = pick.forUpdate();
-    const rows = (await labelled(pick, "wait-counts").execute()) as { id: number | string; waiting_on: number | string; queue: string; run_at: number | string }[];
-    if (rows.length === 0) continue;
-    const left = rows.map((r) => ({ id: Number(r.id), n: Math.max(0, Number(r.waiting_on) - drops.get(Number(r.id))!), queue: r.queue, runAt: Number(r.run_at) }));
-    const released = left.filter((r) => r.n === 0);
-    for (const r of released) out.push({ queue: r.queue, runAt: r.runAt });
-    const byId = (value: (r: (typeof left)[number]) => unknown) => sql`case ${sql.ref("id")} ${sql.join(left.map((r) => sql`when ${sql.lit(r.id)} then ${value(r)}`), sql` `)} end`;
-    const set = {
-      state: released.length === 0 ? sql.lit("waiting") : byId((r) => sql.lit(r.n === 0 ? TRANSITIONS.unwait.to : "waiting")),
-      waiting_on: byId((r) => sql.lit(r.n)),
-      updated_at: now,
-    };
-    await labelled(db.updateTable(ctx.tables.jobs).set(set).where("id", "in", left.map((r) => r.id)).where("state", "=", sql.lit("waiting")), "unwait").execute();
+/**
+ * Engines without RETURNING on UPDATE (MariaDB): ONE multi-table `UPDATE
+ * jobs AS j, (<each child's edge count from parents>) AS c … WHERE c.child_id
+ * = j.id AND j.state = 'waiting'` per BATCH_ROWS parents. The guard of R23:
+ * InnoDB's UPDATE reads each child it writes under the child's row lock,
+ * newest committed version (a concurrent parent's success waits for it,
+ * then counts from what it wrote), and every assignment reads the row as it
+ * was before the statement. It cannot say which children reached 0: when it
+ * changed any, it reports one released child of unknown queue, due now
+ * (ReleasedChild.queue null), so the caller stages at once (a child still
+ * waiting makes that a read that admits nothing).
+ */
+async function releaseJoined(ctx: StoreContext, db: AnyDb, parents: readonly number[], now: number, only?: ReadonlySet<number>): Promise<ReleasedChild[]> {
+  const onlyIds = only ? [...only] : null;
+  let changed = false;
+  for (let i = 0; i < parents.length; i += BATCH_ROWS) {
+    let counts = db
+      .selectFrom(ctx.tables.deps)
+      .select(["child_id", sql<number>`count(*)`.as("n")])
+      .where("parent_id", "in", parents.slice(i, i + BATCH_ROWS))
+      .groupBy("child_id");
+    if (onlyIds) counts = counts.where("child_id", "in", onlyIds);
+    const left = sql`${sql.ref("j.waiting_on")} - ${sql.ref("c.n")}`;
+    // A multi-table UPDATE (kysely's `updateTable` with a list), its join condition in the WHERE clause.
+    // deno-lint-ignore no-explicit-any
+    const q = (db as any)
+      .updateTable([`${ctx.tables.jobs} as j`, counts.as("c")])
+      .set("j.state", sql`case when ${left} > 0 then ${sql.lit("waiting")} else ${sql.lit(TRANSITIONS.unwait.to)} end`)
+      .set("j.waiting_on", sql`case when ${left} > 0 then ${left} else 0 end`)
+      .set("j.updated_at", now)
+      .whereRef("c.child_id", "=", "j.id")
+      .where("j.state", "=", sql.lit("waiting"));
+    const result = (await labelled(q, "unwait").executeTakeFirst()) as { numUpdatedRows?: bigint } | undefined;
+    if (Number(result?.numUpdatedRows ?? 0) > 0) changed = true;
   }
-  return out;
+  return changed ? [{ queue: null, runAt: now }] : [];
 }
 
 async function cascade(ctx: StoreContext, db: AnyDb, root: Ended, now: number, only?: ReadonlySet<number>): Promise<void> {

@@ -16,9 +16,7 @@ export type StatementLabel =
   | "lock-parents"
   /** An enqueue's writes of its dependency edges, its children's counts and its parents' mark. */
   | "enqueue-deps"
-  /** The locked read of waiting children's counts, before a parent's success drops them (the guard of R23). */
-  | "wait-counts"
-  /** The read of the edges of jobs a write just ended, before their children are settled. */
+  /** The read of the edges of jobs a write just ended, before their cascade cancels the waiting children. */
   | "settle-children"
   /** The cancel of the waiting descendants of a job that ended dead or cancelled. */
   | "cancel-children"

@@ -683,9 +683,9 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     id: "children-never-released",
-    description: "a parent's success reads none of its waiting children's counts (the locked read returns no row): no child is ever released (I15)",
+    description: "a parent's success writes none of its waiting children's counts (its UPDATE matches no row): no child is ever released (I15)",
     appliesTo: everywhere,
-    plugins: () => [rewritePlugin({ select: (n) => (isWaitCountsRead(n) ? noRows(n) : n) })],
+    plugins: () => [rewritePlugin({ update: (n) => (isUnwaitUpdate(n) ? writesNothing(n) : n) })],
   },
   {
     id: "children-never-cancelled",
@@ -702,17 +702,18 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "wait-counts-unlocked",
     description: "a parent's success reads its children's counts without their row locks (`FOR UPDATE` dropped) and writes what it read less one: two parents at once both write 1, and the child is never released (R23)",
-    appliesTo: (a) => a.skipLocked,
-    notApplicableBecause: "on SQLite the release is one UPDATE … FROM … RETURNING under the single writer: nothing falls between its read of the counts and its write",
+    appliesTo: (a) => a.skipLocked && a.returning,
+    notApplicableBecause:
+      "on SQLite the release is one UPDATE … FROM … RETURNING under the single writer, on MariaDB one UPDATE … JOIN whose write reads each child's newest row under its lock: there is no separate locked read of the counts to unlock",
     concurrentOnly: "alone, a read and its write see the same count: only a second parent's success between them loses a decrement",
     plugins: () => [waitCountsUnlocked()],
   },
 ];
 
-/** A parent's success's locked read of its waiting children's counts (kysely/dependencies.ts `release`). */
-function isWaitCountsRead(n: SelectQueryNode): boolean {
-  return isTable(fromTable(n), "jobs") && (n.selections ?? []).some((s) => columnName(s.selection as OperationNode) === "waiting_on");
-}
+/** A parent's success's write of its waiting children's counts (kysely/dependencies.ts `releaseInOne`, `releaseJoined`): it sets `waiting_on`, not `finished_at` (the cascade's cancel sets both). */
+const isUnwaitUpdate = (n: UpdateQueryNode) => updatesColumn(n, "waiting_on") && !updatesColumn(n, "finished_at");
+/** `WHERE 1 = 0`: the UPDATE writes no row. */
+const writesNothing = (n: UpdateQueryNode): UpdateQueryNode => ({ ...n, where: WhereNode.create(RawNode.createWithSql("1 = 0")) });
 /** The cascade's locked pick of waiting children: `SELECT id FROM jobs WHERE id IN (…) AND state = 'waiting'` (kysely/dependencies.ts `cascade`). */
 function isCascadePick(n: SelectQueryNode): boolean {
   return isTable(fromTable(n), "jobs") && selectsOnly(n, "id") && hasPredicate(n.where, ID_IN) && hasPredicate(n.where, STATE_EQ);

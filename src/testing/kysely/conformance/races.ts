@@ -43,8 +43,11 @@ export interface HeldRace extends Race<HeldSessions> {
   mutantApplies?: (s: HeldSessions) => boolean;
 }
 
-/** Whether the adapter releases a parent's children in one statement (kysely/dependencies.ts `releaseInOne`: engines with RETURNING). */
-const oneStatementRelease = (a: DocketAdapter) => (a.capabilities as { returning?: boolean } | undefined)?.returning === true;
+/** Whether the adapter's release reads the children's counts in a locking read a mutant can unlock (kysely/dependencies.ts `releaseInOne` with row locks: PostgreSQL's `FOR UPDATE OF j`). */
+const lockedCountRead = (a: DocketAdapter) => {
+  const c = a.capabilities as { returning?: boolean; rowLocks?: boolean } | undefined;
+  return c?.returning === true && c?.rowLocks === true;
+};
 
 /** Mutation: every "transaction" runs its statements in autocommit, so nothing it locks or writes is held together. */
 export const noTransaction: Mutant = { instrument: { wrapEngine: engineWithoutTransactions } };
@@ -83,20 +86,20 @@ const HELD_RACES: HeldRace[] = [
     name: "two parents of one child finish at once on two sessions: the child is released exactly once, by whichever finishes last",
     guard: "the waiting children's counts read under their row locks (id order), in the transaction that records the parent's success",
     mutant: { instrument: { plugins: [waitCountsUnlocked()] } },
-    // Where the release is one statement (UPDATE … FROM … RETURNING) and writers take turns (SQLite), nothing can fall
-    // between its read and its write: no mutant of the read's locks can lose a decrement there.
-    mutantApplies: ({ s1 }) => !(oneStatementRelease(s1) && s1.capabilities?.rowLocks === false),
-    // Parents A and B run; child C waits for both (count 2). Session 1 completes A and is held after reading C's count
-    // (2, under C's lock), before writing it, or, where the release is one statement, after that statement (count 1
-    // written, uncommitted); session 2 completes B. With the lock session 2 waits for session 1's commit and reads 1
-    // (or 0 to write): C is released. Without it both read 2 and both write 1: C waits forever.
+    // The release is one statement everywhere. Where it reads the counts in a locking CTE (PostgreSQL) the mutant
+    // drops that lock; on SQLite (writers take turns) and MariaDB (UPDATE … JOIN: the write itself reads each child's
+    // newest row under its lock) there is no separate read to unlock.
+    mutantApplies: ({ s1 }) => lockedCountRead(s1),
+    // Parents A and B run; child C waits for both (count 2). Session 1 completes A and is held after its release
+    // statement (count 1 written, uncommitted); session 2 completes B. With the guard session 2 waits for session 1's
+    // commit and counts from 1: C is released. Without it both count from 2 and both write 1: C waits forever.
     async scenario({ t, hook, s1, s2 }) {
       const now = t.clock.now();
       const [a, b] = await t.adapter.enqueue({ jobs: [newJob({ queue: "p", runAt: now }), newJob({ queue: "p", runAt: now })], now });
       const [child] = await t.adapter.enqueue({ jobs: [newJob({ runAt: now, after: { ids: [a!.id, b!.id], refs: [] } })], now });
       const running = await t.adapter.claim({ queues: ["p"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
       const done = (s: DocketAdapter, id: number) => settleOne(s, { kind: "complete", id, leaseToken: running[0]!.leaseToken!, now, concurrencyKey: null });
-      const held = oneStatementRelease(s1) ? hook.holdAfter("unwait") : hook.holdNext("unwait");
+      const held = hook.holdAfter("unwait");
       const one = done(s1, a!.id);
       await held.reached;
       const two = done(s2, b!.id);

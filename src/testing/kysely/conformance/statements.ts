@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Docket } from "../../../client/docket.ts";
 import type { KyselyConformanceCase } from "../harness.ts";
 import { StatementCounter } from "../statement-counter.ts";
-import { LEASE_MS, claim, eventually, insert, token } from "../../conformance/helpers.ts";
+import { LEASE_MS, claim, eventually, insert, newJob, token } from "../../conformance/helpers.ts";
 import { handOff } from "../../conformance/hand-off.ts";
 
 /** Statements (BEGIN and COMMIT included) a worker may send per job while it drains a backlog of unkeyed jobs. */
@@ -138,5 +138,45 @@ statementCases.push({
       assert.deepEqual(claimed.map((j) => j.id), [first[1]!.id + 1, first[1]!.id + 2]);
       assert.equal(counter.statements, 1, "one statement completes the batch and claims the next jobs");
     } else assert.deepEqual(claimed, []);
+  },
+});
+
+/**
+ * Fan-in release (issue 26): a batch of parents' successes sends the same
+ * number of statements whether they release one child each or share thirty
+ * children of fan-in ten, and one release statement more than a batch of
+ * parents whose children are already released or cancelled.
+ */
+statementCases.push({
+  name: "statements › a batch of parents' successes releases their children in ONE statement, whatever the children (1 each, or 30 shared with fan-in 10)",
+  async run(t) {
+    const shapes = { one: 0, shared: 0, none: 0, childless: 0 };
+    for (const shape of ["one", "shared", "none", "childless"] as const) {
+      const now = t.clock.now();
+      const task = `fan-${shape}`;
+      const parents = await t.adapter.enqueue({ jobs: Array.from({ length: 10 }, () => newJob({ task, queue: "fan", runAt: now })), now });
+      const ids = parents.map((p) => p.id);
+      const children =
+        shape === "one"
+          ? ids.map((id) => newJob({ runAt: now, after: { ids: [id], refs: [] } }))
+          : shape === "childless"
+            ? []
+            : Array.from({ length: 30 }, () => newJob({ runAt: now, after: { ids, refs: [] } }));
+      const made = children.length === 0 ? [] : await t.adapter.enqueue({ jobs: children, now });
+      // "none": the children are cancelled first, so the parents' successes find no waiting child to write.
+      if (shape === "none") for (const c of made) assert.ok(await t.adapter.cancel({ id: c.id, now }));
+      const running = await t.adapter.claim({ queues: ["fan"], tasks: [task], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      assert.equal(running.length, 10);
+      shapes[shape] = await counted(t, async (_d, adapter) => {
+        await adapter.settle({ items: running.map((j) => ({ kind: "complete" as const, id: j.id, leaseToken: j.leaseToken!, now, concurrencyKey: null })) });
+      });
+      const left = await Promise.all(made.map((c) => t.adapter.get({ id: c.id })));
+      if (shape !== "childless") assert.deepEqual([...new Set(left.map((c) => c?.state))], [shape === "none" ? "cancelled" : "scheduled"], `${shape}: every child released`);
+    }
+    console.log(
+      `statements of a batch of 10 parents' successes: 1 child each ${shapes.one}, 30 shared children ${shapes.shared}, no waiting child ${shapes.none}; 10 jobs without children ${shapes.childless}`,
+    );
+    assert.equal(shapes.shared, shapes.one, "the statements do not grow with the children or the fan-in");
+    assert.ok(shapes.one - shapes.none <= 1, `releasing adds at most one statement to the batch (${shapes.one} against ${shapes.none})`);
   },
 });
