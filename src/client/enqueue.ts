@@ -106,5 +106,9 @@ function withParents<T extends TaskMap>(items: readonly EnqueueItem<T>[], jobs: 
   });
   if (afters.every((a) => a === null) && names.every((n) => n === undefined)) return jobs;
   const specs = resolveAfter(names, afters, label);
-  return jobs.map((job, i) => (specs[i] === null ? job : { ...job, after: specs[i] }));
+  // `jobs` are fresh (one `newJob` each): the specs are set in place, not on copies.
+  specs.forEach((spec, i) => {
+    if (spec !== null) (jobs[i] as { after?: NewJob["after"] }).after = spec;
+  });
+  return jobs;
 }

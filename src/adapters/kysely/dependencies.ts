@@ -64,13 +64,19 @@ export function waitingJobs(jobs: readonly NewJob[], states: ReadonlyMap<number,
 }
 
 /**
- * `values` (the rows of `jobs`, as `rowsOf` made them) with each row's count
- * of parents to wait for and its mark as a parent of another job of the
- * batch, so that the insert writes them (`wireBatch` stores the edges).
+ * `values` (the rows of `jobs`, as `rowsOf` made them: fresh objects, set in
+ * place) with each row's count of parents to wait for and its mark as a
+ * parent of another job of the batch, so that the insert writes them
+ * (`wireBatch` stores the edges).
  */
 export function withDependencyColumns(jobs: readonly NewJob[], values: Record<string, unknown>[], states: ReadonlyMap<number, JobState>): Record<string, unknown>[] {
   const refParents = new Set(jobs.flatMap((j) => j.after?.refs ?? []));
-  return values.map((row, i) => ({ ...row, waiting_on: waitCount(jobs[i]!, states), has_children: refParents.has(i) ? 1 : 0 }));
+  // The rows are the caller's fresh objects (`rowsOf`): set in place (a spread copy of each cost more than the edges' insert per row).
+  values.forEach((row, i) => {
+    row.waiting_on = waitCount(jobs[i]!, states);
+    row.has_children = refParents.has(i) ? 1 : 0;
+  });
+  return values;
 }
 
 function waitCount(job: NewJob, states: ReadonlyMap<number, JobState>): number {
