@@ -19,7 +19,7 @@ import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
 import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, type HeldLimit } from "./rate-limits.ts";
 import { delayingLimit, type RateScope } from "../../core/rate-limit.ts";
-import { labelled } from "./labels.ts";
+import { labelComment, labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 
 /**
@@ -156,9 +156,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           if (pick.retag) retags.push(pick.retag);
           continue;
         }
-        let q = candidateQuery(g.queues).limit(g.limit);
-        if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-        for (const r of await labelled(q, "claim-candidates").execute()) plain.push(seen(r));
+        for (const r of await readCandidates(ctx, db, g, candidateQuery)) plain.push(seen(r));
       }
       // Fair queues' candidates in their fair order, merged with the others' (claim order) by their heads.
       const candidates = mergeByHeads([plain.sort(byClaimOrder), ...served]);
@@ -306,4 +304,36 @@ async function countRunning(ctx: StoreContext, db: AnyDb, column: "queue" | "tas
     .where("state", "=", "running")
     .executeTakeFirst();
   return Number(r?.n ?? 0);
+}
+
+/**
+ * The first `g.limit` claimable ready jobs of `g.queues` in claim order,
+ * locked (`FOR UPDATE SKIP LOCKED` where the engine has it). A locking read
+ * that must sort (one ordered across several queues) locks on MariaDB every
+ * row it reads before its LIMIT applies (`exactSkipLocked` false): one claim
+ * of a job would hold every ready job of its queues and other claimers would
+ * find none. There, ONE statement reads each queue in index order, `(… queue
+ * IN (q1) … LIMIT n FOR UPDATE SKIP LOCKED) UNION ALL (…)`, locking at most
+ * `g.limit` rows per queue, and the first `g.limit` of them in claim order
+ * are returned (the others stay ready: nothing writes them).
+ */
+async function readCandidates(
+  ctx: StoreContext,
+  db: AnyDb,
+  g: { queues: string[]; limit: number },
+  // deno-lint-ignore no-explicit-any
+  candidateQuery: (queues: string[]) => SelectQueryBuilder<any, any, any>,
+  // deno-lint-ignore no-explicit-any
+): Promise<Record<string, any>[]> {
+  const { skipLocked, exactSkipLocked } = ctx.engine.capabilities;
+  const locked = (queues: string[]) => {
+    const q = candidateQuery(queues).limit(g.limit);
+    return skipLocked ? q.forUpdate().skipLocked() : q;
+  };
+  if (g.queues.length === 1 || !skipLocked || exactSkipLocked) return labelled(locked(g.queues), "claim-candidates").execute();
+  const parts = sql.join(g.queues.map((queue) => sql`(${locked([queue])})`), sql` union all `);
+  // deno-lint-ignore no-explicit-any
+  const rows = (await sql<Record<string, any>>`${parts} ${sql.raw(labelComment("claim-candidates"))}`.execute(db)).rows;
+  const order = (r: Record<string, unknown>) => ({ priority: Number(r.priority), runAt: Number(r.run_at), id: Number(r.id) });
+  return rows.sort((a, b) => byClaimOrder(order(a), order(b))).slice(0, g.limit);
 }

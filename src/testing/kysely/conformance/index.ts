@@ -7,6 +7,7 @@ import { statementCases } from "./statements.ts";
 import { transactionCases } from "./transaction.ts";
 import { handlerTransactionCases } from "./handler-transaction.ts";
 import { repairCases } from "./repair.ts";
+import { claimScopeCases } from "./claim-scope.ts";
 
 /**
  * The cases that need a kysely-based adapter (KyselyTestStore), in a stable
@@ -15,5 +16,5 @@ import { repairCases } from "./repair.ts";
  * target runs these after the portable `conformanceCases()`.
  */
 export function kyselyConformanceCases(): KyselyConformanceCase[] {
-  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases];
+  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases, ...claimScopeCases];
 }
