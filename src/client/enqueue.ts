@@ -85,7 +85,12 @@ export async function enqueueItems<T extends TaskMap>(
   const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
   if (ready.size > 0 && transaction === undefined) host.bus.tellEnqueued(ready, false);
   if (transaction === undefined) host.bus.publishJobs("enqueued", records.filter((r) => r.created));
-  return records.map((r) => ({ ...toJob<T[keyof T]>(r), created: r.created }));
+  // Each job marked in place (`toJob` returns a fresh object): a spread copy of its 30 fields per job cost more than the rest of the call's JS.
+  return records.map((r) => {
+    const job = toJob<T[keyof T]>(r) as Job<T[keyof T]> & { created: boolean };
+    job.created = r.created;
+    return job;
+  });
 }
 
 /**

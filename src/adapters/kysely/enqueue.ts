@@ -51,7 +51,12 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
   if (fairBatchInOneStatement(ctx, params.jobs)) {
     // Jobs whose only control is a fairness key, of queues known fair: one statement tags and stores them all.
     const ids = await engine.writeStatement(db, (w) => insertManyFair(ctx, w, params.jobs, params.now));
-    const records = params.jobs.map((job, i) => ({ ...newJobRecord(ids[i]!, job, params.now), created: true }) as EnqueuedRecord);
+    const records = params.jobs.map((job, i) => {
+      // Marked in place, not spread into a copy: a copy of each record's 30 fields cost more than the rest of the call's JS.
+      const record = newJobRecord(ids[i]!, job, params.now) as EnqueuedRecord;
+      record.created = true;
+      return record;
+    });
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
     else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records;
@@ -96,7 +101,11 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
   });
 }
 
-const created = (record: JobRecord): EnqueuedRecord => ({ ...record, created: true });
+/** `record` (a fresh object this call made) marked created, in place. */
+const created = (record: JobRecord): EnqueuedRecord => {
+  (record as EnqueuedRecord).created = true;
+  return record as EnqueuedRecord;
+};
 
 /**
  * A batch in which some job has parents, in one transaction: the stored
