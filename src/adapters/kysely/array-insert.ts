@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { EnqueuedRecord, NewJob } from "../../core/adapter.ts";
+import type { JobRecord } from "../../core/job.ts";
 import { AdapterError } from "../../core/errors.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import type { AnyDb } from "./engine.ts";
@@ -100,11 +101,7 @@ export async function insertUnkeyed(ctx: StoreContext, db: AnyDb, jobs: readonly
   }
   const values = { task, queue, payload, state, priority, run_at: runAt, max_attempts: maxAttempts, backoff, timeout_ms: timeout, trace_context: trace, now };
   const ids = await unnestInsert(ctx, db, "insert-unkeyed", ARRAY_COLUMNS, values, n);
-  return jobs.map((j, i) => {
-    const record = newJobRecord(ids[i]!, j, now) as EnqueuedRecord;
-    record.created = true;
-    return record;
-  });
+  return jobs.map((j, i) => created(newJobRecord(ids[i]!, j, now)));
 }
 
 /**
@@ -158,4 +155,10 @@ async function unnestInsert(
   const ids = (result.rows as { id: number | string | bigint }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
   if (ids.length !== n) throw new AdapterError(`${ctx.engine.name}: inserted ${ids.length} of ${n} jobs`);
   return ids;
+}
+
+/** `record` (a fresh object the calling enqueue made) marked created, in place: a spread copy of its 30 fields per job cost more than the rest of an enqueue's JS. */
+export function created(record: JobRecord): EnqueuedRecord {
+  (record as EnqueuedRecord).created = true;
+  return record as EnqueuedRecord;
 }

@@ -11,7 +11,7 @@ import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
-import { arrayRuns, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
+import { arrayRuns, created, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert } from "./debounce.ts";
@@ -51,12 +51,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
   if (fairBatchInOneStatement(ctx, params.jobs)) {
     // Jobs whose only control is a fairness key, of queues known fair: one statement tags and stores them all.
     const ids = await engine.writeStatement(db, (w) => insertManyFair(ctx, w, params.jobs, params.now));
-    const records = params.jobs.map((job, i) => {
-      // Marked in place, not spread into a copy: a copy of each record's 30 fields cost more than the rest of the call's JS.
-      const record = newJobRecord(ids[i]!, job, params.now) as EnqueuedRecord;
-      record.created = true;
-      return record;
-    });
+    const records = params.jobs.map((job, i) => created(newJobRecord(ids[i]!, job, params.now)));
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
     else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records;
@@ -100,12 +95,6 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     return records;
   });
 }
-
-/** `record` (a fresh object this call made) marked created, in place. */
-const created = (record: JobRecord): EnqueuedRecord => {
-  (record as EnqueuedRecord).created = true;
-  return record as EnqueuedRecord;
-};
 
 /**
  * A batch in which some job has parents, in one transaction: the stored
@@ -227,11 +216,10 @@ async function insertAdmitted(ctx: StoreContext, db: AnyDb, params: EnqueueParam
     const ids = await insertAdmittedRows(ctx, db, rows, now);
     return params.jobs.map((job, i) => {
       const row = rows[i]!;
-      const record = newJobRecord(ids[i]!, job, now) as EnqueuedRecord;
+      const record = created(newJobRecord(ids[i]!, job, now));
       record.state = row.state as JobState;
       record.finishedAt = row.finished_at as number | null;
       record.lastError = row.last_error as string | null;
-      record.created = true;
       return record;
     });
   }
