@@ -33,6 +33,8 @@ export interface StressWorkerConfig {
   adapter: "sqlite" | "postgres" | "mysql";
   /** sqlite: the file; postgres/mysql: the URL of the stress database. */
   target: string;
+  /** postgres through a pooler: the server itself, for LISTEN (statements go to `target`, unnamed). */
+  listenTarget?: string;
   tablePrefix: string;
   out: string;
   queues: string[];
@@ -69,7 +71,8 @@ async function openAdapter(c: StressWorkerConfig): Promise<DocketAdapter> {
     }
     case "postgres": {
       const { postgresAdapter } = await import("../src/adapters/postgres/index.ts");
-      return postgresAdapter({ connectionString: c.target, tablePrefix: c.tablePrefix, max: 6 });
+      const pooled = c.listenTarget ? { listenConnectionString: c.listenTarget, preparedStatements: false } : {};
+      return postgresAdapter({ connectionString: c.target, tablePrefix: c.tablePrefix, max: 6, ...pooled });
     }
     case "mysql": {
       const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");

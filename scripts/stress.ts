@@ -52,6 +52,7 @@ import { parseArgs } from "node:util";
 import { Docket, type EnqueueItem } from "../src/client/docket.ts";
 import type { DocketAdapter } from "../src/core/adapter.ts";
 import type { StressWorkerConfig } from "./stress-worker.ts";
+import { startPrivatePgbouncer } from "../test/support/private-pgbouncer.ts";
 
 type AdapterName = "sqlite" | "postgres" | "mysql";
 const ADAPTERS: readonly AdapterName[] = ["sqlite", "postgres", "mysql"];
@@ -86,6 +87,7 @@ const { values: args } = parseArgs({
     "batch": { type: "string", default: "40" },
     seed: { type: "string" },
     keep: { type: "boolean", default: false },
+    pgbouncer: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -95,11 +97,12 @@ function intArg(name: string, min: number): number {
   return v;
 }
 function usage(message: string): never {
-  console.error(`stress: ${message}\nusage: npm run stress -- --adapter <${ADAPTERS.join("|")}> [--jobs N] [--keys N] [--workers N] [--concurrency N] [--poll-ms N] [--seed N] [--keep]`);
+  console.error(`stress: ${message}\nusage: npm run stress -- --adapter <${ADAPTERS.join("|")}> [--jobs N] [--keys N] [--workers N] [--concurrency N] [--poll-ms N] [--seed N] [--keep] [--pgbouncer]`);
   process.exit(2);
 }
 const adapterName = args.adapter as AdapterName;
 if (!ADAPTERS.includes(adapterName)) usage(`--adapter must be one of ${ADAPTERS.join(", ")}`);
+if (args.pgbouncer && adapterName !== "postgres") usage("--pgbouncer goes with --adapter postgres");
 const JOBS = intArg("jobs", 1);
 const KEYS = intArg("keys", 1);
 const WORKERS = intArg("workers", 1);
@@ -147,6 +150,8 @@ interface SnapshotRow {
 interface Store {
   /** What a worker process connects to: the sqlite file or the database URL. */
   target: string;
+  /** postgres through PgBouncer: the server itself, for LISTEN. */
+  listenTarget?: string;
   describe: string;
   adapter(): Promise<DocketAdapter>;
   /** ONE statement, hence one consistent read snapshot on every engine. */
@@ -197,15 +202,23 @@ async function openStore(name: AdapterName, dir: string): Promise<Store> {
     const url = withDatabase(PG_URL, database);
     const reader = new pg.Client({ connectionString: url });
     await reader.connect();
+    // With --pgbouncer every docket statement (the workers', the enqueues', the migration) goes through a
+    // PgBouncer of this run's own in transaction mode, as the README says to run behind one; the snapshots read the server.
+    const bouncer = args.pgbouncer ? await startPrivatePgbouncer("the stress test through PgBouncer", 8) : null;
+    if (args.pgbouncer && !bouncer) throw new Error("--pgbouncer: no pgbouncer binary (apt-get install pgbouncer)");
+    const statements = bouncer ? bouncer.urlFor(url) : url;
+    const viaBouncer = bouncer ? { preparedStatements: false, listenConnectionString: url } : {};
     return {
-      target: url,
-      describe: `postgres database ${database}`,
-      adapter: async () => postgresAdapter({ connectionString: url, tablePrefix: PREFIX, max: 4 }),
+      target: statements,
+      ...(bouncer ? { listenTarget: url } : {}),
+      describe: `postgres database ${database}${bouncer ? `, through PgBouncer (transaction mode) at ${new URL(statements).host}` : ""}`,
+      adapter: async () => postgresAdapter({ connectionString: statements, tablePrefix: PREFIX, max: 4, ...viaBouncer }),
       async snapshot() {
         return ((await reader.query(SNAPSHOT_SQL.replaceAll("`", '"'))).rows as SnapshotRow[]).map(normalize);
       },
       async dispose(keep) {
         await reader.end();
+        await bouncer?.destroy();
         if (keep) return;
         const c = new pg.Client({ connectionString: PG_URL });
         await c.connect();
@@ -356,6 +369,7 @@ function spawnWorker(index: number, store: Store, dir: string): Child {
     index,
     adapter: adapterName,
     target: store.target,
+    ...(store.listenTarget ? { listenTarget: store.listenTarget } : {}),
     tablePrefix: PREFIX,
     out,
     queues: QUEUES.map((q) => q.name),

@@ -144,6 +144,36 @@ describe.skipIf(!created || !bouncer)("postgres behind PgBouncer in transaction 
     }
   }, 120_000);
 
+  it("notices not delivered through PgBouncer: a worker's adapter says so once (naming listenConnectionString) within 5 s of LISTEN; with listenConnectionString to the server, nothing", async () => {
+    const url = bouncer!.urlFor(created!.url);
+    const warned: Record<string, string[]> = { pooled: [], direct: [] };
+    for (const mode of ["pooled", "direct"] as const) {
+      const adapter = postgresAdapter({
+        connectionString: url,
+        tablePrefix: "probe_",
+        preparedStatements: false,
+        logger: { warn: (m) => warned[mode]!.push(m) },
+        ...(mode === "direct" ? { listenConnectionString: created!.url } : {}),
+      });
+      const docket = new Docket({ adapter });
+      const worker = docket.worker({ handlers: { t: () => undefined }, logger: null, pollMs: 200 });
+      try {
+        await docket.migrate();
+        await worker.start();
+        if (mode === "pooled") await until(() => warned.pooled!.length > 0, 8_000, "the warning that notices are not delivered");
+        else await sleep(6_500);
+        await sleep(500);
+      } finally {
+        await worker.stop();
+        await adapter.close();
+      }
+    }
+    console.log(`PgBouncer notice probe: through the pooler ${warned.pooled!.length} warning(s): ${warned.pooled![0]}; with listenConnectionString ${warned.direct!.length}`);
+    expect(warned.pooled).toHaveLength(1);
+    expect(warned.pooled![0]).toMatch(/listenConnectionString/);
+    expect(warned.direct).toEqual([]);
+  }, 30_000);
+
   it("idle start latency: the poll interval through PgBouncer (LISTEN there delivers nothing); NOTIFY again with listenConnectionString", async () => {
     const url = bouncer!.urlFor(created!.url);
     const p50: Record<string, number> = {};

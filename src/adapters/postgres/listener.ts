@@ -14,10 +14,32 @@ export function readyPayload(queue: string, due: boolean): string {
   return (due ? "d" : "r") + queue;
 }
 
+/** A probe's payload: "p" then a nonce; never a notice (see NotifyProbe). */
+function probePayload(nonce: string): string {
+  return "p" + nonce;
+}
+
 function parsePayload(payload: string | undefined): ReadyNotice {
   if (!payload || (payload[0] !== "r" && payload[0] !== "d")) return { queue: null, due: true };
   return { queue: payload.slice(1), due: payload[0] === "d" };
 }
+
+/**
+ * How the listener learns whether its notices arrive: after each LISTEN it
+ * sends a probe (`send`, through the statement connections, never the
+ * listening one), and calls `onSilent` when the probe has not come back
+ * within `withinMs` (a transaction pooler in between delivers nothing to a
+ * client that is not running a statement), or `onHeard` when it has.
+ */
+export interface NotifyProbe {
+  send(channel: string, payload: string): Promise<void>;
+  withinMs: number;
+  onSilent(): void;
+  onHeard?(): void;
+}
+
+/** How long a probe may take to come back before the notices are taken to be lost (default). */
+export const PROBE_WITHIN_MS = 5_000;
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
@@ -28,7 +50,9 @@ const RECONNECT_MAX_MS = 5_000;
  * dropped connection is reported to `report` (never thrown) and re-opened
  * with backoff; after every (re)connect the subscribers get a notice with
  * queue null, since notices sent meanwhile are lost. Notices are hints:
- * polling stays the fallback.
+ * polling stays the fallback. With a `probe`, every (re)connect checks
+ * that a notice sent through the statement connections comes back (see
+ * NotifyProbe); the check never throws.
  */
 export class ReadyListener {
   readonly #subscribers = new Set<(notice: ReadyNotice) => void>();
@@ -38,11 +62,14 @@ export class ReadyListener {
   #failures = 0;
   #retry: ReturnType<typeof setTimeout> | null = null;
   #closed = false;
+  /** The probe in flight: its nonce and the timer that declares it lost. */
+  #probe: { nonce: string; timer: ReturnType<typeof setTimeout> } | null = null;
 
   constructor(
     private readonly open: () => Promise<{ client: ListenClient; release: (client: ListenClient) => Promise<void> }>,
     private readonly channel: string,
     private readonly report: (error: unknown) => void,
+    private readonly probe: NotifyProbe | null = null,
   ) {}
 
   subscribe(listener: (notice: ReadyNotice) => void): () => void {
@@ -86,20 +113,52 @@ export class ReadyListener {
       client.on("error", (error) => lost(error ?? new Error("LISTEN connection failed")));
       client.on("end", () => lost(new Error("LISTEN connection ended")));
       client.on("notification", (m) => {
-        if (m.channel === this.channel) this.#tell(parsePayload(m.payload));
+        if (m.channel !== this.channel) return;
+        if (m.payload?.[0] === "p") return this.#heard(m.payload.slice(1));
+        this.#tell(parsePayload(m.payload));
       });
       await client.query(`LISTEN "${this.channel.replace(/"/g, '""')}"`);
       this.#client = client;
       this.#release = release;
       this.#failures = 0;
       if (this.#subscribers.size === 0 || this.#closed) await this.#disconnect();
-      else this.#tell({ queue: null, due: true });
+      else {
+        this.#tell({ queue: null, due: true });
+        this.#sendProbe();
+      }
     } catch (error) {
       this.report(error);
       this.#scheduleReconnect();
     } finally {
       this.#connecting = false;
     }
+  }
+
+  #sendProbe(): void {
+    const probe = this.probe;
+    if (!probe) return;
+    this.#endProbe();
+    const nonce = crypto.randomUUID();
+    const timer = setTimeout(() => {
+      if (this.#probe?.nonce !== nonce) return;
+      this.#probe = null;
+      // Lost only while this listener still listens: a reconnect meanwhile sent a probe of its own.
+      if (this.#client && !this.#closed) probe.onSilent();
+    }, probe.withinMs);
+    (timer as { unref?: () => void }).unref?.();
+    this.#probe = { nonce, timer };
+    probe.send(this.channel, probePayload(nonce)).catch(() => this.#endProbe());
+  }
+
+  #heard(nonce: string): void {
+    if (this.#probe?.nonce !== nonce) return;
+    this.#endProbe();
+    this.probe?.onHeard?.();
+  }
+
+  #endProbe(): void {
+    if (this.#probe) clearTimeout(this.#probe.timer);
+    this.#probe = null;
   }
 
   #scheduleReconnect(): void {
@@ -112,6 +171,7 @@ export class ReadyListener {
   }
 
   async #disconnect(): Promise<void> {
+    this.#endProbe();
     if (this.#retry) clearTimeout(this.#retry);
     this.#retry = null;
     const client = this.#client;

@@ -8,7 +8,8 @@ import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { postgresEngine } from "./postgres-engine.ts";
 import { guardedPool } from "./pool.ts";
 import { PreparedTexts } from "./prepared.ts";
-import { ReadyListener, type ListenClient } from "./listener.ts";
+import { PROBE_WITHIN_MS, ReadyListener, type ListenClient, type NotifyProbe } from "./listener.ts";
+import { sql } from "kysely";
 
 export interface PostgresAdapterOptions {
   /**
@@ -43,6 +44,10 @@ export interface PostgresAdapterOptions {
    * processes' ready notices, when the statements go through a pooler that
    * does not deliver them (PgBouncer in transaction mode): point it at the
    * server itself. Default: `connectionString`, or a client of `pool`.
+   * Whichever it is, after each LISTEN the adapter sends a probe notice
+   * through the statement pool; when it has not come back within 5 s, the
+   * notices are not delivered, and `logger` gets one warning naming this
+   * option (workers then find other processes' jobs at their next poll).
    */
   listenConnectionString?: string;
   /** Where the adapter's warnings go (one line when it stops naming statements). Default `console`; `null` silences it. */
@@ -89,12 +94,37 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
         const client = await openPgClient(listenConnectionString ?? connectionString!);
         return { client, release: async () => void (await (client as unknown as { end(): Promise<void> }).end()) };
       };
-  const listener = new ReadyListener(openListen, `${prefix}ready`, report);
+  const db = createKysely(dialect, options.instrument);
+  const listener = new ReadyListener(openListen, `${prefix}ready`, report, silentNoticeProbe(db, logger, listenConnectionString !== undefined));
   // The caller's pool outlives the store: docket's listeners come off it at close.
   const engine = postgresEngine({ prefix, listener, onClose: () => guarded?.detach(), prepared });
-  const store = new KyselyStore({ db: createKysely(dialect, options.instrument), engine, tablePrefix: prefix, ownsDb: pool === undefined, instrument: options.instrument });
+  const store = new KyselyStore({ db, engine, tablePrefix: prefix, ownsDb: pool === undefined, instrument: options.instrument });
   sink.report = (error) => store.reportBackgroundError(error);
   return store;
+}
+
+/**
+ * The probe that tells the user, once, when notices sent through the
+ * statement pool do not reach the LISTEN connection (see NotifyProbe).
+ */
+function silentNoticeProbe(db: ReturnType<typeof createKysely>, logger: { warn(message: string): void } | null, ownListen: boolean): NotifyProbe {
+  let warned = false;
+  return {
+    withinMs: PROBE_WITHIN_MS,
+    send: async (channel, payload) => void (await sql`select pg_notify(${channel}, ${payload})`.execute(db)),
+    onSilent: () => {
+      if (warned) return;
+      warned = true;
+      logger?.warn(
+        `docket postgresAdapter: a notice sent through the pool did not reach the LISTEN connection within ${PROBE_WITHIN_MS / 1000} s, ` +
+          (ownListen
+            ? "so listenConnectionString does not reach the server the statements run on (a pooler in between, or another server?). "
+            : "so notices are not delivered: a transaction pooler (such as PgBouncer in transaction mode) is in between. ") +
+          "Idle workers find other processes' jobs only at their next poll (pollMs, 1 s by default). " +
+          (ownListen ? "Point listenConnectionString at the PostgreSQL server itself." : "Pass listenConnectionString pointing at the PostgreSQL server itself to wake them at once."),
+      );
+    },
+  };
 }
 
 async function openPgClient(connectionString: string): Promise<ListenClient> {
