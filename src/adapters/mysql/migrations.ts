@@ -1,5 +1,6 @@
 import type { Migration } from "../kysely/engine.ts";
 import { stateCheck, waitingStateCheck } from "../kysely/ddl.ts";
+import { WAKE_SLOTS } from "./wakes.ts";
 
 /**
  * MySQL/MariaDB schema. MySQL has neither partial indexes nor transactional
@@ -243,6 +244,15 @@ export function migrations(prefix: string): readonly Migration[] {
       statements: [
         `ALTER TABLE ${jobs} ADD COLUMN waiting_on INT NOT NULL DEFAULT 0, ADD COLUMN has_children TINYINT NOT NULL DEFAULT 0, DROP CONSTRAINT ${jobs}_state_valid, ADD CONSTRAINT ${jobs}_state_valid CHECK (${waitingStateCheck()})`,
         `CREATE TABLE ${prefix}job_deps (child_id BIGINT NOT NULL, parent_id BIGINT NOT NULL, PRIMARY KEY (child_id, parent_id), INDEX ${prefix}job_deps_parent (parent_id, child_id)) ENGINE=InnoDB`,
+      ],
+    },
+    {
+      // Wake-ups across processes (wakes.ts): WAKE_SLOTS counters, bumped after whatever makes a job ready or due
+      // commits, and summed by idle processes every few tens of ms. One statement: the table and its rows together.
+      version: 20,
+      statements: [
+        `CREATE TABLE ${prefix}wakes (slot SMALLINT NOT NULL PRIMARY KEY, n BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB
+          SELECT s.slot, 0 AS n FROM (${Array.from({ length: WAKE_SLOTS }, (_, k) => `SELECT ${k} AS slot`).join(" UNION ALL ")}) AS s`,
       ],
     },
   ];

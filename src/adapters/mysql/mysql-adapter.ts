@@ -7,6 +7,7 @@ import { KyselyStore } from "../kysely/store.ts";
 import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { mysqlEngine } from "./mysql-engine.ts";
 import { discardingClosedConnections } from "./pool.ts";
+import { WAKE_CHECK_MS, wakes } from "./wakes.ts";
 
 export interface MysqlAdapterOptions {
   /**
@@ -24,12 +25,19 @@ export interface MysqlAdapterOptions {
   tablePrefix?: string;
   /** Dialect wrapper, kysely plugins, engine wrapper (tracing, test scheduling). */
   instrument?: InstrumentOptions;
+  /**
+   * How often (ms) a process with idle workers reads the store's wake
+   * counters, so that a job another process enqueued (or a slot it freed)
+   * starts without waiting for the next poll. Default 25; 0 turns wake-ups
+   * off (no checks, and no counter writes from this process). See wakes.ts.
+   */
+  wakeCheckMs?: number;
 }
 
 /** Validates `options` and opens a store on MySQL/MariaDB (the pool lazily, on first use). Throws InvalidArgumentError on bad options. */
 export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   if (options === undefined) throw new InvalidArgumentError("mysqlAdapter needs options: { uri } or { pool }");
-  checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument"], "mysqlAdapter(options)");
+  checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument", "wakeCheckMs"], "mysqlAdapter(options)");
   const { pool, uri } = options;
   if ((pool === undefined) === (uri === undefined)) {
     throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
@@ -37,15 +45,19 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   const limit = options.connectionLimit ?? 10;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${shown(limit)}`);
   const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
+  const wakeCheckMs = options.wakeCheckMs ?? WAKE_CHECK_MS;
+  if (!Number.isSafeInteger(wakeCheckMs) || wakeCheckMs < 0) throw new InvalidArgumentError(`wakeCheckMs must be an integer >= 0, got ${shown(wakeCheckMs)}`);
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
   // A connection the server closed after an error is destroyed, never handed out again (see pool.ts).
+  let opened: MysqlPool | null = pool ? discardingClosedConnections(pool) : null;
   const dialect = new MysqlDialect({
-    pool: pool ? discardingClosedConnections(pool) : async () => discardingClosedConnections(await openMysqlPool(uri!, limit, (error) => sink.report(error))),
+    pool: opened ?? (async () => (opened = discardingClosedConnections(await openMysqlPool(uri!, limit, (error) => sink.report(error))))),
   });
+  const wake = wakeCheckMs === 0 ? null : wakes({ table: `${prefix}wakes`, pool: () => opened, intervalMs: wakeCheckMs, report: (error) => sink.report(error) });
   const store = new KyselyStore({
     db: createKysely(dialect, options.instrument),
-    engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined }),
+    engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined, wakes: wake }),
     tablePrefix: prefix,
     ownsDb: pool === undefined,
     instrument: options.instrument,

@@ -1,7 +1,9 @@
 import { sql } from "kysely";
 import { AdapterError } from "../../core/errors.ts";
+import type { ReadyNotice } from "../../core/adapter.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
+import type { Wakes } from "./wakes.ts";
 
 /** errno of InnoDB's deadlock victim and of a lock wait timeout: the transaction rolled back and may be retried. */
 const RETRYABLE_ERRNOS = new Set([1213, 1205]);
@@ -17,16 +19,28 @@ const MAX_TRANSACTION_TRIES = 5;
  * pool, per transaction on a caller's), and are retried whole when InnoDB
  * picks them as a deadlock victim.
  */
-export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: boolean }): Engine {
+export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: boolean; wakes?: Wakes | null }): Engine {
   const { prefix } = options;
+  const wakes = options.wakes ?? null;
+  // docket's own transactions (writeTransaction), and those of them that announced: their wake is bumped after COMMIT.
+  const own = new WeakSet<object>();
+  const announced = new WeakSet<object>();
   // On docket's own pool every session is READ COMMITTED already: BEGIN alone, one round trip less per transaction.
   const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
   let insertStep: Promise<number | null> | null = null;
   let packet: Promise<number> | null = null;
   const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
+      let trx: object | null = null;
       try {
-        return await begin(db).execute(fn);
+        const result = await begin(db).execute((t) => {
+          trx = t;
+          own.add(t);
+          return fn(t);
+        });
+        // Not awaited: the caller's write has committed; the wake follows in the background.
+        if (trx !== null && announced.has(trx)) void wakes?.bump();
+        return result;
       } catch (error) {
         const errno = (error as { errno?: unknown }).errno;
         if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
@@ -56,6 +70,33 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       });
     },
     migrations: () => migrations(prefix),
+    // InnoDB's horizon: the oldest open transaction (INNODB_TRX; needs PROCESS to see other sessions') and the undo
+    // history not yet purged, which grows while it stays open. InnoDB keeps no per-table count of dead versions.
+    async health(db: AnyDb) {
+      const oldest = await sql<{ ms: string | number | null }>`select timestampdiff(microsecond, min(trx_started), now(6)) div 1000 as ms
+        from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id()`.execute(db);
+      const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
+      const ms = oldest.rows[0]?.ms;
+      const n = history.rows[0]?.n;
+      return {
+        oldestTransactionAgeMs: ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
+        deadRows: null,
+        purgeBacklog: n === undefined ? null : Number(n),
+      };
+    },
+    ...(wakes
+      ? {
+          // A wake (see wakes.ts): after COMMIT for docket's own writes, inside a caller's transaction otherwise.
+          async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]) {
+            if (notices.length === 0) return;
+            if (!db.isTransaction) return wakes.bump();
+            if (own.has(db)) return void announced.add(db);
+            await wakes.inTransaction(db);
+          },
+          onReady: (listener: (notice: ReadyNotice) => void) => wakes.subscribe(listener),
+          close: async () => wakes.close(),
+        }
+      : {}),
     // errno 1146 ER_NO_SUCH_TABLE: Table 'db.x' doesn't exist.
     missingTable(error) {
       if ((error as { errno?: unknown })?.errno !== 1146) return null;
