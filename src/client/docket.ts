@@ -5,7 +5,7 @@
  * letters to dead-letters.ts, schedules to schedules.ts, the snapshot to
  * stats.ts; failure plans are core policy (core/retry.ts).
  */
-import type { DocketAdapter, QueueControl, TaskControl } from "../core/adapter.ts";
+import type { DocketAdapter, QueueControl, StoreHealth, TaskControl } from "../core/adapter.ts";
 import { validateRateLimit, type RateLimit } from "../core/rate-limit.ts";
 import type { Clock } from "../core/clock.ts";
 import { validateCap } from "../core/concurrency.ts";
@@ -270,6 +270,17 @@ export class Docket<T extends TaskMap = TaskMap> {
    */
   stats(options: StatsOptions = {}): Promise<DocketStats> {
     return readStats(this.adapter, this.clock, options);
+  }
+
+  /**
+   * What degrades a queue from outside it, as the database sees it: the age
+   * of the oldest open transaction (a long one keeps dead row versions of
+   * docket's tables from being cleaned up, and claims slow down as they
+   * pile up) and those dead versions (see StoreHealth). Null where the
+   * adapter has nothing to report (SQLite, the in-memory adapter). Reads only.
+   */
+  health(): Promise<StoreHealth | null> {
+    return this.adapter.health ? this.adapter.health() : Promise.resolve(null);
   }
 
   /**

@@ -346,6 +346,12 @@ export interface DocketAdapter {
    * unsubscribes.
    */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
+
+  /**
+   * The database's own view of what degrades a queue (see StoreHealth), read
+   * without locks or writes; absent where the engine has nothing to report.
+   */
+  health?(): Promise<StoreHealth>;
 }
 
 /**
@@ -734,6 +740,23 @@ export interface FireScheduleParams {
   tick: number;
   job: NewJob;
   now: number;
+}
+
+/**
+ * What keeps a store's dead rows from being cleaned up, as the database
+ * reports it (PostgreSQL: pg_stat_activity and pg_stat_user_tables;
+ * MariaDB: information_schema.INNODB_TRX and the purge history). A reading
+ * needs the privileges to see other sessions (PostgreSQL `pg_read_all_stats`,
+ * MariaDB `PROCESS`); without them the oldest transaction is null or only
+ * the role's own.
+ */
+export interface StoreHealth {
+  /** Age of the oldest open transaction the database shows (ms; 0 when none); null when it shows none it can measure. */
+  oldestTransactionAgeMs: number | null;
+  /** Dead row versions per docket table (PostgreSQL: n_dead_tup, an estimate); null where the engine has no such count. */
+  deadRows: { table: string; dead: number; live: number }[] | null;
+  /** Undo records not yet purged (MariaDB's history list length); null elsewhere. */
+  purgeBacklog: number | null;
 }
 
 export interface StatsParams {

@@ -1,5 +1,5 @@
 import { Kysely, type Dialect, type KyselyPlugin, type RawBuilder } from "kysely";
-import type { ReadyNotice } from "../../core/adapter.ts";
+import type { ReadyNotice, StoreHealth } from "../../core/adapter.ts";
 
 // deno-lint-ignore no-explicit-any
 export type AnyDb = Kysely<any>;
@@ -150,6 +150,8 @@ export interface Engine {
   readonly debouncePendingColumn?: string;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
+  /** See DocketAdapter.health: `tables` are the store's table names. Optional. */
+  health?(db: AnyDb, tables: readonly string[]): Promise<StoreHealth>;
   /** Closes what the engine opened beyond the kysely instance. */
   close(): Promise<void>;
 }

@@ -21,6 +21,7 @@ import type {
   PutScheduleParams,
   QueueControl,
   ReadyNotice,
+  StoreHealth,
   RepairKeysParams,
   ReplayDeadParams,
   ReplayParams,
@@ -83,6 +84,7 @@ export class KyselyStore implements DocketAdapter {
   readonly capabilities: Capabilities;
   readonly blocking: boolean;
   readonly onReady?: (listener: (notice: ReadyNotice) => void) => () => void;
+  readonly health?: () => Promise<StoreHealth>;
   readonly payloadLimit?: (params: PayloadLimitParams) => Promise<number | null>;
   #ctx: StoreContext;
   readonly #claims = claimMemory();
@@ -102,6 +104,7 @@ export class KyselyStore implements DocketAdapter {
     this.capabilities = engine.capabilities;
     this.blocking = engine.capabilities.blocking;
     if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
+    if (engine.health) this.health = () => this.#run(() => engine.health!(this.#ctx.db, Object.values(this.#ctx.tables)));
     // Only where the engine hands off in one statement: elsewhere a worker's outcome writes stay plain settles.
     if (handsOffInOneStatement(engine.capabilities)) this.settleAndHandOff = (params) => this.#run(() => settleAndHandOff(this.#ctx, this.#claims, params));
     if (engine.maxStatementBytes) {
