@@ -1,0 +1,165 @@
+/**
+ * Sustained load with a held MVCC horizon (issue 27, item 5): jobs are
+ * enqueued one at a time at a fixed offered rate for `--minutes`, drained by
+ * one worker in the same process, while
+ *   none:  nothing else runs;
+ *   held:  another session holds a snapshot open the whole time
+ *          (PostgreSQL `BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT
+ *          txid_current();`, MariaDB `START TRANSACTION WITH CONSISTENT
+ *          SNAPSHOT`), as a forgotten session or a long report does;
+ *   scans: 4 sessions run REPEATABLE READ transactions that each scan the
+ *          jobs table, back to back (PostgreSQL only).
+ * Per minute: jobs started per second, start latency (enqueue returned →
+ * handler start) p50/p99, and docket.health() (dead rows of the jobs table,
+ * or MariaDB's purge backlog; the oldest transaction's age). Each scenario
+ * on a fresh store; ratios against `none` of the same run.
+ *
+ *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans]
+ */
+import { parseArgs } from "node:util";
+import { Docket } from "../src/client/docket.ts";
+import { openDatabase, type AdapterName } from "./databases.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    adapters: { type: "string", default: "postgres,mysql" },
+    minutes: { type: "string", default: "2" },
+    rate: { type: "string", default: "1000" },
+    scenarios: { type: "string", default: "none,held,scans" },
+  },
+  strict: true,
+});
+const MINUTES = Number(args.minutes);
+const RATE = Number(args.rate);
+const TICK_MS = 10;
+type Scenario = "none" | "held" | "scans";
+
+interface Minute {
+  started: number;
+  p50: number;
+  p99: number;
+  dead: number | null;
+  backlog: number | null;
+  oldestS: number | null;
+}
+
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+
+/** A session outside docket that holds a horizon back: one open snapshot, or `scanners` scanning loops. */
+async function holder(system: AdapterName, url: string, jobs: string, scenario: Scenario): Promise<() => Promise<void>> {
+  if (scenario === "none") return async () => undefined;
+  if (system === "postgres") {
+    const pg = (await import("pg")).default;
+    if (scenario === "held") {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      await c.query("SELECT txid_current()");
+      return async () => void (await c.query("ROLLBACK"), await c.end());
+    }
+    let on = true;
+    const loops = Array.from({ length: 4 }, async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      while (on) {
+        await c.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+        await c.query(`SELECT count(*) FROM ${jobs}`);
+        await c.query("COMMIT");
+      }
+      await c.end();
+    });
+    return async () => void ((on = false), await Promise.all(loops));
+  }
+  const mysql = (await import("mysql2/promise")).default;
+  const c = await mysql.createConnection({ uri: url });
+  await c.query("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+  await c.query(`SELECT count(*) FROM ${jobs}`);
+  return async () => void (await c.query("ROLLBACK"), await c.end());
+}
+
+async function run(system: AdapterName, n: number, scenario: Scenario): Promise<Minute[]> {
+  const db = await openDatabase(system);
+  try {
+    const adapter = await db.open(n);
+    const docket = new Docket({ adapter });
+    await docket.migrate();
+    const spec = db.spec(n);
+    const latencies: number[][] = Array.from({ length: MINUTES }, () => []);
+    const t0 = performance.now();
+    const minuteOf = (t: number) => Math.min(MINUTES - 1, Math.floor((t - t0) / 60_000));
+    const worker = docket.worker({
+      concurrency: 10,
+      logger: null,
+      handlers: { t: (payload) => void latencies[minuteOf(performance.now())]!.push(performance.now() - (payload as { at: number }).at) },
+    });
+    await worker.start();
+    const release = await holder(system, spec.location, `${spec.prefix}jobs`, scenario);
+    const minutes: Minute[] = [];
+    let sent = 0;
+    const end = t0 + MINUTES * 60_000;
+    let nextMinute = t0 + 60_000;
+    const inFlight = new Set<Promise<unknown>>();
+    while (performance.now() < end) {
+      const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
+      for (; sent < due; sent++) {
+        const p = docket
+          .enqueue("t", { at: performance.now() })
+          .then((job) => job)
+          .finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }
+      if (performance.now() >= nextMinute) {
+        const m = minuteOf(nextMinute - 1);
+        const h = await docket.health();
+        const dead = h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null;
+        minutes.push({ started: latencies[m]!.length / 60, p50: pct(latencies[m]!, 50), p99: pct(latencies[m]!, 99), dead, backlog: h?.purgeBacklog ?? null, oldestS: h?.oldestTransactionAgeMs == null ? null : h.oldestTransactionAgeMs / 1000 });
+        nextMinute += 60_000;
+      }
+      await new Promise((r) => setTimeout(r, TICK_MS));
+    }
+    await Promise.all(inFlight);
+    const h = await docket.health();
+    const last = latencies[MINUTES - 1]!;
+    minutes.push({
+      started: last.length / 60,
+      p50: pct(last, 50),
+      p99: pct(last, 99),
+      dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
+      backlog: h?.purgeBacklog ?? null,
+      oldestS: h?.oldestTransactionAgeMs == null ? null : h.oldestTransactionAgeMs / 1000,
+    });
+    await release();
+    await worker.stop();
+    await adapter.close();
+    return minutes.slice(0, MINUTES);
+  } finally {
+    await db.dispose();
+  }
+}
+
+console.log(`horizon benchmark: ${RATE} jobs/s offered (one enqueue each), one worker × 10, ${MINUTES} min per scenario; node ${process.version}, ${new Date().toISOString()}`);
+for (const system of args.adapters.split(",") as AdapterName[]) {
+  const scenarios = (args.scenarios.split(",") as Scenario[]).filter((s) => system === "postgres" || s !== "scans");
+  const results = new Map<Scenario, Minute[]>();
+  for (const [i, scenario] of scenarios.entries()) results.set(scenario, await run(system, i + 1, scenario));
+  console.log(`\n${system}`);
+  console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s |");
+  console.log("|---|---|---|---|---|---|---|---|");
+  for (const [scenario, minutes] of results) {
+    minutes.forEach((m, k) =>
+      console.log(`| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} |`),
+    );
+  }
+  const base = results.get("none");
+  if (base) {
+    for (const [scenario, minutes] of results) {
+      if (scenario === "none") continue;
+      const k = minutes.length - 1;
+      console.log(`${system} ${scenario} / none, last minute: throughput ${(minutes[k]!.started / base[k]!.started).toFixed(2)}, p50 ${(minutes[k]!.p50 / base[k]!.p50).toFixed(2)}×, p99 ${(minutes[k]!.p99 / base[k]!.p99).toFixed(2)}×`);
+    }
+  }
+}
