@@ -22,13 +22,18 @@ export const WAKE_SLOTS = 32;
  *   transaction (`inTransaction`) takes a slot no one else holds (`SKIP
  *   LOCKED`), or none when all are held, and counts when the caller commits.
  * - At most one of docket's own bumps is in flight per process: bumps asked
- *   for meanwhile become one more after it (a burst of commits, one or two
- *   statements).
+ *   for meanwhile become one more, `intervalMs / 2` after it (a burst of
+ *   commits sends one or two statements; a busy process at most about
+ *   2000 / `intervalMs` a second).
+ * - A change made only by this process's own bumps wakes no listener here:
+ *   its Docket wakes its own workers.
  * - The bumps and checks run on the pool's connections directly, not
  *   through kysely (they are not the store's statements: instrumentation
  *   and statement counts do not see them).
  * - A hint, as onReady allows: a failed bump or check is dropped (polling
- *   stays the fallback); commits of this process wake its own workers too.
+ *   stays the fallback), as the same kind of change made by this store's own
+ *   writes (a promotion by one of its workers' outcomes wakes its other
+ *   idle workers only at their next poll, as on SQLite).
  */
 export interface Wakes {
   /** Counts a wake, for a write that has committed; resolves when it is counted (never rejects). */
@@ -48,7 +53,7 @@ export function wakes(options: { table: string; pool: () => MysqlPool | null; in
   const { table, intervalMs } = options;
   const listeners = new Set<(notice: ReadyNotice) => void>();
   let timer: ReturnType<typeof setInterval> | null = null;
-  let last: string | null = null;
+  let last: bigint | null = null;
   let checking = false;
   let closed = false;
 
@@ -66,28 +71,34 @@ export function wakes(options: { table: string; pool: () => MysqlPool | null; in
       }),
     );
   };
+  /** This process's own bumps counted since the last check: they wake no one here (its Docket wakes its own workers). */
+  let own = 0;
   const check = async (): Promise<void> => {
     if (checking || closed) return;
     checking = true;
     try {
+      const ownBefore = own;
       const rows = (await query(`SELECT COALESCE(SUM(n), 0) AS n FROM ${table}`)) as { n: unknown }[];
       if (rows.length === 0) return;
-      const sum = String(rows[0]!.n);
-      const changed = last !== null && sum !== last;
+      const sum = BigInt(String(rows[0]!.n));
+      // A bump of ours that lands between the read and its reply is counted at the next check: at worst one spurious wake, or one late.
+      const foreign = last !== null && sum - last > BigInt(ownBefore);
+      own -= ownBefore;
       last = sum;
-      if (changed) for (const listener of [...listeners]) listener({ queue: null, due: true });
+      if (foreign) for (const listener of [...listeners]) listener({ queue: null, due: true });
     } catch {
       // Not migrated yet, or the server is away: the next check tries again.
     } finally {
       checking = false;
     }
   };
-  /** The bump in flight, and the one asked for meanwhile (it starts when the first ends). */
+  /** The bump in flight, and the one asked for meanwhile (it starts when the first ends, at least `gapMs` after it). */
   let inFlight: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
+  const gapMs = Math.max(1, Math.floor(intervalMs / 2));
   const send = (): Promise<void> =>
     query(`UPDATE ${table} SET n = n + 1 WHERE slot = 0`).then(
-      () => undefined,
+      () => void own++,
       (error) => {
         // A store not migrated yet has no wake table: nothing to tell.
         if (!closed && (error as { errno?: unknown })?.errno !== 1146) options.report(error);
@@ -99,7 +110,8 @@ export function wakes(options: { table: string; pool: () => MysqlPool | null; in
       inFlight = send().finally(() => (inFlight = null));
       return inFlight;
     }
-    queued ??= inFlight.then(() => {
+    queued ??= inFlight.then(async () => {
+      await new Promise((r) => setTimeout(r, gapMs));
       queued = null;
       return bump();
     });
