@@ -262,25 +262,14 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.listControls();
   }
 
-  /**
-   * What an operator wants to see (DocketStats), read in a fixed number of
-   * queries (seventeen, the controls included), each an index range bounded
-   * by the live jobs, the dead ones and those finished within the window,
-   * never by the history kept (see StatsOptions). Reads only.
-   */
+  /** What an operator wants to see (DocketStats), in a fixed number of queries (seventeen, the controls included), each an index range bounded by the live, dead and recently finished jobs, never by the history kept (StatsOptions). Reads only. */
   stats(options: StatsOptions = {}): Promise<DocketStats> {
     return readStats(this.adapter, this.clock, options);
   }
 
-  /**
-   * What degrades a queue from outside it, as the database sees it: the age
-   * of the oldest open transaction (a long one keeps dead row versions of
-   * docket's tables from being cleaned up, and claims slow down as they
-   * pile up) and those dead versions (see StoreHealth). Null where the
-   * adapter has nothing to report (SQLite, the in-memory adapter). Reads only.
-   */
+  /** What slows a queue from outside it, as the database sees it (StoreHealth: the oldest open transaction, dead row versions); null where the adapter has nothing to report (SQLite, in memory). Reads only. */
   health(): Promise<StoreHealth | null> {
-    return this.adapter.health ? this.adapter.health() : Promise.resolve(null);
+    return this.adapter.health?.() ?? Promise.resolve(null);
   }
 
   /**
