@@ -116,7 +116,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
         const m = minuteOf(nextMinute - 1);
         const h = await docket.health();
         const dead = h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null;
-        minutes.push({ started: latencies[m]!.length / 60, p50: pct(latencies[m]!, 50), p99: pct(latencies[m]!, 99), dead, backlog: h?.purgeBacklog ?? null, oldestS: h?.oldestTransactionAgeMs == null ? null : h.oldestTransactionAgeMs / 1000 });
+        minutes.push({ started: latencies[m]!.length / 60, p50: pct(latencies[m]!, 50), p99: pct(latencies[m]!, 99), dead, backlog: h?.purgeBacklog ?? null, oldestS: h ? h.oldestTransactionAgeMs / 1000 : null });
         nextMinute += 60_000;
       }
       await new Promise((r) => setTimeout(r, TICK_MS));
@@ -130,7 +130,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       p99: pct(last, 99),
       dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
       backlog: h?.purgeBacklog ?? null,
-      oldestS: h?.oldestTransactionAgeMs == null ? null : h.oldestTransactionAgeMs / 1000,
+      oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
     });
     await release();
     await worker.stop();

@@ -747,12 +747,11 @@ export interface FireScheduleParams {
  * reports it (PostgreSQL: pg_stat_activity and pg_stat_user_tables;
  * MariaDB: information_schema.INNODB_TRX and the purge history). A reading
  * needs the privileges to see other sessions (PostgreSQL `pg_read_all_stats`,
- * MariaDB `PROCESS`); without them the oldest transaction is null or only
- * the role's own.
+ * MariaDB `PROCESS`).
  */
 export interface StoreHealth {
-  /** Age of the oldest open transaction the database shows (ms; 0 when none); null when it shows none it can measure. */
-  oldestTransactionAgeMs: number | null;
+  /** Age of the oldest open transaction the database shows (ms; 0 when none; without the privileges above, the role's own sessions only). */
+  oldestTransactionAgeMs: number;
   /** Dead row versions per docket table (PostgreSQL: n_dead_tup, an estimate); null where the engine has no such count. */
   deadRows: { table: string; dead: number; live: number }[] | null;
   /** Undo records not yet purged (MariaDB's history list length); null elsewhere. */

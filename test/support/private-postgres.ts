@@ -46,18 +46,28 @@ export async function freePort(): Promise<number> {
   throw new Error("no free port found for a private server");
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
-  const bin = postgresBinDir();
-  if (!bin) throw new Error("PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql");
+/**
+ * A fresh temporary directory (`prefix`) for PostgreSQL servers, and `exec`,
+ * which runs one of `bin`'s programs: as root both belong to the `postgres`
+ * user (initdb and the server refuse root), otherwise to this process's.
+ */
+export async function postgresWorkspace(bin: string, prefix: string): Promise<{ dir: string; exec: (cmd: string, args: string[]) => Promise<{ stdout: string; stderr: string }> }> {
   const asRoot = process.getuid?.() === 0;
   const exec = (cmd: string, args: string[]) =>
     asRoot ? run("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args);
-  const dir = mkdtempSync(join(tmpdir(), "docket-private-pg-"));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   if (asRoot) {
-    const { stdout } = await run("id", ["-u", "postgres"]);
+    const { stdout: uid } = await run("id", ["-u", "postgres"]);
     const { stdout: gid } = await run("id", ["-g", "postgres"]);
-    chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
+    chownSync(dir, Number(uid.trim()), Number(gid.trim()));
   }
+  return { dir, exec };
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const bin = postgresBinDir();
+  if (!bin) throw new Error("PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql");
+  const { dir, exec } = await postgresWorkspace(bin, "docket-private-pg-");
   const data = join(dir, "data");
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;

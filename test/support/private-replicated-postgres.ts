@@ -1,13 +1,8 @@
-import { execFile } from "node:child_process";
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer, connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import { freePort, postgresBinDir } from "./private-postgres.ts";
+import { freePort, postgresBinDir, postgresWorkspace } from "./private-postgres.ts";
 import { REQUIRE_ALL } from "./targets.ts";
-
-const run = promisify(execFile);
 
 /**
  * A TCP forwarder in this process, standing in for a virtual IP or a cloud
@@ -88,15 +83,7 @@ export async function startReplicatedPostgres(what: string): Promise<ReplicatedP
     console.warn(`\n${"!".repeat(78)}\n!! SKIPPING ${what}: ${reason}\n${"!".repeat(78)}\n`);
     return null;
   }
-  const asRoot = process.getuid?.() === 0;
-  const exec = (cmd: string, args: string[]) =>
-    asRoot ? run("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args);
-  const dir = mkdtempSync(join(tmpdir(), "docket-replicated-pg-"));
-  if (asRoot) {
-    const { stdout: uid } = await run("id", ["-u", "postgres"]);
-    const { stdout: gid } = await run("id", ["-g", "postgres"]);
-    chownSync(dir, Number(uid.trim()), Number(gid.trim()));
-  }
+  const { dir, exec } = await postgresWorkspace(bin, "docket-replicated-pg-");
   const primary = join(dir, "primary");
   const standby = join(dir, "standby");
   const ctl = (data: string, ...args: string[]) => exec("pg_ctl", ["-D", data, "-l", `${data}.log`, "-w", "-t", "60", ...args]);

@@ -29,13 +29,12 @@ function parsePayload(payload: string | undefined): ReadyNotice {
  * sends a probe (`send`, through the statement connections, never the
  * listening one), and calls `onSilent` when the probe has not come back
  * within `withinMs` (a transaction pooler in between delivers nothing to a
- * client that is not running a statement), or `onHeard` when it has.
+ * client that is not running a statement).
  */
 export interface NotifyProbe {
   send(channel: string, payload: string): Promise<void>;
   withinMs: number;
   onSilent(): void;
-  onHeard?(): void;
 }
 
 /** How long a probe may take to come back before the notices are taken to be lost (default). */
@@ -151,9 +150,7 @@ export class ReadyListener {
   }
 
   #heard(nonce: string): void {
-    if (this.#probe?.nonce !== nonce) return;
-    this.#endProbe();
-    this.probe?.onHeard?.();
+    if (this.#probe?.nonce === nonce) this.#endProbe();
   }
 
   #endProbe(): void {
