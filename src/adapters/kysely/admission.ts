@@ -9,6 +9,7 @@ import { settleChildren } from "./dependencies.ts";
 import { inClaimOrder } from "./row.ts";
 import { upsert } from "./controls.ts";
 import { labelled } from "./labels.ts";
+import { writeGuards } from "./guard-writes.ts";
 import { STAGEABLE_LITERAL, dueUnkeyed, stageFairDue } from "./fair-stage.ts";
 
 /*
@@ -30,6 +31,7 @@ export async function lockKey(ctx: StoreContext, db: AnyDb, name: string, limit?
   let q = db.selectFrom(ctx.tables.keys).select("name").where("name", "=", name);
   if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
   await q.execute();
+  await writeGuards(ctx, db, ctx.tables.keys, "name", [name]);
 }
 
 /** How many jobs of `key` hold a slot (SLOT_HOLDING_STATES). Call under the key's lock. */

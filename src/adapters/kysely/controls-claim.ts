@@ -20,6 +20,7 @@ import type { QueueRow, TaskRow } from "./controls.ts";
 import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, type HeldLimit } from "./rate-limits.ts";
 import { delayingLimit, type RateScope } from "../../core/rate-limit.ts";
 import { labelComment, labelled } from "./labels.ts";
+import { locksAreLocal, writeGuards } from "./guard-writes.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 
 /**
@@ -34,7 +35,8 @@ import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type Cla
 export async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number): Promise<JobRecord[]> {
   // No cap met lately: expect none, and lock every queue's control row shared in one read; a cap found
   // there (set since) rolls this transaction back and the claim runs again with the capped rows locked exclusively.
-  const expectNoCaps = params.now - memory.capsSeenAt >= CAPS_MEMORY_MS;
+  // Where locks are local to a server, every queue row is locked exclusively (see lockQueueControls): nothing to expect.
+  const expectNoCaps = !locksAreLocal(ctx) && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS;
   try {
     return await claimUnderControls(ctx, memory, params, constrained, expectNoCaps);
   } catch (error) {
@@ -65,7 +67,8 @@ const CAPS_FOUND = new Error("a queue cap was found by a claim that expected non
 function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number, expectNoCaps: boolean): Promise<JobRecord[]> {
   const { tables, engine } = ctx;
   return engine.writeTransaction(ctx.db, async (db) => {
-    const queueRows = await lockQueueControls(ctx, db, params.queues, constrained === 0 ? "shared" : expectNoCaps ? "expectNoCaps" : "lockCapped");
+    const local = locksAreLocal(ctx);
+    const queueRows = await lockQueueControls(ctx, db, params.queues, constrained === 0 && !local ? "shared" : expectNoCaps ? "expectNoCaps" : "lockCapped");
     const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
     const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
     if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
@@ -104,6 +107,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     // Without RETURNING, candidates are read whole under their row locks: the claimed records are made from them.
     const readWhole = !engine.capabilities.returning && engine.capabilities.rowLocks;
     const whole = new Map<number, JobRow>();
+    // The queue and task of each candidate read: where locks are local, those of the chosen jobs are guard-written.
+    const placeOf = new Map<number, { queue: string; task: string }>();
     for (;;) {
       const need = params.limit - chosen.length;
       const spent = room.constrained <= 0;
@@ -129,6 +134,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if ((taskCap ?? null) !== null || (taskRate ?? null) !== null) cappedTasks.add(r.task);
         if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
         if (readWhole) whole.set(Number(r.id), r as JobRow);
+        if (local) placeOf.set(Number(r.id), { queue: r.queue, task: r.task });
         const fairTag = r.fair_tag === null || r.fair_tag === undefined ? null : Number(r.fair_tag);
         return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null, fairTag };
       };
@@ -178,6 +184,12 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     }
     await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
+    if (local) {
+      // The control rows this claim's choice relied on (pause, caps, rate limits, fair turns), written: a claim or a
+      // control change on another server that relied on or changed one of them cannot also commit.
+      await writeGuards(ctx, db, tables.queues, "name", chosen.map((id) => placeOf.get(id)!.queue));
+      await writeGuards(ctx, db, tables.tasks, "name", chosen.map((id) => placeOf.get(id)!.task));
+    }
     const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
@@ -213,10 +225,14 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * `exactSkipLocked`: MariaDB), a fair queue's row is locked exclusively as
  * a capped one's: its claims take turns, so none passes over the jobs
  * another one's reads only scanned (and comes back empty while jobs wait).
+ * Where locks are local to a server (Engine.locksAreLocal), every row is
+ * locked exclusively, and the claim writes the rows of the queues it takes
+ * jobs from (guard-writes.ts).
  */
 async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], mode: "lockCapped" | "expectNoCaps" | "shared"): Promise<QueueRow[]> {
   const serialFair = !ctx.engine.capabilities.exactSkipLocked;
-  const exclusive = (r: QueueRow) => counted(r) || (serialFair && Number(r.fair ?? 0) === 1);
+  const local = locksAreLocal(ctx);
+  const exclusive = (r: QueueRow) => local || counted(r) || (serialFair && Number(r.fair ?? 0) === 1);
   const read = () =>
     db
       .selectFrom(ctx.tables.queues)
@@ -239,7 +255,7 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
     return [...fair, ...rest].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
   const capped = (await read()
-    .where((eb) => (serialFair ? eb.or([countedControl(eb), eb("fair", "=", 1)]) : countedControl(eb)))
+    .where((eb) => (local ? sql<boolean>`1 = 1` : serialFair ? eb.or([countedControl(eb), eb("fair", "=", 1)]) : countedControl(eb)))
     .forUpdate()
     .execute()) as QueueRow[];
   const cappedNames = new Set(capped.map((r) => r.name));

@@ -1,7 +1,9 @@
+import { sql } from "kysely";
 import type { QueueControl, SetQueueControlParams, SetTaskControlParams, StoredControls, TaskControl } from "../../core/adapter.ts";
 import type { RateLimit } from "../../core/rate-limit.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
+import { GUARD_COLUMN, locksAreLocal } from "./guard-writes.ts";
 
 /** A queue control row as drivers return it. */
 export interface QueueRow extends RateColumns {
@@ -84,6 +86,8 @@ export async function listControls(ctx: StoreContext): Promise<StoredControls> {
 /** INSERT, or on a duplicate `name` UPDATE `changes` (nothing when empty), in the engine's spelling. */
 export async function upsert(ctx: StoreContext, db: AnyDb, table: string, row: Record<string, unknown>, changes: Record<string, unknown>): Promise<void> {
   const insert = db.insertInto(table).values(row);
-  const set = Object.keys(changes).length > 0 ? changes : { name: row.name };
+  // Where locks are local to a server, the row is written even when nothing changes: a guard write (guard-writes.ts).
+  const guarded = locksAreLocal(ctx) ? { ...changes, [GUARD_COLUMN]: sql`${sql.ref(GUARD_COLUMN)} + 1` } : changes;
+  const set = Object.keys(guarded).length > 0 ? guarded : { name: row.name };
   await (ctx.engine.capabilities.onConflict ? insert.onConflict((oc) => oc.column("name").doUpdateSet(set)) : insert.onDuplicateKeyUpdate(set)).execute();
 }

@@ -24,6 +24,7 @@ import { TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
+import { writeGuards } from "./guard-writes.ts";
 import { labelled } from "./labels.ts";
 
 /** A job a write just ended (or found ended), as `settleChildren` needs it. */
@@ -160,6 +161,7 @@ async function lockedStates(ctx: StoreContext, db: AnyDb, ids: readonly number[]
     if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
     for (const r of (await labelled(q, "lock-parents").execute()) as { id: number | string; state: JobState }[]) states.set(Number(r.id), r.state);
   }
+  await writeGuards(ctx, db, ctx.tables.jobs, "id", [...states.keys()]);
   return states;
 }
 

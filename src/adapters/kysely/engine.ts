@@ -148,6 +148,16 @@ export interface Engine {
    * and the pending states, which a partial index covers.
    */
   readonly debouncePendingColumn?: string;
+  /**
+   * True where a row lock guards only on the server that holds it (MariaDB
+   * Galera Cluster certifies a commit against the rows other servers'
+   * transactions wrote, never the rows they locked). Then a transaction that
+   * relies on the lock of a control, key or parent row also writes that row
+   * (see guard-writes.ts), so two that rely on the same row on different
+   * servers cannot both commit. Known once a transaction of the engine has
+   * begun. Optional: absent, false.
+   */
+  locksAreLocal?(): boolean;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
   /** See DocketAdapter.health: `tables` are the store's table names. Optional. */

@@ -49,7 +49,9 @@ export type StatementLabel =
   /** A claim's write of the tags of a prioritized fair queue's jobs it read and left. */
   | "fair-retag"
   /** A staging's locked read of the fairness keys of the due jobs it places, and its write of their last tags. */
-  | "fair-stage-keys";
+  | "fair-stage-keys"
+  /** A write of the rows whose locks a transaction relies on, where locks are local to a server (guard-writes.ts). */
+  | "guard-write";
 
 /** The comment a statement labelled `label` carries: `/* docket:<label> *\/`. */
 export function labelComment(label: StatementLabel): string {

@@ -10,6 +10,7 @@ import { compiledOnce, Slot } from "./compiled.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { rebalance } from "./admission.ts";
+import { GUARD_COLUMN, locksAreLocal, writeGuards } from "./guard-writes.ts";
 
 /*
  * Concurrency keys in bulk: many keys locked, counted and promoted with a
@@ -37,6 +38,7 @@ export async function lockKeys(ctx: StoreContext, db: AnyDb, names: readonly str
     if (ctx.engine.capabilities.rowLocks) q = q.forUpdate();
     for (const r of (await labelled(q, "lock-keys").execute()) as { name: string; max_holders: number | string }[]) limits.set(r.name, Number(r.max_holders));
   }
+  await writeGuards(ctx, db, ctx.tables.keys, "name", [...limits.keys()]);
   return limits;
 }
 
@@ -51,7 +53,7 @@ export async function upsertKeys(ctx: StoreContext, db: AnyDb, limits: ReadonlyM
     const insert = db.insertInto(ctx.tables.keys).values(rows.slice(i, i + BATCH_ROWS));
     const upsert = ctx.engine.capabilities.onConflict
       ? insert.onConflict((oc) => oc.column("name").doUpdateSet({ max_holders: sql`excluded.max_holders` }))
-      : insert.onDuplicateKeyUpdate({ max_holders: sql`values(max_holders)` });
+      : insert.onDuplicateKeyUpdate({ max_holders: sql`values(max_holders)`, ...(locksAreLocal(ctx) ? { [GUARD_COLUMN]: sql`${sql.ref(GUARD_COLUMN)} + 1` } : {}) });
     await labelled(upsert, "lock-keys").execute();
   }
 }

@@ -255,5 +255,26 @@ export function migrations(prefix: string): readonly Migration[] {
           SELECT s.slot, 0 AS n FROM (${Array.from({ length: WAKE_SLOTS }, (_, k) => `SELECT ${k} AS slot`).join(" UNION ALL ")}) AS s`,
       ],
     },
+    {
+      // Galera Cluster (guard-writes.ts): guard_seq, bumped where a transaction relies on a row's lock, on the rows
+      // that guard (control rows, keys, parents). The unique index of pending debounce keys on ONE column: a
+      // composite unique index whose last column is NULL (every job without a debounce key) certifies as one key per
+      // queue and task, so concurrent enqueues on different servers conflicted; NULL in a one-column index does not.
+      // Each part is length-prefixed, so no two (queue, task, key) triples spell the same slot. The lookup keeps its
+      // index, no longer unique.
+      version: 21,
+      statements: [
+        `ALTER TABLE ${jobs} ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0,
+          ADD COLUMN debounce_slot VARCHAR(600) AS (CASE WHEN state IN ('scheduled', 'ready', 'blocked') AND debounce_key IS NOT NULL
+            THEN CONCAT(CHAR_LENGTH(queue), ':', queue, ':', CHAR_LENGTH(task), ':', task, ':', debounce_key) END) STORED,
+          DROP INDEX ${jobs}_debounce_pending,
+          ADD INDEX ${jobs}_debounce_lookup (queue, task, debounce_pending),
+          ADD UNIQUE INDEX ${jobs}_debounce_slot (debounce_slot)`,
+        `ALTER TABLE ${prefix}queues ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0`,
+        `ALTER TABLE ${prefix}tasks ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0`,
+        `ALTER TABLE ${prefix}concurrency_keys ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0`,
+        `ALTER TABLE ${prefix}rate_keys ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0`,
+      ],
+    },
   ];
 }

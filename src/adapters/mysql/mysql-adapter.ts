@@ -51,13 +51,14 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   const sink = { report: (_error: unknown): void => undefined };
   // A connection the server closed after an error is destroyed, never handed out again (see pool.ts).
   let opened: MysqlPool | null = pool ? discardingClosedConnections(pool) : null;
-  const dialect = new MysqlDialect({
-    pool: opened ?? (async () => (opened = discardingClosedConnections(await openMysqlPool(uri!, limit, (error) => sink.report(error))))),
-  });
+  let opening: Promise<MysqlPool> | null = null;
+  const ready = (): Promise<MysqlPool> =>
+    opened ? Promise.resolve(opened) : (opening ??= openMysqlPool(uri!, limit, (error) => sink.report(error)).then((p) => (opened = discardingClosedConnections(p))));
+  const dialect = new MysqlDialect({ pool: opened ?? ready });
   const wake = wakeCheckMs === 0 ? null : wakes({ table: `${prefix}wakes`, pool: () => opened, intervalMs: wakeCheckMs, report: (error) => sink.report(error) });
   const store = new KyselyStore({
     db: createKysely(dialect, options.instrument),
-    engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined, wakes: wake }),
+    engine: mysqlEngine({ prefix, sessionReadCommitted: pool === undefined, wakes: wake, galera: async () => wsrepOn(await ready()) }),
     tablePrefix: prefix,
     ownsDb: pool === undefined,
     instrument: options.instrument,
@@ -72,6 +73,9 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
  * event, and runs at READ COMMITTED for its whole session: set before the
  * connection's first use (mysql2 runs a connection's commands in order); a
  * connection that cannot be set is destroyed, never used at another level.
+ * On a Galera node its reads are causal (`wsrep_sync_wait` 1: a read waits
+ * until the node applied what the cluster committed before it); MySQL,
+ * which has no such variable (errno 1193), is left as it is.
  */
 async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
   const mod = await import("mysql2");
@@ -84,6 +88,27 @@ async function openMysqlPool(uri: string, connectionLimit: number, report: (erro
       report(error);
       connection.destroy();
     });
+    connection.query("SET SESSION wsrep_sync_wait = IF(@@wsrep_on, 1, @@wsrep_sync_wait)", (error) => {
+      if (!error || (error as { errno?: number }).errno === 1193) return;
+      report(error);
+      connection.destroy();
+    });
   });
   return pool as unknown as MysqlPool;
+}
+
+/** Whether the server behind `pool` is a Galera node (`wsrep_on`); read on one of its connections, beside kysely. */
+function wsrepOn(pool: MysqlPool): Promise<boolean> {
+  return new Promise((resolve, reject) =>
+    pool.getConnection((error, connection) => {
+      if (error) return reject(error);
+      const query = connection.query as unknown as (sql: string, parameters: unknown[], callback: (error: unknown, rows: unknown) => void) => void;
+      query.call(connection, "SHOW VARIABLES LIKE 'wsrep_on'", [], (failed, rows) => {
+        connection.release();
+        if (failed) return reject(failed);
+        const row = (rows as { Value?: string }[])[0];
+        resolve(String(row?.Value ?? "OFF").toUpperCase() === "ON");
+      });
+    }),
+  );
 }

@@ -4,10 +4,21 @@ import type { ReadyNotice } from "../../core/adapter.ts";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
 import { migrations } from "./migrations.ts";
 import type { Wakes } from "./wakes.ts";
+import { withLockRow } from "./migration-lock.ts";
 
-/** errno of InnoDB's deadlock victim and of a lock wait timeout: the transaction rolled back and may be retried. */
+/**
+ * errno of InnoDB's deadlock victim and of a lock wait timeout: the
+ * transaction rolled back and may be retried. On Galera, 1213 is also a
+ * commit that lost certification to another server's (a lost race), and
+ * 1047 a server not (yet, or no longer) synced with the cluster.
+ */
 const RETRYABLE_ERRNOS = new Set([1213, 1205]);
+const GALERA_RETRYABLE_ERRNOS = new Set([1213, 1205, 1047]);
 const MAX_TRANSACTION_TRIES = 5;
+/** On Galera, claims on different servers pick the same rows (SKIP LOCKED sees only local locks) and lose certification often: more tries, apart. */
+const GALERA_TRANSACTION_TRIES = 40;
+const GALERA_BACKOFF_MS = 40;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * MySQL 8 / MariaDB 10.6+. There is no `UPDATE … RETURNING` (and MySQL 8
@@ -18,8 +29,15 @@ const MAX_TRANSACTION_TRIES = 5;
  * statement see what committed before it (set per session on docket's own
  * pool, per transaction on a caller's), and are retried whole when InnoDB
  * picks them as a deadlock victim.
+ *
+ * On MariaDB Galera Cluster (`wsrep_on`, read before the engine's first
+ * transaction) row locks are local to a server: `locksAreLocal()` is true,
+ * so the shared modules write the rows they rely on (guard-writes.ts);
+ * migrations are serialized by a lock row, not GET_LOCK (which is per
+ * server); a lost certification is retried, with jittered backoff, up to
+ * GALERA_TRANSACTION_TRIES times.
  */
-export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: boolean; wakes?: Wakes | null }): Engine {
+export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: boolean; wakes?: Wakes | null; galera?: (db: AnyDb) => Promise<boolean> }): Engine {
   const { prefix } = options;
   const wakes = options.wakes ?? null;
   // docket's own transactions (writeTransaction), and those of them that announced: their wake is bumped after COMMIT.
@@ -29,7 +47,20 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
   let insertStep: Promise<number | null> | null = null;
   let packet: Promise<number> | null = null;
+  // Whether the server is a Galera node: null until read (once per engine, before its first transaction).
+  let galera: boolean | null = null;
+  let galeraRead: Promise<void> | null = null;
+  // Read by the adapter off the pool, beside kysely (not one of the statements an operation sends); without it, here.
+  const readGalera = options.galera ?? ((db: AnyDb) => sql<{ Value: string }>`show variables like 'wsrep_on'`.execute(db).then((r) => String(r.rows[0]?.Value ?? "OFF").toUpperCase() === "ON"));
+  const knowCluster = (db: AnyDb): Promise<void> | void => {
+    if (galera !== null) return;
+    galeraRead ??= readGalera(db)
+      .then((on) => void (galera = on))
+      .finally(() => (galeraRead = null));
+    return galeraRead;
+  };
   const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
+    await knowCluster(db);
     for (let attempt = 1; ; attempt++) {
       let trx: object | null = null;
       try {
@@ -43,7 +74,9 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
         return result;
       } catch (error) {
         const errno = (error as { errno?: unknown }).errno;
-        if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
+        const [tries, retryable] = galera ? [GALERA_TRANSACTION_TRIES, GALERA_RETRYABLE_ERRNOS] : [MAX_TRANSACTION_TRIES, RETRYABLE_ERRNOS];
+        if (attempt >= tries || typeof errno !== "number" || !retryable.has(errno)) throw error;
+        if (galera) await sleep(Math.random() * Math.min(GALERA_BACKOFF_MS, 2 ** attempt));
       }
     }
   };
@@ -53,11 +86,17 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
-    transactionOnce: (db, fn) => begin(db).execute(fn),
+    transactionOnce: async (db, fn) => {
+      await knowCluster(db);
+      return begin(db).execute(fn);
+    },
+    locksAreLocal: () => galera === true,
     // Migration 14: the generated column behind the unique index of pending debounce keys.
     debouncePendingColumn: "debounce_pending",
-    /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; each version is one statement. */
-    withMigrationLock: (db, fn) => {
+    /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; on Galera, a lock row (migration-lock.ts). */
+    withMigrationLock: async (db, fn) => {
+      await knowCluster(db);
+      if (galera) return withLockRow(db, `${prefix}migration_lock`, fn);
       const name = `docket:migrate:${prefix}`;
       return db.connection().execute(async (conn) => {
         const got = await sql<{ locked: number | null }>`select get_lock(${name}, 60) as locked`.execute(conn);
