@@ -3,7 +3,13 @@
  * separate OS processes.
  *
  *   npm run chaos -- --adapter sqlite|postgres|mysql [--scenario kill|connections|restart|producer|all]
- *                    [--jobs 2000] [--short] [--seed N]
+ *                    [--jobs 2000] [--short] [--seed N] [--galera]
+ *
+ * With `--galera` (mysql), the store is on a 3-node MariaDB Galera Cluster
+ * the script starts (test/support/private-galera.ts): workers and producers
+ * attach to the nodes in turn, `connections` kills every node's
+ * connections, and `restart` SIGKILLs node 2 and starts it again (it
+ * rejoins) instead of restarting a server.
  *
  * Scenarios (each on a fresh store):
  *  - kill:        4 workers; every 1–3 s one is SIGKILLed and a new one
@@ -65,12 +71,17 @@ const { values: args } = parseArgs({
     short: { type: "boolean", default: false },
     seed: { type: "string" },
     "timeout-s": { type: "string", default: "240" },
+    galera: { type: "boolean", default: false },
   },
   strict: true,
 });
 const adapterName = args.adapter as AdapterName;
 if (!["sqlite", "postgres", "mysql"].includes(adapterName)) {
   console.error("usage: npm run chaos -- --adapter <sqlite|postgres|mysql> [--scenario kill|connections|restart|producer|all] [--jobs N] [--short] [--seed N]");
+  process.exit(2);
+}
+if (args.galera && adapterName !== "mysql") {
+  console.error("chaos: --galera applies to --adapter mysql only");
   process.exit(2);
 }
 const SHORT = args.short;
@@ -109,6 +120,8 @@ for (const s of scenarios) {
 
 interface Store {
   target: string;
+  /** Where workers and producers attach, in turn (a Galera cluster's nodes); `target` alone otherwise. */
+  targets?: string[];
   prefix: string;
   open(): Promise<DocketAdapter>;
   /** Terminates every connection of the store's database but the caller's own. */
@@ -165,6 +178,7 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
   }
   const mysql = (await import("mysql2/promise")).default;
   const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
+  if (args.galera) return openGaleraStore(prefix);
   const { startPrivateMariadb } = await import("../test/support/private-mariadb.ts");
   const server = scenario === "restart" ? await startPrivateMariadb() : null;
   const root = server ? server.url : MYSQL_URL;
@@ -193,6 +207,60 @@ async function openStore(scenario: Scenario, dir: string): Promise<Store> {
       await admin((c) => c.query(`DROP DATABASE IF EXISTS ${database}`)).catch(() => undefined);
       await server?.destroy();
     },
+  };
+}
+
+/** The cluster of a `--galera` run: started by the first store, stopped at exit. */
+const galera: { cluster: import("../test/support/private-galera.ts").PrivateGalera | null } = { cluster: null };
+const GALERA_NODES = [1, 2, 3] as const;
+
+async function openGaleraStore(prefix: string): Promise<Store> {
+  const mysql = (await import("mysql2/promise")).default;
+  const { mysqlAdapter } = await import("../src/adapters/mysql/index.ts");
+  const { startPrivateGalera } = await import("../test/support/private-galera.ts");
+  galera.cluster ??= await startPrivateGalera("the chaos suite on Galera");
+  const cluster = galera.cluster;
+  if (cluster === null) throw new Error("chaos: --galera needs MariaDB with Galera (Debian's galera-4 and rsync)");
+  const database = `docket_chaos_${process.pid}_${prefix.replace(/_$/, "")}`;
+  const onNode = async <T>(node: 1 | 2 | 3, fn: (c: Awaited<ReturnType<typeof mysql.createConnection>>) => Promise<T>) => {
+    const c = await mysql.createConnection({ uri: cluster.url(node) });
+    try {
+      return await fn(c);
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  };
+  await onNode(1, (c) => c.query(`CREATE DATABASE ${database}`));
+  // DDL replicates in total order; each node has the database once it applied it.
+  for (const node of GALERA_NODES) {
+    for (let i = 0; !(await onNode(node, async (c) => ((await c.query(`SHOW DATABASES LIKE '${database}'`))[0] as unknown[]).length === 1)); i++) {
+      if (i > 100) throw new Error(`chaos: database ${database} never reached node ${node}`);
+      await sleep(100);
+    }
+  }
+  const targets = GALERA_NODES.map((node) => cluster.url(node, database));
+  return {
+    target: targets[0]!,
+    targets,
+    prefix,
+    open: async () => mysqlAdapter({ uri: targets[0]!, tablePrefix: prefix, connectionLimit: 4 }),
+    killConnections: async () => {
+      let killed = 0;
+      for (const node of GALERA_NODES) {
+        killed += await onNode(node, async (c) => {
+          const [rows] = (await c.query(`SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()`, [database])) as unknown as [{ id: number }[]];
+          for (const r of rows) await c.query(`KILL ${Number(r.id)}`).catch(() => undefined);
+          return rows.length;
+        });
+      }
+      return killed;
+    },
+    restart: async () => {
+      await cluster.kill(2);
+      await sleep(500);
+      await cluster.restart(2);
+    },
+    dispose: () => onNode(1, (c) => c.query(`DROP DATABASE IF EXISTS ${database}`)).then(() => undefined),
   };
 }
 
@@ -296,7 +364,8 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
   const killedAt = new Map<number, number>();
   let outIndex = 0;
   const spawnWorker = async () => {
-    const config: ChaosWorkerConfig = { adapter: adapterName, target: store.target, tablePrefix: store.prefix, out: join(dir, `${scenario}-w${outIndex++}.ndjson`), queues: QUEUES, leaseMs: LEASE_MS };
+    const target = store.targets ? store.targets[outIndex % store.targets.length]! : store.target;
+    const config: ChaosWorkerConfig = { adapter: adapterName, target, tablePrefix: store.prefix, out: join(dir, `${scenario}-w${outIndex++}.ndjson`), queues: QUEUES, leaseMs: LEASE_MS };
     const child = await spawnChild("worker.ts", config);
     workers.push(child);
     void child.exited.then((e) => {
@@ -552,6 +621,8 @@ async function effects(store: Store, statement: string): Promise<unknown[]> {
   const mysql = (await import("mysql2/promise")).default;
   const c = await mysql.createConnection({ uri: store.target });
   try {
+    // On a Galera node, a causal read: it waits until the node applied what the cluster committed before it.
+    if (store.targets) await c.query("SET SESSION wsrep_sync_wait = 1");
     const [rows] = await c.query(statement);
     return Array.isArray(rows) ? rows : [];
   } finally {
@@ -574,7 +645,8 @@ async function producers(store: Store, dir: string): Promise<Report> {
   const live: Child[] = [];
   let crashes = 0;
   const spawnProducer = async () => {
-    const child = await spawnChild("producer.ts", { adapter: adapterName, target: store.target, tablePrefix: store.prefix, out: join(dir, `producer-${outIndex++}.log`), size: SIZE });
+    const target = store.targets ? store.targets[outIndex % store.targets.length]! : store.target;
+    const child = await spawnChild("producer.ts", { adapter: adapterName, target, tablePrefix: store.prefix, out: join(dir, `producer-${outIndex++}.log`), size: SIZE });
     live.push(child);
     void child.exited.then((e) => {
       if (!child.killed) (crashes++, violation(`producer pid ${child.proc.pid} exited on its own: ${JSON.stringify(e)}`));
@@ -625,7 +697,7 @@ async function producers(store: Store, dir: string): Promise<Report> {
 
 // ---------------------------------------------------------------- main
 
-console.log(`chaos: ${adapterName}, scenarios ${scenarios.join(", ")}, ${JOBS} jobs, seed ${seed}${SHORT ? ", short" : ""}`);
+console.log(`chaos: ${adapterName}${args.galera ? " on a 3-node Galera cluster" : ""}, scenarios ${scenarios.join(", ")}, ${JOBS} jobs, seed ${seed}${SHORT ? ", short" : ""}`);
 const reports: Report[] = [];
 for (const scenario of scenarios) {
   const dir = mkdtempSync(join(tmpdir(), "docket-chaos-"));
@@ -644,6 +716,7 @@ for (const scenario of scenarios) {
   const r = reports[reports.length - 1]!;
   console.log(JSON.stringify({ ...r, violations: r.violations.length }));
 }
+await galera.cluster?.destroy();
 const failed = reports.reduce((n, r) => n + r.violations.length, 0);
 console.log(failed === 0 ? `chaos ${adapterName}: OK (${reports.map((r) => r.scenario).join(", ")})` : `chaos ${adapterName}: ${failed} violation(s)`);
 process.exit(failed === 0 ? 0 : 1);

@@ -4,6 +4,8 @@ import type { AnyDb } from "../kysely/engine.ts";
 
 /** Default period of the wake counter check, ms. */
 export const WAKE_CHECK_MS = 25;
+/** How many times a bump that lost a race (errno 1213) is sent. */
+const BUMP_TRIES = 5;
 /** Slots of the wake table: slot 0 for docket's own bumps after commit, the others for bumps inside callers' transactions. */
 export const WAKE_SLOTS = 32;
 
@@ -96,12 +98,18 @@ export function wakes(options: { table: string; pool: () => MysqlPool | null; in
   let inFlight: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
   const gapMs = Math.max(1, Math.floor(intervalMs / 2));
-  const send = (): Promise<void> =>
+  const send = (attempt = 1): Promise<void> =>
     query(`UPDATE ${table} SET n = n + 1 WHERE slot = 0`).then(
       () => void own++,
-      (error) => {
+      async (error) => {
+        const errno = (error as { errno?: unknown })?.errno;
+        // On Galera, bumps from several servers at once lose certification to each other (1213): a lost race, sent again.
+        if (errno === 1213 && attempt < BUMP_TRIES && !closed) {
+          await new Promise((r) => setTimeout(r, Math.random() * gapMs));
+          return send(attempt + 1);
+        }
         // A store not migrated yet has no wake table: nothing to tell.
-        if (!closed && (error as { errno?: unknown })?.errno !== 1146) options.report(error);
+        if (!closed && errno !== 1146) options.report(error);
       },
     );
   const bump = (): Promise<void> => {
