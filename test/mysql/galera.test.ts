@@ -15,11 +15,10 @@ import { until } from "../support/until.ts";
 const mysql = (await import("mysql2/promise")).default;
 const what = "docket on a MariaDB Galera cluster";
 const started = Date.now();
-// docket does not hold its guarantees on Galera yet (docs/design.md "Known defects": caps exceeded across nodes,
-// enqueues failing certification, a key left blocked with room, migrations from two nodes): this file shows them,
-// and runs only when asked (DOCKET_GALERA=1), so CI stays a record of what holds.
+// About 5 minutes (3 nodes on 2 cores): run when asked (DOCKET_GALERA=1), as .ci/run does in a step of its own,
+// not by every `npm test`. docs/design.md "Galera: guards written, not only locked" says what it shows.
 const asked = process.env.DOCKET_GALERA === "1";
-if (!asked) console.warn(`\n${"!".repeat(78)}\n!! SKIPPING ${what}: known failing (docs/design.md "Known defects"); DOCKET_GALERA=1 runs it\n${"!".repeat(78)}\n`);
+if (!asked) console.warn(`\n${"!".repeat(78)}\n!! SKIPPING ${what}: about 5 min; DOCKET_GALERA=1 runs it (.ci/run does)\n${"!".repeat(78)}\n`);
 const cluster = asked ? await startPrivateGalera(what) : null;
 const NODES: readonly GaleraNode[] = [1, 2, 3];
 const database = `docket_galera_${process.pid.toString(36)}${Date.now().toString(36)}`;

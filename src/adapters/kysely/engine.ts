@@ -158,6 +158,8 @@ export interface Engine {
    * begun. Optional: absent, false.
    */
   locksAreLocal?(): boolean;
+  /** Reads what the engine must know of its server (e.g. `locksAreLocal`) before a caller's transaction is written to; once. Optional. */
+  knowServer?(db: AnyDb): Promise<void> | void;
   /** Subscribes to other processes' notices, where the engine has them; see DocketAdapter.onReady. */
   onReady?(listener: (notice: ReadyNotice) => void): () => void;
   /** See DocketAdapter.health: `tables` are the store's table names. Optional. */

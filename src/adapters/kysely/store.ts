@@ -150,6 +150,8 @@ export class KyselyStore implements DocketAdapter {
    */
   async #adopt(transaction: object): Promise<AnyDb> {
     if (this.#own.has(transaction)) return transaction as AnyDb;
+    // What the engine knows of its server before its first transaction, known before the caller's is written to.
+    await this.#ctx.engine.knowServer?.(this.#ctx.db);
     const t = transaction as Partial<AnyDb>;
     if (typeof t.selectFrom === "function" && typeof t.insertInto === "function") {
       if (t.isTransaction !== true) throw new InvalidArgumentError(`${this.name}: transaction must be an open kysely Transaction, got a Kysely instance outside one`);

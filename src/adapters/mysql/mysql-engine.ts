@@ -91,6 +91,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       return begin(db).execute(fn);
     },
     locksAreLocal: () => galera === true,
+    knowServer: knowCluster,
     // Migration 14: the generated column behind the unique index of pending debounce keys.
     debouncePendingColumn: "debounce_pending",
     /** DDL is not transactional here: a named lock (GET_LOCK) held on one connection serializes migrations; on Galera, a lock row (migration-lock.ts). */
