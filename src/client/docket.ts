@@ -75,7 +75,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs };
     this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
     this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
-    this.schedules = docketSchedules(this.#enqueueHost);
+    this.schedules = docketSchedules<T>(this.#enqueueHost);
   }
 
   /** Brings the database schema up to date. Safe to call from every process at start-up. */
@@ -169,7 +169,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     return dependenciesOf(this.adapter, id);
   }
 
-  list(options: ListOptions = {}): Promise<Job[]> {
+  list(options: ListOptions<T> = {}): Promise<Job[]> {
     return listJobs(this.adapter, options);
   }
 
@@ -277,7 +277,7 @@ export class Docket<T extends TaskMap = TaskMap> {
    * `remove(name)`, `list()`, and `runDue()` (one pass). Run `scheduler()`
    * in one or many processes: each tick enqueues exactly one job.
    */
-  readonly schedules: Schedules;
+  readonly schedules: Schedules<T>;
 
   /**
    * Fires due schedule ticks every `intervalMs` (default 1000) until

@@ -6,15 +6,16 @@
 import { jobsOf } from "../core/dependencies.ts";
 import type { DocketAdapter } from "../core/adapter.ts";
 import { InvalidArgumentError, NotFoundError, WaitTimeoutError } from "../core/errors.ts";
-import { toJob, type Job } from "../core/job.ts";
+import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { shown } from "../core/shown.ts";
 import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "../core/states.ts";
 import { MAX_DELAY_MS, checkKeys, validateInteger, validateName } from "../core/validate.ts";
 
-export interface ListOptions {
+/** With a typed Docket, `task` is one of its tasks. */
+export interface ListOptions<T extends TaskMap = TaskMap> {
   state?: JobState;
   queue?: string;
-  task?: string;
+  task?: keyof T & string;
   afterId?: number;
   /** Default 100, at most 10 000. */
   limit?: number;
@@ -44,7 +45,7 @@ export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): 
 }
 
 /** A page of jobs, oldest id first (see ListOptions). */
-export async function listJobs(adapter: DocketAdapter, options: ListOptions): Promise<Job[]> {
+export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, options: ListOptions<T>): Promise<Job[]> {
   checkKeys(options, ["state", "queue", "task", "afterId", "limit"], "list(options)");
   const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
   if (options.state !== undefined && !isJobState(options.state)) {

@@ -6,11 +6,20 @@
 import type { Cron } from "croner";
 import type { DocketAdapter, NewJob, StoredSchedule } from "../core/adapter.ts";
 import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
-import { toJob, type Job } from "../core/job.ts";
+import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { firstTick, latestTick, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
 import type { EnqueueHost } from "./enqueue.ts";
+
+/**
+ * A schedule definition whose task is one of T's, with that task's payload:
+ * required unless the payload type admits null (a tick of a schedule without
+ * one enqueues null). With an untyped Docket, any task and payload.
+ */
+export type TaskScheduleDefinition<T extends TaskMap, K extends keyof T & string = keyof T & string> = {
+  [P in K]: Omit<ScheduleDefinition<T[P]>, "task" | "payload"> & { task: P } & (null extends T[P] ? { payload?: T[P] } : { payload: T[P] });
+}[K];
 
 /** What a Docket gives its schedules: its adapter, clock, and job validation (the same as enqueue's). */
 export interface ScheduleHost {
@@ -29,7 +38,7 @@ const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
  * checked against the database's limit, and a fired tick announced as an
  * enqueue is (wake-up when ready, `enqueued` event).
  */
-export function docketSchedules(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus">): Schedules {
+export function docketSchedules<T extends TaskMap>(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus">): Schedules<T> {
   const { adapter, clock, tasks, payloadLimit, bus } = host;
   return new Schedules({
     adapter,
@@ -50,7 +59,7 @@ export function docketSchedules(host: Pick<EnqueueHost, "adapter" | "clock" | "t
  * schedule, not one per missed tick. Each tick fires at most once, however
  * many schedulers run (the database decides: see DocketAdapter.fireSchedule).
  */
-export class Schedules {
+export class Schedules<T extends TaskMap = TaskMap> {
   /** Parsed expressions by `cron` and time zone: a pass (every second per scheduler) parses each one once per process. */
   readonly #parsed = new Map<string, Cron>();
 
@@ -64,7 +73,8 @@ export class Schedules {
   }
 
   /** Creates or replaces the schedule `name`. A new or changed schedule fires from its next tick on, never for ticks before this call. */
-  async put<P>(name: string, definition: ScheduleDefinition<P>): Promise<Schedule> {
+  async put<K extends keyof T & string>(name: string, typed: TaskScheduleDefinition<T, K>): Promise<Schedule> {
+    const definition = typed as ScheduleDefinition;
     validateName(name, "schedule name");
     if (!definition || typeof definition !== "object") throw new InvalidArgumentError("a schedule definition is an object { cron, task, … }");
     checkKeys(definition, ["cron", "timezone", "task", "payload", "options"], "schedule definition");
@@ -148,7 +158,7 @@ export class Scheduler {
   readonly #onError: (error: Error) => void;
 
   constructor(
-    readonly schedules: Schedules,
+    readonly schedules: Pick<Schedules, "runDue">,
     options: { intervalMs?: number; onError?: (error: Error) => void } = {},
   ) {
     checkKeys(options, ["intervalMs", "onError"], "scheduler(options)");

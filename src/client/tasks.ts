@@ -131,13 +131,16 @@ export interface EnqueueOptions {
   after?: readonly ParentRef[];
 }
 
-export interface EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> {
-  task: K;
-  payload: T[K];
-  options?: EnqueueOptions;
-  /** This item's name for `after: [{ ref }]` of the other items of the same `enqueueMany`. */
-  ref?: string;
-}
+export type EnqueueItem<T extends TaskMap, K extends keyof T & string = keyof T & string> = {
+  // One member per task: an item's payload is checked against its own task's (a wrong payload for a named task does not compile).
+  [P in K]: {
+    task: P;
+    payload: T[P];
+    options?: EnqueueOptions;
+    /** This item's name for `after: [{ ref }]` of the other items of the same `enqueueMany`. */
+    ref?: string;
+  };
+}[K];
 
 /** What job building needs of its docket: the defaults a job gets where neither its task nor its enqueue says. */
 export interface JobDefaults {

@@ -12,6 +12,11 @@
  * PRODUCER) around an enqueue, its context stored with the jobs; `process
  * <queue>` (kind CONSUMER) around each attempt's handler, linked to the
  * producer span, and active while the handler runs (its own spans nest).
+ *
+ * The context is stored by the global propagator (`propagation`); when it
+ * writes nothing (none was set: the API's default is a no-op), docket writes
+ * the W3C `traceparent` itself, and reads it back the same way, so the link
+ * holds either way (trace-context.ts).
  */
 import {
   ROOT_CONTEXT,
@@ -29,6 +34,7 @@ import {
 import type { Docket, EnqueueTracing, TaskMap } from "../client/docket.ts";
 import type { JobRecord } from "../core/job.ts";
 import type { Handler, JobContext } from "../worker/index.ts";
+import { spanContextOfTraceparent, traceparentOf } from "./trace-context.ts";
 
 export interface OpenTelemetryOptions {
   /** Default: the global tracer provider's "docket" tracer. */
@@ -71,8 +77,10 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
       const attributes = attributesOf(queue, { "messaging.operation.type": "send", "messaging.operation.name": "send", "messaging.batch.message_count": jobs.length });
       return tracer.startActiveSpan(`send ${queue}`, { kind: SpanKind.PRODUCER, attributes }, async (span) => {
         try {
-          const carrier: Record<string, string> = {};
+          let carrier: Record<string, string> = {};
           propagation.inject(context.active(), carrier);
+          // No global propagator wrote anything: the W3C header, so the consumer span still links to this one.
+          if (Object.keys(carrier).length === 0) carrier = traceparentOf(span.spanContext());
           const result = await store(Object.keys(carrier).length === 0 ? null : JSON.stringify(carrier));
           if (Array.isArray(result) && result.length === 1) span.setAttribute("messaging.message.id", String((result[0] as JobRecord).id));
           return result;
@@ -92,7 +100,8 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
       const job = ctx.job;
       const links: Link[] = [];
       if (job.traceContext !== null) {
-        const producer = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, JSON.parse(job.traceContext) as Record<string, string>));
+        const carrier = JSON.parse(job.traceContext) as Record<string, string>;
+        const producer = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, carrier)) ?? spanContextOfTraceparent(carrier);
         if (producer) links.push({ context: producer });
       }
       const attributes = attributesOf(job.queue, {

@@ -75,8 +75,9 @@ export const scheduleCases: ConformanceCase[] = [
       ]) {
         await assert.rejects(d.schedules.put("bad", bad as never), InvalidArgumentError, JSON.stringify(bad, (_k, v) => (typeof v === "bigint" ? `${v}n` : v)));
       }
-      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "unknown" as never }), UnknownTaskError);
-      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "known", payload: { n: 1n } }), InvalidPayloadError);
+      // Refused at run time too, for a caller whose types let them through.
+      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "unknown" } as never), UnknownTaskError);
+      await assert.rejects(d.schedules.put("bad", { cron: "* * * * *", task: "known", payload: { n: 1n } } as never), InvalidPayloadError);
       assert.deepEqual((await d.schedules.list()).map((s) => s.name), ["s"]);
       await d.schedules.remove("s");
       await assert.rejects(d.schedules.remove("s"), NotFoundError);
