@@ -5,11 +5,12 @@ import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
-import { deadLetters, jobDetail, overview, type View } from "./pages.ts";
+import { confirmReplayAll, deadLetters, jobDetail, overview, refusal, type View } from "./pages.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
 /** What a request may do: view pages, or one of the mutations. */
 export type DashboardAction = "view" | "pause" | "resume" | "replay" | "replay-all" | "cancel";
+const MUTATIONS: readonly DashboardAction[] = ["pause", "resume", "replay", "replay-all", "cancel"];
 
 export interface DashboardOptions {
   /** The path the dashboard is mounted at, "/ops" or "/ops/" (both serve /ops and /ops/). Default "/". */
@@ -17,6 +18,8 @@ export interface DashboardOptions {
   /**
    * Decides each request. Default: viewing is allowed, every mutation is
    * refused (pass an `authorize` that checks your session to allow them).
+   * A page shows the buttons of the mutations it allows for that request
+   * only; a refused POST gets a page in the dashboard's layout, with a way back.
    */
   authorize?: (request: Request, action: DashboardAction) => boolean | Promise<boolean>;
   /** No mutation buttons, and every POST refused. Default false. */
@@ -97,6 +100,17 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
       },
     });
   const render = async (title: string, body: Html, url: URL, status = 200) => respond(status, page({ title, base, body, ...(await readMessages(signer, url)) }));
+  /** A refusal inside the layout (status `status`), with a link back to `to`. */
+  const refuse = (status: number, reason: string, to: string, headers: Record<string, string> = {}) =>
+    respond(status, page({ title: status === 403 ? "Not allowed" : "Refused", base, error: reason, body: refusal(reason, to) }), headers);
+  /** The mutations `authorize` allows this request, shown as buttons (none when read-only). */
+  const allowed = async (request: Request): Promise<Set<DashboardAction>> => {
+    const can = new Set<DashboardAction>();
+    if (readOnly) return can;
+    for (const a of MUTATIONS) if (await authorize(request, a)) can.add(a);
+    return can;
+  };
+  const deadTotal = async () => (await docket.stats()).queues.reduce((n, q) => n + q.counts.dead, 0);
   const back = async (to: string, message: { notice?: string; error?: string } = {}) => {
     const kind = message.error !== undefined ? "error" : message.notice !== undefined ? "notice" : null;
     const location = kind === null ? to : await withMessage(signer, to, kind, message[kind]!);
@@ -111,12 +125,20 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
     try {
       if (request.method === "GET" || request.method === "HEAD") {
         if (!(await authorize(request, "view"))) return respond(403, "forbidden");
-        const view: View = { base, csrf: readOnly ? "" : await signer.csrfToken(), canAct: !readOnly };
+        const can = await allowed(request);
+        const view: View = { base, csrf: can.size === 0 ? "" : await signer.csrfToken(), can };
         if (path === "") {
           const [stats, schedules] = await Promise.all([docket.stats(), docket.schedules.list()]);
-          return render("Queues", overview(stats, schedules, view), url);
+          return render("Overview", overview(stats, schedules, view), url);
         }
-        if (path === "dead") return render("Dead letters", deadLetters(await docket.deadLetters.list({ limit: 200 }), view), url);
+        if (path === "dead") {
+          const [jobs, total] = await Promise.all([docket.deadLetters.list({ limit: 200 }), deadTotal()]);
+          return render("Dead letters", deadLetters(jobs, Math.max(total, jobs.length), view), url);
+        }
+        if (path === "dead/replay-all") {
+          if (!can.has("replay-all")) return refuse(403, "Replaying all dead jobs is not allowed for you here.", `${base}dead`);
+          return render("Replay all dead jobs", confirmReplayAll(await deadTotal(), view), url);
+        }
         const job = /^jobs\/(\d+)$/.exec(path);
         if (job) {
           const found = await docket.get(Number(job[1]));
@@ -133,23 +155,24 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
       }
       if (request.method !== "POST") return respond(405, "method not allowed", { allow: "GET, HEAD, POST" });
       const origin = request.headers.get("origin");
-      if (origin !== null && !origins(request, url).has(origin)) return respond(403, "cross-site request refused");
+      if (origin !== null && !origins(request, url).has(origin)) return refuse(403, "A request from another site was refused.", base);
       const form = await readForm(request, maxBody);
-      if (form === "too large") return respond(413, "request body too large", { connection: "close" });
-      if (!(await signer.csrfValid(form.get("csrf")))) return respond(403, "missing, expired or wrong CSRF token (reload the page)");
-      if (readOnly) return respond(403, "the dashboard is read-only");
+      if (form === "too large") return refuse(413, "The request body is too large.", base, { connection: "close" });
+      if (!(await signer.csrfValid(form.get("csrf")))) return refuse(403, "The form's CSRF token is missing, expired or wrong: reload the page and try again.", base);
+      if (readOnly) return refuse(403, "This dashboard is read-only.", base);
+      const forbidden = (to: string) => refuse(403, "This action is not allowed for you here.", to);
       const queue = /^queues\/([^/]+)\/(pause|resume)$/.exec(path);
       if (queue) {
         const name = decodeURIComponent(queue[1]!);
         const act = queue[2] as "pause" | "resume";
-        if (!(await authorize(request, act))) return respond(403, "forbidden");
+        if (!(await authorize(request, act))) return forbidden(base);
         if (act === "pause") await docket.pauseQueue(name);
         else await docket.resumeQueue(name);
         return back(base, { notice: `queue ${name} ${act === "pause" ? "paused" : "resumed"}` });
       }
       const replay = /^dead\/(\d+)\/replay$/.exec(path);
       if (replay) {
-        if (!(await authorize(request, "replay"))) return respond(403, "forbidden");
+        if (!(await authorize(request, "replay"))) return forbidden(`${base}dead`);
         try {
           const j = await docket.deadLetters.replay(Number(replay[1]));
           return back(`${base}dead`, { notice: `job ${j.id} replayed` });
@@ -159,13 +182,15 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         }
       }
       if (path === "dead/replay-all") {
-        if (!(await authorize(request, "replay-all"))) return respond(403, "forbidden");
+        if (!(await authorize(request, "replay-all"))) return forbidden(`${base}dead`);
+        // Only from the confirmation page, which stated the count: a bare POST is sent there first.
+        if (form.get("expected") === null) return back(`${base}dead/replay-all`);
         const { replayed } = await docket.deadLetters.replayAll();
         return back(`${base}dead`, { notice: `${replayed} dead job(s) replayed` });
       }
       const cancel = /^jobs\/(\d+)\/cancel$/.exec(path);
       if (cancel) {
-        if (!(await authorize(request, "cancel"))) return respond(403, "forbidden");
+        if (!(await authorize(request, "cancel"))) return forbidden(`${base}jobs/${cancel[1]}`);
         try {
           await docket.cancel(Number(cancel[1]));
           return back(`${base}jobs/${cancel[1]}`, { notice: "cancelled" });

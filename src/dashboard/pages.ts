@@ -4,19 +4,21 @@ import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
 import { action, duration, html, time, type Html } from "./html.ts";
 import { dependencyGraph } from "./graph.ts";
+import type { DashboardAction } from "./index.ts";
 
 export interface View {
   base: string;
   csrf: string;
-  /** Whether mutation buttons are shown (not read-only). */
-  canAct: boolean;
+  /** The mutations whose buttons are shown: those `authorize` allows this request (none when read-only). */
+  can: ReadonlySet<DashboardAction>;
 }
 
 const STATES = ["ready", "scheduled", "blocked", "running", "succeeded", "dead", "cancelled"] as const;
 
-/** Jobs finished per bucket, as an inline SVG bar chart (succeeded green, dead red). */
+/** Jobs finished per bucket, as an inline SVG bar chart (succeeded green, dead red), with a time axis (UTC) below the bars. */
 function throughputChart(s: DocketStats): Html {
   const w = 600;
+  const axis = 18;
   const h = 120;
   const n = s.throughput.length;
   const max = Math.max(1, ...s.throughput.map((b) => b.succeeded + b.dead + b.cancelled));
@@ -27,15 +29,21 @@ function throughputChart(s: DocketStats): Html {
     return html`<rect x="${(i * bw + 1).toFixed(1)}" y="${(h - ok).toFixed(1)}" width="${Math.max(1, bw - 2).toFixed(1)}" height="${ok.toFixed(1)}" fill="#3a9a5b"><title>${time(b.start)}: ${b.succeeded} succeeded</title></rect><rect x="${(i * bw + 1).toFixed(1)}" y="${(h - ok - bad).toFixed(1)}" width="${Math.max(1, bw - 2).toFixed(1)}" height="${bad.toFixed(1)}" fill="#c0392b"><title>${time(b.start)}: ${b.dead} dead, ${b.cancelled} cancelled</title></rect>`;
   });
   const total = s.throughput.reduce((t, b) => t + b.succeeded, 0);
-  return html`<svg width="${w}" height="${h}" role="img" aria-label="jobs finished per ${duration(s.bucketMs)}, last ${duration(s.windowMs)}">${bars}<text x="6" y="14" font-size="11" fill="#6b7385">max ${max} per ${duration(s.bucketMs)}; ${total} succeeded in ${duration(s.windowMs)}</text></svg>`;
+  // Ticks at the first bucket, the middle one and now: hours and minutes (UTC), as the page's other times.
+  const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+  const ticks = n === 0 ? [] : [[0, s.throughput[0]!.start, "start"], [w / 2, s.throughput[Math.floor(n / 2)]!.start, "middle"], [w - 2, s.at, "end"]] as const;
+  const labels = ticks.map(([x, at, anchor]) => html`<text x="${x.toFixed(1)}" y="${h + axis - 5}" font-size="11" fill="#6b7385" text-anchor="${anchor}">${clock(at)}</text>`);
+  return html`<svg id="throughput" width="${w}" height="${h + axis}" role="img" aria-label="jobs finished per ${duration(s.bucketMs)}, last ${duration(s.windowMs)}">${bars}<line x1="0" y1="${h}" x2="${w}" y2="${h}" stroke="#b8c0cc"/>${labels}<text x="6" y="14" font-size="11" fill="#6b7385">max ${max} per ${duration(s.bucketMs)}; ${total} succeeded in ${duration(s.windowMs)} (times UTC)</text></svg>`;
 }
 
 export function overview(s: DocketStats, schedules: Schedule[], v: View): Html {
   const queues = s.queues.length === 0
     ? html`<p class="muted">No jobs yet.</p>`
-    : html`<table id="queues"><tr><th>queue</th>${STATES.map((st) => html`<th>${st === "succeeded" || st === "cancelled" ? `${st} (${duration(s.windowMs)})` : st}</th>`)}<th>oldest ready</th><th>cap</th><th>paused</th>${v.canAct ? html`<th></th>` : ""}</tr>
+    : html`<table id="queues"><tr><th>queue</th>${STATES.map((st) => html`<th>${st === "succeeded" || st === "cancelled" ? `${st} (${duration(s.windowMs)})` : st}</th>`)}<th>oldest ready</th><th>cap</th><th>paused</th>${v.can.has("pause") || v.can.has("resume") ? html`<th></th>` : ""}</tr>
 ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STATES.map((st) => html`<td class="n">${q.counts[st]}</td>`)}<td>${q.counts.ready > 0 ? duration(q.oldestReadyAgeMs) : "–"}</td><td class="n">${q.maxRunning ?? "–"}</td><td>${q.paused ? "paused" : "no"}</td>${
-        v.canAct ? html`<td>${q.paused ? action(v.base, `queues/${encodeURIComponent(q.queue)}/resume`, v.csrf, "Resume", "resume") : action(v.base, `queues/${encodeURIComponent(q.queue)}/pause`, v.csrf, "Pause", "pause")}</td>` : ""
+        v.can.has("pause") || v.can.has("resume")
+          ? html`<td>${q.paused ? (v.can.has("resume") ? action(v.base, `queues/${encodeURIComponent(q.queue)}/resume`, v.csrf, "Resume", "resume") : "") : v.can.has("pause") ? action(v.base, `queues/${encodeURIComponent(q.queue)}/pause`, v.csrf, "Pause", "pause") : ""}</td>`
+          : ""
       }</tr>`)}</table>`;
   const caps = s.tasks.filter((t) => t.maxRunning !== null);
   return html`<h2>Queues</h2>${queues}
@@ -47,11 +55,27 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STAT
 <h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th></tr>${schedules.map((x) => html`<tr><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td></tr>`)}</table>`}`;
 }
 
-export function deadLetters(jobs: Job[], v: View): Html {
+/** The dead jobs shown (at most a page of them), and how many there are in all. */
+export function deadLetters(jobs: Job[], total: number, v: View): Html {
   if (jobs.length === 0) return html`<p class="muted">No dead jobs.</p>`;
-  return html`${v.canAct ? html`<p>${action(v.base, "dead/replay-all", v.csrf, `Replay all ${jobs.length}${jobs.length >= 200 ? "+" : ""}`, "replay-all")}</p>` : ""}
-<table id="dead"><tr><th>job</th><th>task</th><th>queue</th><th>attempts</th><th>died</th><th>last error</th>${v.canAct ? html`<th></th>` : ""}</tr>
-${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${time(j.finishedAt)}</td><td><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>${v.canAct ? html`<td>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</td>` : ""}</tr>`)}</table>`;
+  const replay = v.can.has("replay");
+  return html`<p id="dead-count">${total} dead job(s)${total > jobs.length ? `, the ${jobs.length} most recent shown` : ""}.</p>
+${v.can.has("replay-all") ? html`<p><a id="replay-all" href="${v.base}dead/replay-all">Replay all ${total}…</a></p>` : ""}
+<table id="dead"><tr><th>job</th><th>task</th><th>queue</th><th>attempts</th><th>died</th><th>last error</th>${replay ? html`<th></th>` : ""}</tr>
+${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${time(j.finishedAt)}</td><td><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>${replay ? html`<td>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</td>` : ""}</tr>`)}</table>`;
+}
+
+/** The confirmation of a bulk replay: the exact count now, and the button that replays them. */
+export function confirmReplayAll(total: number, v: View): Html {
+  if (total === 0) return html`<p class="muted">No dead jobs.</p><p><a href="${v.base}dead">Back to the dead letters</a></p>`;
+  return html`<p id="confirm">Replay all <strong>${total}</strong> dead job(s)? Each goes back to ready with its attempts reset.</p>
+<p><form class="inline" method="post" action="${v.base}dead/replay-all"><input type="hidden" name="csrf" value="${v.csrf}"><input type="hidden" name="expected" value="${total}"><button name="replay-all" data-action="replay-all">Replay ${total} job(s)</button></form>
+<a href="${v.base}dead">Cancel</a></p>`;
+}
+
+/** A refused or failed request, inside the layout, with the way back. */
+export function refusal(reason: string, back: string): Html {
+  return html`<p id="refusal">${reason}</p><p><a href="${back}">Back</a></p>`;
 }
 
 export function jobDetail(j: Job, v: View, deps: { parents: Job[]; children: Job[] } = { parents: [], children: [] }): Html {
@@ -68,7 +92,7 @@ ${dependencyGraph(j, deps, v.base)}
 <h2>Last error</h2><pre id="error">${j.lastError ?? "–"}</pre>
 <h2>Failed attempts</h2>${j.errors.length === 0 ? html`<p class="muted">No attempt failed.</p>` : html`<table id="errors"><tr><th>attempt</th><th>failed</th><th>worker</th><th>error</th></tr>${j.errors.map((e) => html`<tr><td class="n">${e.attempt}</td><td>${time(e.at)}</td><td>${e.worker ?? "–"}</td><td><pre>${e.error}</pre></td></tr>`)}</table>`}
 <h2>Timeline</h2><table id="timeline">${timeline(j).map(([k, t]) => html`<tr><th>${k}</th><td>${time(t)}</td></tr>`)}</table>
-${v.canAct && live ? html`<p>${action(v.base, `jobs/${j.id}/cancel`, v.csrf, "Cancel", "cancel")}</p>` : ""}${v.canAct && j.state === "dead" ? html`<p>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</p>` : ""}`;
+${v.can.has("cancel") && live ? html`<p>${action(v.base, `jobs/${j.id}/cancel`, v.csrf, "Cancel", "cancel")}</p>` : ""}${v.can.has("replay") && j.state === "dead" ? html`<p>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</p>` : ""}`;
 }
 
 /** What happened to a job, in time order: created, each failed attempt, due, last change, finished. */

@@ -92,6 +92,13 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         await page.goto(`${url}dead`);
         expect(await page.textContent(`#dead tr[data-job="${dead.id}"]`)).toContain(`declined ${xss}`);
         await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-dead-letters.png`, fullPage: true });
+        // The bulk replay goes through a confirmation that states the exact count; Cancel leaves everything dead.
+        await page.click("#replay-all");
+        expect(await page.textContent("#confirm")).toMatch(/^Replay all 1 dead job\(s\)\?/);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-replay-all-confirmation.png`, fullPage: true });
+        await page.click("text=Cancel");
+        expect(page.url()).toBe(`${url}dead`);
+        expect((await docket.get(dead.id))?.state).toBe("dead");
         // Replay clicked twice: the browser's click and a second submission of the same form race; one replays, one is told "not dead".
         const form = `#dead tr[data-job="${dead.id}"] form`;
         const action = await page.$eval(form, (f) => (f as HTMLFormElement).action);

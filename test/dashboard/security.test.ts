@@ -53,7 +53,7 @@ describe("dashboard request checks", () => {
       const r = await handler(new Request("http://ops.example.com/queues/proxied/pause", { method: "POST", headers: { ...FORM, ...proxied, origin: "https://ops.example.com" }, body: `csrf=${csrf}` }));
       return { status: r.status, text: await r.text() };
     };
-    expect(await post({})).toEqual({ status: 403, text: "cross-site request refused" });
+    expect(await post({})).toMatchObject({ status: 403, text: expect.stringContaining("A request from another site was refused.") });
     expect(await paused("proxied")).toBe(false);
     expect((await post({ publicOrigin: "https://ops.example.com" })).status).toBe(303);
     expect(await paused("proxied")).toBe(true);
@@ -84,7 +84,7 @@ describe("dashboard request checks", () => {
       req.end(`csrf=${csrf}`);
     });
     console.log(`POST //evil.example/queues/slashes/pause with Origin http://evil.example: ${answer.status} ${answer.text}`);
-    expect(answer).toEqual({ status: 403, text: "cross-site request refused" });
+    expect(answer).toMatchObject({ status: 403, text: expect.stringContaining("A request from another site was refused.") });
     expect(await paused("slashes")).toBe(false);
   });
 
@@ -161,5 +161,50 @@ describe("dashboard request checks", () => {
     const byDefault = docket.dashboard({ authorize: () => true });
     const huge = await byDefault(new Request("http://127.0.0.1/queues/q/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${await tokenOf(byDefault)}&pad=${"x".repeat(100_000)}` }));
     expect(huge.status).toBe(413);
+  });
+
+  it("buttons only for what authorize allows; a refusal renders inside the layout with a way back", async () => {
+    await docket.enqueue("t", {}, { queue: "perms" });
+    const buttons = async (handler: DashboardHandler) => [...(await (await handler(new Request("http://127.0.0.1/"))).text()).matchAll(/data-action="([a-z-]+)"/g)].map((m) => m[1]);
+    // The default: viewing only, so no mutation button at all (no form to be refused).
+    const byDefault = docket.dashboard({ secret: SECRET });
+    expect(await buttons(byDefault)).toEqual([]);
+    const pauseOnly = docket.dashboard({ secret: SECRET, authorize: (_r, a) => a === "view" || a === "pause" });
+    expect(new Set(await buttons(pauseOnly))).toEqual(new Set(["pause"]));
+    // A POST the default refuses (a token from a handler with the same secret): a page in the layout, with a link back.
+    const csrf = await tokenOf(pauseOnly);
+    const refused = await byDefault(new Request("http://127.0.0.1/queues/perms/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}` }));
+    expect(refused.status).toBe(403);
+    const text = await refused.text();
+    expect(text).toContain("<header>");
+    expect(text).toContain("This action is not allowed for you here.");
+    expect(text).toMatch(/<p><a href="\/">Back<\/a><\/p>/);
+    expect(await paused("perms")).toBe(false);
+  });
+
+  it("replay all: the dead page states the exact count, the bulk replay asks for confirmation with it, and a bare POST replays nothing", async () => {
+    const d = docket;
+    const dead: number[] = [];
+    for (let i = 0; i < 3; i++) dead.push((await d.enqueue("doomed", { i }, { queue: "bulk", maxAttempts: 1 })).id);
+    const w = d.worker({ queues: ["bulk"], pollMs: 10, logger: null, handlers: { doomed: async () => Promise.reject(new Error("no")) } });
+    await w.start();
+    for (const id of dead) await d.waitFor(id, { timeoutMs: 10_000, pollMs: 10 });
+    await w.stop();
+    const total = (await d.stats()).queues.reduce((n, q) => n + q.counts.dead, 0);
+    const handler = docket.dashboard({ authorize: () => true });
+    const deadPage = await (await handler(new Request("http://127.0.0.1/dead"))).text();
+    expect(deadPage).toContain(`${total} dead job(s)`);
+    expect(deadPage).toContain(`Replay all ${total}…`);
+    const confirm = await (await handler(new Request("http://127.0.0.1/dead/replay-all"))).text();
+    expect(confirm).toContain(`Replay all <strong>${total}</strong> dead job(s)?`);
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(confirm)![1]!;
+    const post = (body: string) => handler(new Request("http://127.0.0.1/dead/replay-all", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body }));
+    const bare = await post(`csrf=${csrf}`);
+    expect([bare.status, bare.headers.get("location")]).toEqual([303, "/dead/replay-all"]);
+    expect((await d.deadLetters.list()).length).toBe(total);
+    const confirmed = await post(`csrf=${csrf}&expected=${total}`);
+    expect(confirmed.status).toBe(303);
+    expect((await d.deadLetters.list()).length).toBe(0);
+    for (const id of dead) expect((await d.get(id))?.state).not.toBe("dead");
   });
 });
