@@ -138,8 +138,8 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
         list.length === 0
           ? "no schedules"
           : table(
-              ["name", "cron", "timezone", "task", "queue", "last tick", "next tick"],
-              list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), time(x.nextTickAt)]),
+              ["name", "cron", "timezone", "task", "queue", "last tick", "next tick", "missed"],
+              list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), time(x.nextTickAt), x.missedTicks === 0 ? "none" : `${x.missedTicks} since ${time(x.firstMissedAt)}`]),
             );
       return { text, json: list };
     }

@@ -7,7 +7,7 @@ import type { Cron } from "croner";
 import type { DocketAdapter, NewJob, StoredSchedule } from "../core/adapter.ts";
 import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
-import { firstTick, latestTick, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
+import { firstTick, latestTick, missedTicks, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
 import type { EnqueueHost } from "./enqueue.ts";
@@ -136,6 +136,7 @@ export class Schedules<T extends TaskMap = TaskMap> {
 }
 
 function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
+  const missed = missedTicks(cron, s.lastTick, now);
   return {
     name: s.name,
     cron: s.cron,
@@ -146,6 +147,8 @@ function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
     options: JSON.parse(s.options) as ScheduleJobOptions,
     lastTickAt: s.lastTick,
     nextTickAt: nextTick(cron, now),
+    missedTicks: missed.count,
+    firstMissedAt: missed.first,
   };
 }
 

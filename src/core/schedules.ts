@@ -38,6 +38,14 @@ export interface Schedule {
   lastTickAt: number;
   /** The next tick after now, or null when the expression has none left. */
   nextTickAt: number | null;
+  /**
+   * Ticks after the last one that fired which are over MISSED_AFTER_MS old
+   * and never fired (no scheduler ran then), counted up to MISSED_COUNT_CAP;
+   * and the first of them (null when none). A scheduler that comes back
+   * fires the latest due one once, not each missed tick.
+   */
+  missedTicks: number;
+  firstMissedAt: number | null;
 }
 
 export interface FiredTick {
@@ -124,6 +132,24 @@ function latestTickBefore(cron: Cron, until: number): number | null {
     else hi = mid - 1;
   }
   return nextAfter(lo);
+}
+
+/** A running scheduler fires a due tick within about its interval (1 s by default): a tick older than this that did not fire was missed. */
+export const MISSED_AFTER_MS = 60_000;
+/** Missed ticks are counted up to this many (a schedule every second, down for a day, shows "1000+"). */
+export const MISSED_COUNT_CAP = 1_000;
+
+/** The ticks after `lastTick` and at or before `now - MISSED_AFTER_MS` (none of them fired): how many, up to MISSED_COUNT_CAP, and the first. */
+export function missedTicks(cron: Cron, lastTick: number, now: number): { count: number; first: number | null } {
+  let count = 0;
+  let first: number | null = null;
+  for (let at = lastTick; count < MISSED_COUNT_CAP; count++) {
+    const next = cron.nextRun(new Date(at))?.getTime();
+    if (next === undefined || next > now - MISSED_AFTER_MS) break;
+    first ??= next;
+    at = next;
+  }
+  return { count, first };
 }
 
 export function nextTick(cron: Cron, now: number): number | null {

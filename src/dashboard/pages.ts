@@ -1,5 +1,5 @@
 import type { Job } from "../core/job.ts";
-import type { Schedule } from "../core/schedules.ts";
+import { MISSED_COUNT_CAP, type Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
 import { action, duration, html, time, type Html } from "./html.ts";
@@ -52,7 +52,13 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STAT
 <h2>Rate limits</h2>${s.rateLimits.length === 0 ? html`<p class="muted">No rate limits.</p>` : html`<table id="rate-limits"><tr><th>limit of</th><th>name</th><th>limit</th><th>per</th><th>started in window</th><th>waiting</th><th>next start</th></tr>${s.rateLimits.map((r) => html`<tr><td>${r.scope}</td><td>${r.name}</td><td class="n">${r.limit}</td><td>${duration(r.periodMs)}</td><td class="n ${r.used >= r.limit ? "bad" : ""}">${r.used}</td><td class="n">${r.waiting}</td><td>${r.nextStartAt === null ? "now" : `in ${duration(r.nextStartAt - s.at)}`}</td></tr>`)}</table>`}
 <h2>Task caps</h2>${caps.length === 0 ? html`<p class="muted">No task caps.</p>` : html`<table id="task-caps"><tr><th>task</th><th>running</th><th>cap</th></tr>${caps.map((t) => html`<tr><td>${t.task}</td><td class="n">${t.counts.running}</td><td class="n">${t.maxRunning}</td></tr>`)}</table>`}
 <h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>worker</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="worker">${r.worker ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
-<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th></tr>${schedules.map((x) => html`<tr><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td></tr>`)}</table>`}`;
+<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th><th>missed</th></tr>${schedules.map((x) => html`<tr data-schedule="${x.name}"><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td><td class="${x.missedTicks > 0 ? "bad" : ""}">${missedText(x)}</td></tr>`)}</table>`}`;
+}
+
+/** A schedule's missed ticks: none, or how many since when (no scheduler ran then). */
+function missedText(x: Schedule): string {
+  if (x.missedTicks === 0) return "none";
+  return `${x.missedTicks}${x.missedTicks >= MISSED_COUNT_CAP ? "+" : ""} since ${time(x.firstMissedAt)} (no scheduler ran)`;
 }
 
 /** The dead jobs shown (at most a page of them), and how many there are in all. */

@@ -48,6 +48,8 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       await docket.setQueueCap("mail", 3);
       await docket.setTaskCap("sync", 2);
       await docket.schedules.put("nightly", { cron: "0 3 * * *", timezone: "Europe/Berlin", task: "report" });
+      // A schedule put 13 minutes ago (a Docket whose clock says so) that no scheduler has run since: its ticks show as missed.
+      await new Docket({ adapter, clock: { now: () => Date.now() - 13 * 60_000 } }).schedules.put("every-5", { cron: "*/5 * * * *", task: "report" });
       const dead = await docket.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 2 });
       const w = docket.worker({ name: "billing-1", queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error(`declined ${xss}`)) } });
       await w.start();
@@ -70,6 +72,8 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         expect(await page.textContent("#keys")).toContain("account-7");
         expect(await page.textContent("#task-caps")).toMatch(/sync\s*0\s*2/);
         expect(await page.textContent("#schedules")).toContain("Europe/Berlin");
+        expect(await page.textContent("#schedules tr[data-schedule=every-5]")).toMatch(/[23] since .* \(no scheduler ran\)/);
+        expect(await page.textContent("#schedules tr[data-schedule=nightly]")).toContain("none");
         expect(await page.textContent("#running")).toMatch(new RegExp(`#${report.id}\\s*report\\s*reports\\s*1\\s*–\\s*reports-1\\s*in `));
         await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-overview.png`, fullPage: true });
 

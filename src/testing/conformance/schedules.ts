@@ -43,6 +43,21 @@ export const scheduleCases: ConformanceCase[] = [
     },
   },
   {
+    name: "schedules › ticks that never fired (no scheduler ran) are listed as missed, with the first; a pass that fires the latest clears them",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const d = t.docket();
+      await d.schedules.put("report", { cron: "*/5 * * * *", task: "report" });
+      const missed = async () => (await d.schedules.list()).map((s) => [s.missedTicks, s.firstMissedAt]);
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 5, 30));
+      assert.deepEqual(await missed(), [[0, null]], "a tick less than a minute old is not missed yet (a scheduler fires within its interval)");
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 13));
+      assert.deepEqual(await missed(), [[2, Date.UTC(2030, 0, 1, 10, 5)]], "10:05 and 10:10 never fired");
+      assert.deepEqual((await d.schedules.runDue()).map((f) => f.tick), [Date.UTC(2030, 0, 1, 10, 10)]);
+      assert.deepEqual(await missed(), [[0, null]]);
+    },
+  },
+  {
     name: "schedules › time zones: 09:00 in Europe/Berlin is 08:00 UTC in winter and 07:00 UTC in summer",
     async run(t) {
       t.clock.set(Date.UTC(2030, 0, 14, 12));
