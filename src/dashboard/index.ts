@@ -1,16 +1,19 @@
 import type { DocketStats } from "../client/stats.ts";
 import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import type { Job } from "../core/job.ts";
+import { isJobState, type JobState } from "../core/states.ts";
 import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
-import { confirmReplayAll, deadLetters, jobDetail, overview, refusal, type View } from "./pages.ts";
+import { confirmReplayAll, deadLetters, jobDetail, jobList, overview, refusal, type JobFilter, type View } from "./pages.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
 /** What a request may do: view pages, or one of the mutations. */
 export type DashboardAction = "view" | "pause" | "resume" | "replay" | "replay-all" | "cancel";
 const MUTATIONS: readonly DashboardAction[] = ["pause", "resume", "replay", "replay-all", "cancel"];
+/** Jobs per page of the job list. */
+const JOBS_PAGE = 100;
 
 export interface DashboardOptions {
   /** The path the dashboard is mounted at, "/ops" or "/ops/" (both serve /ops and /ops/). Default "/". */
@@ -62,6 +65,7 @@ export interface DashboardSource {
   get(id: number): Promise<Job | null>;
   dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }>;
   getByIdempotencyKey(key: string): Promise<Job | null>;
+  list(options: { state?: JobState; queue?: string; task?: string; afterId?: number; limit?: number }): Promise<Job[]>;
   pauseQueue(queue: string): Promise<unknown>;
   resumeQueue(queue: string): Promise<unknown>;
   cancel(id: number): Promise<unknown>;
@@ -138,6 +142,18 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         if (path === "dead/replay-all") {
           if (!can.has("replay-all")) return refuse(403, "Replaying all dead jobs is not allowed for you here.", `${base}dead`);
           return render("Replay all dead jobs", confirmReplayAll(await deadTotal(), view), url);
+        }
+        if (path === "jobs") {
+          const filter: JobFilter = {};
+          for (const k of ["state", "queue", "task"] as const) {
+            const value = (url.searchParams.get(k) ?? "").trim();
+            if (value !== "") filter[k] = value;
+          }
+          if (filter.state !== undefined && !isJobState(filter.state)) return refuse(400, `No such state: ${filter.state}.`, `${base}jobs`);
+          const after = Number(url.searchParams.get("after") ?? 0);
+          const jobs = await docket.list({ ...(filter as { state?: JobState }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
+          const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`].filter(Boolean).join(" ");
+          return render(title, jobList(jobs, filter, JOBS_PAGE, view), url);
         }
         const job = /^jobs\/(\d+)$/.exec(path);
         if (job) {

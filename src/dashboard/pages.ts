@@ -2,7 +2,7 @@ import type { Job } from "../core/job.ts";
 import { MISSED_COUNT_CAP, type Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
-import { action, duration, html, time, type Html } from "./html.ts";
+import { Html, action, duration, html, time } from "./html.ts";
 import { dependencyGraph } from "./graph.ts";
 import type { DashboardAction } from "./index.ts";
 
@@ -14,6 +14,7 @@ export interface View {
 }
 
 const STATES = ["ready", "scheduled", "blocked", "running", "succeeded", "dead", "cancelled"] as const;
+const ALL_STATES = [...STATES, "waiting"] as const;
 
 /** Jobs finished per bucket, as an inline SVG bar chart (succeeded green, dead red), with a time axis (UTC) below the bars. */
 function throughputChart(s: DocketStats): Html {
@@ -40,7 +41,7 @@ export function overview(s: DocketStats, schedules: Schedule[], v: View): Html {
   const queues = s.queues.length === 0
     ? html`<p class="muted">No jobs yet.</p>`
     : html`<table id="queues"><tr><th>queue</th>${STATES.map((st) => html`<th>${st === "succeeded" || st === "cancelled" ? `${st} (${duration(s.windowMs)})` : st}</th>`)}<th>oldest ready</th><th>cap</th><th>paused</th>${v.can.has("pause") || v.can.has("resume") ? html`<th></th>` : ""}</tr>
-${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td>${q.queue}</td>${STATES.map((st) => html`<td class="n">${q.counts[st]}</td>`)}<td>${q.counts.ready > 0 ? duration(q.oldestReadyAgeMs) : "–"}</td><td class="n">${q.maxRunning ?? "–"}</td><td>${q.paused ? "paused" : "no"}</td>${
+${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td><a href="${jobsHref(v.base, { queue: q.queue })}">${q.queue}</a></td>${STATES.map((st) => html`<td class="n">${q.counts[st] === 0 ? "0" : html`<a href="${jobsHref(v.base, { state: st, queue: q.queue })}">${q.counts[st]}</a>`}</td>`)}<td>${q.counts.ready > 0 ? duration(q.oldestReadyAgeMs) : "–"}</td><td class="n">${q.maxRunning ?? "–"}</td><td>${q.paused ? "paused" : "no"}</td>${
         v.can.has("pause") || v.can.has("resume")
           ? html`<td>${q.paused ? (v.can.has("resume") ? action(v.base, `queues/${encodeURIComponent(q.queue)}/resume`, v.csrf, "Resume", "resume") : "") : v.can.has("pause") ? action(v.base, `queues/${encodeURIComponent(q.queue)}/pause`, v.csrf, "Pause", "pause") : ""}</td>`
           : ""
@@ -62,6 +63,36 @@ function missedText(x: Schedule): string {
 }
 
 /** The dead jobs shown (at most a page of them), and how many there are in all. */
+/** The job list's address for `filter` (state, queue, task) from `after` on. */
+export function jobsHref(base: string, filter: JobFilter, after?: number): string {
+  const q = new URLSearchParams();
+  for (const k of ["state", "queue", "task"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
+  if (after !== undefined) q.set("after", String(after));
+  const query = q.toString();
+  return `${base}jobs${query === "" ? "" : `?${query}`}`;
+}
+
+export interface JobFilter {
+  state?: string;
+  queue?: string;
+  task?: string;
+}
+
+/**
+ * One page of jobs matching `filter`, oldest id first (keyset: the next
+ * page starts after this page's last id), with the filter as a form and a
+ * link to the next page when this one is full.
+ */
+export function jobList(jobs: Job[], filter: JobFilter, pageSize: number, v: View): Html {
+  const options = (values: readonly string[], selected: string | undefined) =>
+    [html`<option value="">any</option>`, ...values.map((x) => html`<option value="${x}" ${x === selected ? new Html("selected") : ""}>${x}</option>`)];
+  const form = html`<form method="get" action="${v.base}jobs" id="filter">state <select name="state" aria-label="state">${options(ALL_STATES, filter.state)}</select>
+ queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> <button>Filter</button></form>`;
+  const rows = jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.state}</td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${j.concurrencyKey ?? "–"}</td><td>${time(j.runAt)}</td><td>${time(j.updatedAt)}</td></tr>`);
+  const next = jobs.length === pageSize ? html`<p><a id="next" href="${jobsHref(v.base, filter, jobs[jobs.length - 1]!.id)}">Next ${pageSize} →</a></p>` : "";
+  return html`${form}${jobs.length === 0 ? html`<p class="muted">No jobs match.</p>` : html`<table id="jobs"><tr><th>job</th><th>state</th><th>task</th><th>queue</th><th>attempts</th><th>key</th><th>due</th><th>last change</th></tr>${rows}</table>`}${next}`;
+}
+
 export function deadLetters(jobs: Job[], total: number, v: View): Html {
   if (jobs.length === 0) return html`<p class="muted">No dead jobs.</p>`;
   const replay = v.can.has("replay");

@@ -76,6 +76,14 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
         expect(await page.textContent("#schedules tr[data-schedule=nightly]")).toContain("none");
         expect(await page.textContent("#running")).toMatch(new RegExp(`#${report.id}\\s*report\\s*reports\\s*1\\s*–\\s*reports-1\\s*in `));
         await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-overview.png`, fullPage: true });
+        // A count is a link to those jobs: mail's 2 ready ones, and from there to a job in one more click.
+        await page.click(`#queues tr[data-queue=mail] a[href$="jobs?state=ready&queue=mail"]`);
+        expect(await page.$$eval("#jobs tr[data-job]", (rows) => rows.length)).toBe(2);
+        expect(await page.textContent("h1")).toBe("Jobs ready in mail");
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-jobs-filtered.png`, fullPage: true });
+        await page.click("#jobs tr[data-job] a");
+        expect(page.url()).toMatch(/\/jobs\/\d+$/);
+        await page.goto(url);
 
         await page.click("#queues tr[data-queue=mail] button[data-action=pause]");
         expect(await page.textContent("[role=status]")).toBe("queue mail paused");

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Docket } from "../../src/client/docket.ts";
+import { openTarget, type DisposableTarget } from "../support/targets.ts";
+
+/** The dashboard's job list: counts link to it, filters by state, queue and task, pages by id (keyset). SQLite stands for every adapter: the list is the adapter's `list`. */
+let target: DisposableTarget;
+let docket: Docket;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  target = (await openTarget("sqlite"))!;
+  const store = await target.open();
+  const adapter = await store.connect();
+  await adapter.migrate();
+  docket = new Docket({ adapter });
+  close = () => adapter.close();
+});
+afterAll(async () => {
+  await close?.();
+  await target?.dispose();
+});
+
+const ids = (page: string) => [...page.matchAll(/<tr data-job="(\d+)">/g)].map((m) => Number(m[1]));
+
+describe("dashboard job list", () => {
+  it("the overview's counts link to the filtered list; a full page links to the next one, which starts after its last id", async () => {
+    const many = (await docket.enqueueMany(Array.from({ length: 150 }, (_, i) => ({ task: "send", payload: { i }, options: { queue: "many" } })))).map((j) => j.id);
+    const other = await docket.enqueue("other", {}, { queue: "many", delay: 60_000 });
+    const handler = docket.dashboard();
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const overview = await get("/");
+    expect(overview).toContain('<a href="/jobs?state=ready&amp;queue=many">150</a>');
+    expect(overview).toContain('<a href="/jobs?state=scheduled&amp;queue=many">1</a>');
+    const first = await get("/jobs?state=ready&queue=many");
+    expect(ids(first)).toEqual(many.slice(0, 100));
+    const next = /<a id="next" href="([^"]+)">/.exec(first)![1]!.replaceAll("&amp;", "&");
+    expect(next).toBe(`/jobs?state=ready&queue=many&after=${many[99]}`);
+    const second = await get(next);
+    expect(ids(second)).toEqual(many.slice(100));
+    expect(second).not.toContain('id="next"');
+    expect(ids(await get("/jobs?queue=many&task=other"))).toEqual([other.id]);
+    expect(await get("/jobs?queue=nothing-here")).toContain("No jobs match.");
+  });
+
+  it("an unknown state is refused inside the layout, with a way back", async () => {
+    const r = await docket.dashboard()(new Request("http://127.0.0.1/jobs?state=bogus"));
+    expect(r.status).toBe(400);
+    const text = await r.text();
+    expect(text).toContain("No such state: bogus.");
+    expect(text).toContain('<a href="/jobs">Back</a>');
+  });
+});
