@@ -1,5 +1,5 @@
 /**
- * The README's dependencies example: an order pipeline stored as one graph in
+ * The dependencies example of docs/workflows.md: an order pipeline stored as one graph in
  * one enqueueMany — charge the card and render the PDF (both after the order
  * is validated), then send the invoice once both are done. The invoice job
  * reads its parents' results through ctx.parents(). A second graph's charge

@@ -1,5 +1,5 @@
 /**
- * The README's durable-steps example: a handler charges a card and then
+ * The durable-steps example of docs/workflows.md: a handler charges a card and then
  * emails a receipt, each in `ctx.step`. The first attempt crashes after the
  * charge; the retry gets the stored charge and runs only the email step, so
  * the card is charged once.

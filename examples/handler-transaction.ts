@@ -1,5 +1,5 @@
 /**
- * The README's ctx.transaction example: a handler writes the order's
+ * The ctx.transaction example of docs/workflows.md: a handler writes the order's
  * shipment row and completes its job in ONE transaction. An attempt whose
  * lease was lost (here: the job was cancelled while the handler waited) has
  * its transaction rolled back, so the row exists once per shipped order.

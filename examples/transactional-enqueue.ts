@@ -1,5 +1,5 @@
 /**
- * The README's transactional-enqueue example: an order row and the job that
+ * The transactional-enqueue example of docs/jobs.md: an order row and the job that
  * confirms it are written in the application's own kysely transaction, so
  * both exist or neither does.
  *

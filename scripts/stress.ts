@@ -203,7 +203,7 @@ async function openStore(name: AdapterName, dir: string): Promise<Store> {
     const reader = new pg.Client({ connectionString: url });
     await reader.connect();
     // With --pgbouncer every docket statement (the workers', the enqueues', the migration) goes through a
-    // PgBouncer of this run's own in transaction mode, as the README says to run behind one; the snapshots read the server.
+    // PgBouncer of this run's own in transaction mode, as docs/databases.md ("PgBouncer") says to run behind one; the snapshots read the server.
     const bouncer = args.pgbouncer ? await startPrivatePgbouncer("the stress test through PgBouncer", 8) : null;
     if (args.pgbouncer && !bouncer) throw new Error("--pgbouncer: no pgbouncer binary (apt-get install pgbouncer)");
     const statements = bouncer ? bouncer.urlFor(url) : url;

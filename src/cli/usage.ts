@@ -3,7 +3,7 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** Exit codes, as documented in `docket --help` and the README. */
+/** Exit codes, as documented in `docket --help` and docs/operating.md ("CLI"). */
 export const EXIT = {
   ok: 0,
   /** The operation was refused: no such job, a job in the wrong state, invalid input. */

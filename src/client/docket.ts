@@ -247,7 +247,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
   }
 
-  /** At most `limit` jobs of this queue start in any window of `periodMs`, cluster-wide (null: none); README "Rate limits". */
+  /** At most `limit` jobs of this queue start in any window of `periodMs`, cluster-wide (null: none); docs/flow-control.md "Rate limits". */
   async setQueueRateLimit(queue: string, limit: RateLimit | null): Promise<QueueControl> {
     return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), rateLimit: validateRateLimit(limit, "rateLimit") });
   }

@@ -68,7 +68,7 @@ export interface EnqueueOptions {
   /**
    * At most `limit` jobs with this rate key start within any window of
    * `periodMs`, across every worker and process (a sliding window; see
-   * README "Rate limits"). A job over it stays ready, spends no attempt,
+   * docs/flow-control.md "Rate limits"). A job over it stays ready, spends no attempt,
    * and starts when the window has room. The key's stored limit is the
    * last enqueue's. Works beside the queue's and task's rate limits, caps
    * and concurrency keys: a job starts only when all of them allow it.
@@ -79,7 +79,7 @@ export interface EnqueueOptions {
    * keys in weighted round-robin, up to `weight` jobs of a key per round
    * (integer 1–1000, default 1; the key's stored weight is the last
    * enqueue's), claim order within a key. The queue's jobs without a key
-   * share one implicit key of weight 1. See README "Fair sharing".
+   * share one implicit key of weight 1. See docs/flow-control.md "Fair sharing".
    */
   fairness?: { key: string; weight?: number };
   /**

@@ -17,7 +17,7 @@ export interface ScheduleJobOptions {
 }
 
 export interface ScheduleDefinition<P = unknown> {
-  /** Five fields (minute hour day month weekday), or six with seconds first; croner's syntax (`*`, lists, ranges, steps, `L`, `#`, nicknames like `@hourly`). */
+  /** Five fields (minute hour day month weekday), six with seconds first, or seven with seconds first and a year (1–9999) last; or a nickname (`@hourly`…, not `@reboot`), or an ISO 8601 date-time (one tick). croner's syntax (`*`, lists, ranges, steps, `?`, names, `L`, `W`, `#`, `+`); docs/operating.md "Recurring jobs". */
   cron: string;
   /** IANA time zone the expression is read in. Default "UTC". */
   timezone?: string;

@@ -10,7 +10,7 @@ const run = promisify(execFile);
 const TSX = resolve("node_modules/.bin/tsx");
 
 /**
- * Runs the README example `file` as a user would (`npx tsx <file> <adapter>`,
+ * Runs the documented example `file` (docs/jobs.md, docs/workflows.md) as a user would (`npx tsx <file> <adapter>`,
  * in a directory of its own) on SQLite, PostgreSQL and MariaDB (each on a
  * database of its own), and expects its output lines to be `expected`.
  */
@@ -24,7 +24,7 @@ export async function describeExample(file: string, what: string, expected: read
     if (mysqlDb) await dropMysqlDatabase(mysqlDb.database);
     rmSync(dir, { recursive: true, force: true });
   });
-  describe(`${file} (the README example)`, () => {
+  describe(`${file} (the documented example)`, () => {
     const cases: [string, Record<string, string> | null][] = [
       ["sqlite", {}],
       ["postgres", pgDb ? { DOCKET_PG_URL: pgDb.url } : null],

@@ -29,7 +29,7 @@ describe.skipIf(!created)("mysql: a least-privilege worker user", () => {
     const root = await mysql.createConnection({ uri: MYSQL_URL });
     try {
       await root.query(`CREATE USER '${user}'@'%' IDENTIFIED BY 'docket-lp'`);
-      // The GRANT the README gives for a worker user on MariaDB, nothing more.
+      // The GRANT docs/databases.md ("Least-privilege roles") gives for a worker user on MariaDB, nothing more.
       await root.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${created!.database}.* TO '${user}'@'%'`);
     } finally {
       await root.end();

@@ -34,7 +34,7 @@ describe.skipIf(url === null)("postgres: a pool the caller passes", () => {
   const poolErrors: unknown[] = [];
   beforeAll(() => {
     pool = new pg.Pool({ connectionString: url!, max: 3 });
-    pool.on("error", (error) => void poolErrors.push(error)); // the caller's duty (README)
+    pool.on("error", (error) => void poolErrors.push(error)); // the caller's duty (docs/databases.md, "Connection loss")
   });
   afterAll(async () => {
     await pool?.end();

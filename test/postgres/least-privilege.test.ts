@@ -16,7 +16,7 @@ afterAll(async () => {
   await root.end();
 });
 
-/** The GRANTs the README gives for a worker role on PostgreSQL (schema `public`, default tablePrefix), nothing more. */
+/** The GRANTs docs/databases.md ("Least-privilege roles") gives for a worker role on PostgreSQL (schema `public`, default tablePrefix), nothing more. */
 const WORKER_GRANTS = [
   `GRANT USAGE ON SCHEMA public TO ${role}`,
   `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,

@@ -7,7 +7,7 @@ import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets
 
 /**
  * The portable conformance kit with every statement through PgBouncer in
- * transaction mode, configured as the README says to run behind it:
+ * transaction mode, configured as docs/databases.md ("PgBouncer") says to run behind it:
  * `preparedStatements: false`, and LISTEN on its own connection to the
  * server (`listenConnectionString`). Migrations run through the pooler too.
  * Admin statements of the cases (`execute`) go to the server directly.
