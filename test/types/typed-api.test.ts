@@ -63,6 +63,23 @@ describe("types", () => {
     expectTypeOf<ReturnType<Docket<Tasks>["schedules"]["put"]>>().toEqualTypeOf<Promise<Schedule>>();
   });
 
+  it("worker handlers (the Quick start's): each handler's payload is its task's; a handler for an unknown task does not compile", () => {
+    if (never) {
+      typed.worker({
+        handlers: {
+          "email.send": async (payload, ctx) => {
+            expectTypeOf(payload).toEqualTypeOf<{ to: string }>();
+            expectTypeOf(ctx.job.attempt).toEqualTypeOf<number>();
+          },
+          // @ts-expect-error: the payload of another task
+          "report.build": async (payload: { to: string }) => void payload,
+        },
+      });
+      // @ts-expect-error: no such task
+      typed.worker({ handlers: { "email.sned": async () => undefined } });
+    }
+  });
+
   it("list: task is one of the Docket's tasks", () => {
     if (never) {
       void typed.list({ task: "email.send", state: "ready" });
