@@ -51,7 +51,7 @@ th{background:#eef1f5;font-weight:600}td.n{text-align:right;font-variant-numeric
 form.inline{display:inline}button{font:inherit;padding:2px 10px;cursor:pointer}
 .notice{background:#e7f6e7;border:1px solid #9c9;padding:6px 10px;margin-bottom:10px}
 .error{background:#fbeaea;border-color:#d99}pre{background:#fff;border:1px solid #dde1e8;padding:8px;white-space:pre-wrap;word-break:break-all;margin:0}
-.muted{color:#6b7385}.bad{color:#b00020}svg{background:#fff;border:1px solid #dde1e8}
+.muted{color:#545b6b}.bad{color:#b00020}svg{background:#fff;border:1px solid #dde1e8}
 .graph{display:flex;align-items:center;gap:10px;background:#fff;border:1px solid #dde1e8;padding:10px;width:fit-content}
 .graph .col{display:flex;flex-direction:column;gap:6px}.graph .arrow{font-size:20px;color:#6b7385}
 .node{display:block;border:1px solid #b8c0cc;border-radius:6px;padding:4px 10px;text-decoration:none;color:#1d2330;background:#f6f7f9}
