@@ -130,13 +130,18 @@ describe.skipIf(!created || !bouncer)("postgres behind PgBouncer in transaction 
           `  worker error events: ${errorEvents.length} ${JSON.stringify(distinct(errorEvents))}`,
           `  worker logger warnings: ${workerWarnings.length}; adapter onError: ${backgroundErrors.length}`,
           `  adapter logger warnings (producer, worker 1, worker 2): ${warned.map((w) => w.length).join(", ")}`,
-          ...warned.flat().slice(0, 1).map((m) => `  first: ${m}`),
+          ...[...new Set(warned.flat().map((m) => m.slice(0, 160)))].map((m) => `  warning: ${m}`),
         ].join("\n"),
       );
       expect({ succeeded, enqueueErrors: enqueueErrors.length, errorEvents: errorEvents.length }).toEqual({ succeeded: JOBS, enqueueErrors: 0, errorEvents: 0 });
       for (const w of warned) {
-        expect(w).toHaveLength(1);
-        expect(w[0]).toContain("postgresAdapter({ preparedStatements: false })");
+        // One warning about prepared statements; and, when the run lasts past the notice probe's 5 s (a loaded
+        // machine), at most one more: the probe's, that notices do not arrive (listenConnectionString).
+        const [prepared, others] = [w.filter((m) => m.includes("postgresAdapter({ preparedStatements: false })")), w.filter((m) => !m.includes("preparedStatements"))];
+        expect(prepared).toHaveLength(1);
+        expect(others.length).toBeLessThanOrEqual(1);
+        for (const m of others) expect(m).toContain("listenConnectionString");
+        expect(prepared.length + others.length).toBe(w.length);
       }
     } finally {
       await Promise.all(workers.map((w) => w.stop()));
