@@ -67,14 +67,19 @@ export interface Layout {
   /** The text shown in the lookup field. */
   query?: string;
   body: Html;
+  /** Live refresh: the page reloads itself every this many seconds (a meta refresh, no script), with the switch in the header; absent, no switch. */
+  refresh?: { seconds: number; href: (seconds: number) => string };
 }
+
+/** The live refresh periods the switch offers (0: off, the default). */
+export const REFRESH_CHOICES = [0, 5, 15, 60] as const;
 
 export function page(l: Layout): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${l.title} · docket</title><style>${new Html(STYLE)}</style></head>
+<title>${l.title} · docket</title><style>${new Html(STYLE)}</style>${l.refresh && l.refresh.seconds > 0 ? html`<meta http-equiv="refresh" content="${l.refresh.seconds}">` : ""}</head>
 <body><header><strong>docket</strong><a href="${l.base}">Overview</a><a href="${l.base}jobs">Jobs</a><a href="${l.base}dead">Dead letters</a>
-<form class="inline" method="get" action="${l.base}lookup"><input name="q" value="${l.query ?? ""}" placeholder="job id or idempotency key" size="28" aria-label="lookup"> <button>Find</button></form></header>
+<form class="inline" method="get" action="${l.base}lookup"><input name="q" value="${l.query ?? ""}" placeholder="job id or idempotency key" size="28" aria-label="lookup"> <button>Find</button></form>${l.refresh ? refreshSwitch(l.refresh) : ""}</header>
 <main>${l.notice ? html`<div class="notice" role="status">${l.notice}</div>` : ""}${l.error ? html`<div class="notice error" role="alert">${l.error}</div>` : ""}
 <h1 style="font-size:18px">${l.title}</h1>${l.body}</main></body></html>`.text;
 }
@@ -82,4 +87,10 @@ export function page(l: Layout): string {
 /** A POST form with the CSRF token: one button. */
 export function action(base: string, path: string, csrf: string, label: string, name: string): Html {
   return html`<form class="inline" method="post" action="${base}${path}"><input type="hidden" name="csrf" value="${csrf}"><button name="${name}" data-action="${name}">${label}</button></form>`;
+}
+
+/** The header's live refresh switch: the current period as text, the others as links. */
+function refreshSwitch(r: NonNullable<Layout["refresh"]>): Html {
+  const choice = (n: number) => (n === 0 ? "off" : `${n} s`);
+  return html`<span id="refresh">refresh: ${REFRESH_CHOICES.map((n) => (n === r.seconds ? html`<strong>${choice(n)}</strong> ` : html`<a href="${r.href(n)}">${choice(n)}</a> `))}</span>`;
 }

@@ -4,7 +4,7 @@ import type { Job } from "../core/job.ts";
 import { isJobState, type JobState } from "../core/states.ts";
 import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
-import { html, page, type Html } from "./html.ts";
+import { REFRESH_CHOICES, html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
 import { confirmReplayAll, deadLetters, jobDetail, jobList, overview, refusal, type JobFilter, type View } from "./pages.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
@@ -103,7 +103,19 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         ...headers,
       },
     });
-  const render = async (title: string, body: Html, url: URL, status = 200) => respond(status, page({ title, base, body, ...(await readMessages(signer, url)) }));
+  /** A page of `url`, with its banners and the live refresh switch (`?refresh=<seconds>`, one of REFRESH_CHOICES; off by default). */
+  const render = async (title: string, body: Html, url: URL, status = 200) => {
+    const asked = Number(url.searchParams.get("refresh") ?? 0);
+    const seconds = (REFRESH_CHOICES as readonly number[]).includes(asked) ? asked : 0;
+    const href = (n: number) => {
+      const next = new URL(url);
+      for (const k of ["notice", "error", "sig"]) next.searchParams.delete(k);
+      if (n === 0) next.searchParams.delete("refresh");
+      else next.searchParams.set("refresh", String(n));
+      return `${next.pathname}${next.search}`;
+    };
+    return respond(status, page({ title, base, body, refresh: { seconds, href }, ...(await readMessages(signer, url)) }));
+  };
   /** A refusal inside the layout (status `status`), with a link back to `to`. */
   const refuse = (status: number, reason: string, to: string, headers: Record<string, string> = {}) =>
     respond(status, page({ title: status === 403 ? "Not allowed" : "Refused", base, error: reason, body: refusal(reason, to) }), headers);

@@ -49,4 +49,17 @@ describe("dashboard job list", () => {
     expect(text).toContain("No such state: bogus.");
     expect(text).toContain('<a href="/jobs">Back</a>');
   });
+
+  it("live refresh is off by default; the header's switch turns it on (a meta refresh, no script) and keeps the page's filters", async () => {
+    const handler = docket.dashboard();
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const off = await get("/jobs?queue=many");
+    expect(off).not.toContain('http-equiv="refresh"');
+    expect(off).toContain('<a href="/jobs?queue=many&amp;refresh=5">5 s</a>');
+    const on = await get("/jobs?queue=many&refresh=5");
+    expect(on).toContain('<meta http-equiv="refresh" content="5">');
+    expect(on).toContain("<strong>5 s</strong>");
+    expect(on).toContain('<a href="/jobs?queue=many">off</a>');
+    expect(await get("/?refresh=7")).not.toContain('http-equiv="refresh"');
+  });
 });
