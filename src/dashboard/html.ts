@@ -44,7 +44,7 @@ export function duration(ms: number): string {
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:20px;align-items:center}
-header a{color:#cfe0ff;text-decoration:none}header strong{font-size:16px}
+header a{color:#cfe0ff;text-decoration:none}header strong{font-size:16px}#refresh{margin-left:auto}#refresh a{text-decoration:underline}
 main{padding:16px 20px}h2{font-size:15px;margin:22px 0 8px}
 table{border-collapse:collapse;background:#fff;min-width:50%}th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}

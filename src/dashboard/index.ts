@@ -9,9 +9,9 @@ import { readMessages, withMessage } from "./messages.ts";
 import { confirmReplayAll, deadLetters, jobDetail, jobList, overview, refusal, type JobFilter, type View } from "./pages.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
-/** What a request may do: view pages, or one of the mutations. */
-export type DashboardAction = "view" | "pause" | "resume" | "replay" | "replay-all" | "cancel";
-const MUTATIONS: readonly DashboardAction[] = ["pause", "resume", "replay", "replay-all", "cancel"];
+import { MUTATIONS, type DashboardAction } from "./actions.ts";
+
+export type { DashboardAction } from "./actions.ts";
 /** Jobs per page of the job list. */
 const JOBS_PAGE = 100;
 

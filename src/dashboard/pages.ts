@@ -4,7 +4,7 @@ import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
 import { Html, action, duration, html, time } from "./html.ts";
 import { dependencyGraph } from "./graph.ts";
-import type { DashboardAction } from "./index.ts";
+import type { DashboardAction } from "./actions.ts";
 
 export interface View {
   base: string;

@@ -127,7 +127,7 @@ describe("cli", () => {
     });
     const page = await fetch(served, { headers: { authorization: "Bearer cli-test-token" } });
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain("<title>Queues · docket</title>");
+    expect(await page.text()).toContain("<title>Overview · docket</title>");
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     child.kill("SIGINT");
     expect(await exited).toBe(0);

@@ -129,7 +129,7 @@ describe("docket dashboard (CLI child process)", () => {
       const ok = await get({ host, ...basic(served.password) });
       console.log(`GET / with Host ${host} and the password: ${ok.status}`);
       expect(ok.status).toBe(200);
-      expect(ok.text).toContain("<title>Queues · docket</title>");
+      expect(ok.text).toContain("<title>Overview · docket</title>");
     }
     expect((await get({ host: `127.0.0.1:${port}`, authorization: `Bearer ${served.password}` })).status).toBe(200);
   }, 60_000);
