@@ -32,6 +32,7 @@ export async function main(argv: string[]): Promise<number> {
         all: { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         port: { type: "string" },
+        host: { type: "string" },
         "read-only": { type: "boolean", default: false },
         "allow-host": { type: "string", multiple: true },
         "no-auth": { type: "boolean", default: false },
@@ -56,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     if (positionals[0] === "dashboard") {
       return await serveDashboard(docket, {
         portText: v.port,
+        host: v.host,
         readOnly: v["read-only"] ?? false,
         allowHosts: v["allow-host"] ?? [],
         noAuth: v["no-auth"] ?? false,
@@ -90,6 +92,7 @@ export async function main(argv: string[]): Promise<number> {
 
 interface DashboardFlags {
   portText: string | undefined;
+  host: string | undefined;
   readOnly: boolean;
   allowHosts: string[];
   noAuth: boolean;
@@ -98,8 +101,8 @@ interface DashboardFlags {
 }
 
 /**
- * `docket dashboard`: serves the dashboard on 127.0.0.1 until SIGINT or
- * SIGTERM. Mutations are allowed unless --read-only. Every request needs the
+ * `docket dashboard`: serves the dashboard on 127.0.0.1 (or `--host`) until SIGINT or
+ * SIGTERM; `--no-auth` only on a loopback address. Mutations are allowed unless --read-only. Every request needs the
  * password (HTTP basic auth, any user, or a Bearer token): DOCKET_DASHBOARD_TOKEN,
  * or one generated and printed once; --no-auth turns this off. Only a Host
  * naming the bound address or an --allow-host name is served.
@@ -108,6 +111,9 @@ interface DashboardFlags {
 async function serveDashboard(docket: Docket, flags: DashboardFlags): Promise<number> {
   const port = flags.portText === undefined ? 8080 : Number(flags.portText);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(flags.portText)}`);
+  const host = flags.host ?? "127.0.0.1";
+  const loopback = /^(127(\.\d{1,3}){3}|::1|localhost)$/i.test(host);
+  if (flags.noAuth && !loopback) throw new UsageError(`--no-auth serves the queue to anyone who can reach ${host}: it is allowed only on a loopback address (127.0.0.1, ::1, localhost)`);
   const { serveOnNode } = await import("../dashboard/node.ts");
   const { randomBytes } = await import("node:crypto");
   const fromEnv = process.env.DOCKET_DASHBOARD_TOKEN || undefined;
@@ -120,8 +126,9 @@ async function serveDashboard(docket: Docket, flags: DashboardFlags): Promise<nu
     ...(flags.publicOrigin === undefined ? {} : { publicOrigin: flags.publicOrigin }),
     ...(process.env.DOCKET_DASHBOARD_SECRET ? { secret: process.env.DOCKET_DASHBOARD_SECRET } : {}),
   });
-  const { server, url } = await serveOnNode(handler, port, { allowedHosts: flags.allowHosts, ...(password === undefined ? {} : { password }) });
+  const { server, url } = await serveOnNode(handler, port, { host, allowedHosts: flags.allowHosts, ...(password === undefined ? {} : { password }) });
   console.log(`docket dashboard on ${url}${flags.readOnly ? " (read-only)" : ""} (pid ${process.pid}); Ctrl-C stops it`);
+  if (!loopback && flags.allowHosts.length === 0) console.log(`it answers only requests whose Host names ${host}: add --allow-host <name> for each name browsers use to reach it`);
   if (password === undefined) console.log("authentication is off (--no-auth): anyone who can reach this address controls the queue");
   else if (fromEnv === undefined) console.log(`log in with any user name and the password ${password} (generated for this run; set DOCKET_DASHBOARD_TOKEN to choose it)`);
   else console.log("log in with any user name and the password in DOCKET_DASHBOARD_TOKEN");

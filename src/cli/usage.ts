@@ -42,9 +42,10 @@ Commands:
   tasks cap <task> <n|none> | rate <task> <n/duration|none>
   schedules list                           recurring jobs with their last and next tick
   purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
-  dashboard [--port 8080] [--read-only]    serve the dashboard on 127.0.0.1 until Ctrl-C; it asks
-    [--allow-host NAME]... [--no-auth]     for the password it prints (or DOCKET_DASHBOARD_TOKEN)
-    [--public-origin URL] [--trust-proxy]  and serves only Hosts naming it or an --allow-host
+  dashboard [--port 8080] [--host ADDR]    serve the dashboard on 127.0.0.1 (or ADDR) until Ctrl-C;
+    [--read-only] [--no-auth]              it asks for the password it prints (or
+    [--allow-host NAME]...                 DOCKET_DASHBOARD_TOKEN) and serves only Hosts naming
+    [--public-origin URL] [--trust-proxy]  it or an --allow-host; --no-auth only on loopback
 
 Durations: 500ms, 30s, 15m, 12h, 7d.
 Exit codes: 0 done; 1 refused (unknown job, wrong state, invalid input); 2 usage; 3 database unreachable, missing (no SQLite file) or failed.`;

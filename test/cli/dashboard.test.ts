@@ -212,4 +212,35 @@ describe("docket dashboard (CLI child process)", () => {
       await browser.close();
     }
   }, 120_000);
+
+  it("--host binds another address (its Host is served, with the password); --no-auth beside a non-loopback --host is a usage error that serves nothing", async () => {
+    const env = { ...process.env, DOCKET_URL: "", DOCKET_DASHBOARD_TOKEN: "a password for the test" };
+    const refused = await new Promise<{ code: number | null; err: string }>((done) => {
+      execFile(TSX, [BIN, "dashboard", "--port", "0", "--host", "0.0.0.0", "--no-auth", "--url", dbUrl], { env }, (e, _out, err) => done({ code: (e as { code?: number } | null)?.code ?? 0, err }));
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain("--no-auth serves the queue to anyone who can reach 0.0.0.0");
+    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--host", "127.0.0.2", "--url", dbUrl], { stdio: ["ignore", "pipe", "pipe"], env });
+    try {
+      const out = await new Promise<string>((done, fail) => {
+        let text = "";
+        const timer = setTimeout(() => fail(new Error(`no URL printed within 30 s: ${text}`)), 30_000);
+        child.stdout.on("data", (d) => {
+          text += d;
+          if (/password/.test(text)) (clearTimeout(timer), done(text));
+        });
+      });
+      const port = Number(/dashboard on http:\/\/127\.0\.0\.2:(\d+)\//.exec(out)![1]);
+      const page = await new Promise<number>((done, fail) => {
+        const req = httpRequest({ host: "127.0.0.2", port, path: "/", headers: { host: `127.0.0.2:${port}`, ...basic("a password for the test") } }, (res) => (res.resume(), done(res.statusCode!)));
+        req.on("error", fail);
+        req.end();
+      });
+      expect(page).toBe(200);
+    } finally {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGINT");
+      await exited;
+    }
+  }, 60_000);
 });
