@@ -6,7 +6,7 @@ import { createKysely, type InstrumentOptions } from "../kysely/engine.ts";
 import { KyselyStore } from "../kysely/store.ts";
 import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { mysqlEngine } from "./mysql-engine.ts";
-import { discardingClosedConnections } from "./pool.ts";
+import { discardingClosedConnections, poolQuery } from "./pool.ts";
 import { WAKE_CHECK_MS, wakes } from "./wakes.ts";
 
 export interface MysqlAdapterOptions {
@@ -98,17 +98,7 @@ async function openMysqlPool(uri: string, connectionLimit: number, report: (erro
 }
 
 /** Whether the server behind `pool` is a Galera node (`wsrep_on`); read on one of its connections, beside kysely. */
-function wsrepOn(pool: MysqlPool): Promise<boolean> {
-  return new Promise((resolve, reject) =>
-    pool.getConnection((error, connection) => {
-      if (error) return reject(error);
-      const query = connection.query as unknown as (sql: string, parameters: unknown[], callback: (error: unknown, rows: unknown) => void) => void;
-      query.call(connection, "SHOW VARIABLES LIKE 'wsrep_on'", [], (failed, rows) => {
-        connection.release();
-        if (failed) return reject(failed);
-        const row = (rows as { Value?: string }[])[0];
-        resolve(String(row?.Value ?? "OFF").toUpperCase() === "ON");
-      });
-    }),
-  );
+async function wsrepOn(pool: MysqlPool): Promise<boolean> {
+  const [row] = (await poolQuery(pool, "SHOW VARIABLES LIKE 'wsrep_on'")) as { Value?: string }[];
+  return String(row?.Value ?? "OFF").toUpperCase() === "ON";
 }

@@ -55,3 +55,17 @@ function closesConnection(error: unknown): boolean {
   const e = error as { fatal?: unknown; errno?: unknown };
   return e.fatal === true || (typeof e.errno === "number" && CLOSING_ERRNOS.has(e.errno));
 }
+
+/** Runs `text` (no parameters) on one of `pool`'s connections, beside kysely, and resolves with its rows (none for a write). */
+export function poolQuery(pool: MysqlPool, text: string): Promise<unknown[]> {
+  return new Promise((resolve, reject) =>
+    pool.getConnection((error, connection) => {
+      if (error) return reject(error);
+      connection.query(text, [], (qerror: unknown, result: { rows?: unknown[] } | unknown) => {
+        connection.release();
+        if (qerror) reject(qerror);
+        else resolve(Array.isArray(result) ? result : ((result as { rows?: unknown[] })?.rows ?? []));
+      });
+    }),
+  );
+}

@@ -1,6 +1,7 @@
 import { sql, type MysqlPool } from "kysely";
 import type { ReadyNotice } from "../../core/adapter.ts";
 import type { AnyDb } from "../kysely/engine.ts";
+import { poolQuery } from "./pool.ts";
 
 /** Default period of the wake counter check, ms. */
 export const WAKE_CHECK_MS = 25;
@@ -61,17 +62,7 @@ export function wakes(options: { table: string; pool: () => MysqlPool | null; in
 
   const query = async (text: string): Promise<unknown[]> => {
     const pool = options.pool();
-    if (pool === null) return [];
-    return new Promise((resolve, reject) =>
-      pool.getConnection((error, connection) => {
-        if (error) return reject(error);
-        connection.query(text, [], (qerror: unknown, result: { rows?: unknown[] } | unknown) => {
-          connection.release();
-          if (qerror) reject(qerror);
-          else resolve(Array.isArray(result) ? result : ((result as { rows?: unknown[] })?.rows ?? []));
-        });
-      }),
-    );
+    return pool === null ? [] : poolQuery(pool, text);
   };
   /** This process's own bumps counted since the last check: they wake no one here (its Docket wakes its own workers). */
   let own = 0;
