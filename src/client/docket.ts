@@ -20,6 +20,7 @@ import type { WorkerHost } from "../worker/host.ts";
 import { dashboard, type DashboardHandler, type DashboardOptions } from "../dashboard/index.ts";
 import { LocalBus } from "./bus.ts";
 import { deadLetters, type DeadLetters } from "./dead-letters.ts";
+import { DebounceLanes } from "./debounce-lanes.ts";
 import { enqueueItems, type EnqueuedJob, type EnqueueHost, type InTransaction } from "./enqueue.ts";
 import { resolveOptions, type DocketOptions } from "./options.ts";
 import { PayloadLimit } from "./payload-limit.ts";
@@ -72,7 +73,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.#tasks = new TaskRegistry(options.tasks as Record<string, TaskOptions | undefined> | undefined, this);
     const bus = (this.#bus = new LocalBus(this.clock));
     const { adapter, clock } = this;
-    this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs };
+    this.#enqueueHost = { adapter, clock, bus, tasks: this.#tasks, payloadLimit: this.#payloadLimit, tracing: o.tracing, keyHoldAfterFinishMs: this.keyHoldAfterFinishMs, debounceLanes: new DebounceLanes((p) => adapter.enqueue(p)) };
     this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
     this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
     this.schedules = docketSchedules<T>(this.#enqueueHost);

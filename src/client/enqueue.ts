@@ -12,6 +12,7 @@ import { InvalidArgumentError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { shown } from "../core/shown.ts";
 import type { LocalBus } from "./bus.ts";
+import { laneOf, type DebounceLanes } from "./debounce-lanes.ts";
 import type { PayloadLimit } from "./payload-limit.ts";
 import type { EnqueueItem, TaskRegistry } from "./tasks.ts";
 
@@ -47,6 +48,8 @@ export interface EnqueueHost {
   /** See DocketOptions.idempotency. */
   readonly keyHoldAfterFinishMs: number | null;
   readonly bus: LocalBus;
+  /** Where this process's concurrent debounced enqueues of one key are coalesced (see debounce-lanes.ts). */
+  readonly debounceLanes: DebounceLanes;
 }
 
 /**
@@ -72,13 +75,16 @@ export async function enqueueItems<T extends TaskMap>(
   );
   if (checking) await checking;
   const hold = host.keyHoldAfterFinishMs;
-  const store = (traceContext: string | null) =>
-    host.adapter.enqueue({
+  const store = (traceContext: string | null) => {
+    const params = {
       jobs: traceContext === null ? jobs : jobs.map((j) => ({ ...j, traceContext })),
       now,
       ...(hold === null ? {} : { keysReleasedBefore: now - hold }),
       ...(transaction === undefined ? {} : { transaction }),
-    });
+    };
+    const lane = laneOf(params);
+    return lane === null ? host.adapter.enqueue(params) : host.debounceLanes.enqueue(lane, params);
+  };
   const records = host.tracing === null ? await store(null) : await host.tracing.enqueue(jobs, store);
   // In the caller's transaction the jobs exist only once it commits, which docket cannot see: no local wake-up
   // (workers find them at their next poll; on PostgreSQL the NOTIFY sent in the transaction wakes them at commit).

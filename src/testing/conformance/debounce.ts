@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { Docket } from "../../client/docket.ts";
+import type { DocketAdapter, EnqueueParams } from "../../core/adapter.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { claim, claimOne, LEASE_MS, token } from "./helpers.ts";
 import { settleOne } from "../lease-writes.ts";
@@ -16,6 +18,16 @@ async function stage(t: CaseContext): Promise<void> {
 }
 
 const D = { key: "user:7", delayMs: 1_000 };
+
+/** `adapter` with its `enqueue` calls counted in `calls` and, while `failing` is set, refused with it. */
+function countingEnqueues(adapter: DocketAdapter, calls: EnqueueParams[], failing: { error: Error | null }): DocketAdapter {
+  const enqueue = async (params: EnqueueParams) => {
+    calls.push(params);
+    if (failing.error) throw failing.error;
+    return adapter.enqueue(params);
+  };
+  return new Proxy(adapter, { get: (target, property) => (property === "enqueue" ? enqueue : Reflect.get(target, property, target)) });
+}
 
 /** Debounce keys: one pending job per (queue, task, key), later enqueues merge into it (I14, R22). */
 export const debounceCases: ConformanceCase[] = [
@@ -181,6 +193,37 @@ export const debounceCases: ConformanceCase[] = [
         isInvalid,
       );
       assert.equal(await count(t), 0);
+    },
+  },
+  {
+    name: "debounce › one process's concurrent enqueues of a key coalesce: each caller gets the job, one created, the last payload stored, fewer writes than calls",
+    async run(t) {
+      const calls: EnqueueParams[] = [];
+      const failing = { error: null as Error | null };
+      const d = new Docket({ adapter: countingEnqueues(t.adapter, calls, failing), clock: t.clock });
+      const results = await Promise.all(Array.from({ length: 20 }, (_, n) => d.enqueue("t", { n }, { debounce: D, priority: n })));
+      assert.deepEqual(results.map((r) => r.created), [true, ...Array(19).fill(false)], "only the first caller created the job");
+      assert.equal(new Set(results.map((r) => r.id)).size, 1, "every caller got the one pending job");
+      const stored = await t.adapter.list({ limit: 100 });
+      assert.equal(stored.length, 1);
+      assert.equal(stored[0]!.payload, JSON.stringify({ n: 19 }), "the last call's payload wins");
+      assert.equal(stored[0]!.priority, 19, "and its options");
+      assert.deepEqual(results[19]!.payload, { n: 19 });
+      assert.ok(calls.length < 20, `${calls.length} writes for 20 calls`);
+      // Another option that a merge does not overwrite (here the queue) is another lane, and so another job.
+      const [a, b] = await Promise.all([d.enqueue("t", { n: 0 }, { debounce: D, queue: "q1" }), d.enqueue("t", { n: 0 }, { debounce: D, queue: "q2" })]);
+      assert.equal(a!.created && b!.created, true);
+      // A write that fails fails every caller it was written for, and stores nothing.
+      const before = calls.length;
+      const pending = d.enqueue("t", { n: 100 }, { debounce: { key: "other", delayMs: 1_000 } });
+      failing.error = new Error("refused by the test");
+      const refused = await Promise.allSettled(Array.from({ length: 5 }, (_, n) => d.enqueue("t", { n }, { debounce: { key: "other", delayMs: 1_000 } })));
+      failing.error = null;
+      assert.equal((await pending).created, true);
+      for (const r of refused) assert.equal(r.status === "rejected" && (r.reason as Error).message, "refused by the test");
+      assert.equal(calls.length - before, 2, "the first write, then one for the five that waited");
+      const other = (await t.adapter.list({ limit: 100 })).filter((j) => j.debounceKey === "other");
+      assert.deepEqual(other.map((j) => j.payload), [JSON.stringify({ n: 100 })]);
     },
   },
   {
