@@ -63,6 +63,19 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       const job = await docket.cancel(parseId(args[0]));
       return { text: `cancelled job ${job.id} (${job.task})`, json: job };
     }
+    case "jobs retry": {
+      // A dead job is replayed (a fresh attempt budget); a scheduled one (delayed, or in a retry's backoff) is made due now.
+      const id = parseId(args[0]);
+      const current = await docket.get(id);
+      if (!current) return refused(`no job ${id}`);
+      const job = current.state === "dead" ? await docket.deadLetters.replay(id) : await docket.runNow(id);
+      return { text: `${current.state === "dead" ? "replayed" : "made due now"}: job ${job.id} (${job.task})`, json: job };
+    }
+    case "jobs delete": {
+      const id = parseId(args[0]);
+      await docket.deleteJob(id);
+      return { text: `deleted job ${id}`, json: { deleted: id } };
+    }
     case "dlq list": {
       const jobs = await docket.deadLetters.list({ ...filter, limit: parseCount(flags.limit, "--limit", 50) });
       return { text: jobsTable(jobs), json: jobs };
@@ -142,6 +155,10 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
               list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), time(x.nextTickAt), x.missedTicks === 0 ? "none" : `${x.missedTicks} since ${time(x.firstMissedAt)}`]),
             );
       return { text, json: list };
+    }
+    case "schedules run": {
+      const job = await docket.schedules.runNow(required(args[0], "a schedule name"));
+      return { text: `enqueued job ${job.id} (${job.task}) from schedule ${args[0]}`, json: job };
     }
     default:
       throw new UsageError(group === undefined ? "a command is required" : `unknown command: ${command.join(" ")}`);

@@ -1,4 +1,4 @@
-import type { Job } from "../core/job.ts";
+import { attemptRuntime, type Job } from "../core/job.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { oneLine, printable } from "./terminal-text.ts";
 
@@ -30,6 +30,11 @@ export function jobsTable(jobs: Job[]): string {
 }
 
 /** One job, a field a line; every value on one line with its control characters escaped, but the last error, whose own lines are kept. */
+/** A runtime in ms as the CLI prints it, or "-". */
+function runtimeText(ms: number | null): string {
+  return ms === null ? "-" : ms < 1_000 ? `${ms} ms` : `${(ms / 1_000).toFixed(ms < 60_000 ? 2 : 0)} s`;
+}
+
 export function jobDetail(j: Job): string {
   const rows: [string, string][] = [
     ["id", String(j.id)],
@@ -41,7 +46,9 @@ export function jobDetail(j: Job): string {
     ["run at", time(j.runAt)],
     ["created", time(j.createdAt)],
     ["updated", time(j.updatedAt)],
+    ["started", time(j.startedAt)],
     ["finished", time(j.finishedAt)],
+    ["runtime", runtimeText(attemptRuntime(j, Date.now()))],
     ["concurrency key", j.concurrencyKey ?? "-"],
     ["idempotency key", j.idempotencyKey ?? "-"],
     ["worker", j.worker ?? "-"],

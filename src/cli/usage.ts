@@ -30,6 +30,8 @@ Commands:
   jobs list [--state S] [--queue Q] [--task T] [--limit N] [--after ID]
   jobs show <id>                           one job: payload, result, attempts, errors, steps
   jobs cancel <id>
+  jobs retry <id>                          a dead job: replay it; a scheduled one: make it due now
+  jobs delete <id>                         delete a finished (succeeded, cancelled, dead) job
   dlq list [--queue Q] [--task T] [--limit N]
   dlq replay <id>
   dlq replay-all [--queue Q] [--task T] [--limit N] [--dry-run]
@@ -41,6 +43,7 @@ Commands:
   queues rate <queue> <n/duration|none>    e.g. 100/1m: at most 100 jobs start in any minute
   tasks cap <task> <n|none> | rate <task> <n/duration|none>
   schedules list                           recurring jobs with their last and next tick
+  schedules run <name>                     enqueue the schedule's job now (its ticks go on)
   purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
   dashboard [--port 8080] [--host ADDR]    serve the dashboard on 127.0.0.1 (or ADDR) until Ctrl-C;
     [--read-only] [--no-auth]              it asks for the password it prints (or

@@ -21,6 +21,7 @@ import { dashboard, type DashboardHandler, type DashboardOptions } from "../dash
 import { LocalBus } from "./bus.ts";
 import { deadLetters, type DeadLetters } from "./dead-letters.ts";
 import { DebounceLanes } from "./debounce-lanes.ts";
+import { cancelJob, deleteJob, runJobNow } from "./job-actions.ts";
 import { enqueueItems, type EnqueuedJob, type EnqueueHost, type InTransaction } from "./enqueue.ts";
 import { resolveOptions, type DocketOptions } from "./options.ts";
 import { PayloadLimit } from "./payload-limit.ts";
@@ -175,24 +176,23 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   /**
-   * Cancels a job that has not finished. A running job's lease is revoked at
-   * once: its worker's heartbeat, completion or failure is rejected, and its
-   * handler's signal aborts at once in a worker of this docket (in another
-   * process, within that worker's lease check, at most min(pollMs, 1 s)).
-   * Throws NotFoundError for an unknown id and InvalidStateError for a
-   * finished job.
+   * Cancels a job that has not finished. A running job's lease is revoked at once: its worker's heartbeat,
+   * completion or failure is rejected, and its handler's signal aborts at once in a worker of this docket
+   * (in another process, within that worker's lease check, at most min(pollMs, 1 s)).
+   * NotFoundError for an unknown id, InvalidStateError for a finished job.
    */
-  async cancel(id: number): Promise<Job> {
-    validateId(id);
-    const record = await this.adapter.cancel({ id, now: this.clock.now() });
-    if (record) {
-      this.#bus.publishJobs("cancelled", [record]);
-      this.#bus.tellCancelled(record.id);
-      return toJob(record);
-    }
-    const current = await this.adapter.get({ id });
-    if (!current) throw new NotFoundError(id);
-    throw new InvalidStateError(id, current.state, "cancel");
+  cancel(id: number): Promise<Job> {
+    return cancelJob(this.#sweeperHost, id);
+  }
+
+  /** Makes a scheduled job (delayed, or in a retry's backoff) due now, attempts kept, controls still applied; NotFoundError, or InvalidStateError for any other state (a dead job: `deadLetters.replay`). */
+  runNow(id: number): Promise<Job> {
+    return runJobNow(this.#sweeperHost, id);
+  }
+
+  /** Deletes a finished job (succeeded, cancelled or dead) and its dependency edges; NotFoundError, or InvalidStateError for a live job (cancel it first). */
+  deleteJob(id: number): Promise<void> {
+    return deleteJob(this.#sweeperHost, id);
   }
 
   /**

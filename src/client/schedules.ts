@@ -133,6 +133,23 @@ export class Schedules<T extends TaskMap = TaskMap> {
     }
     return fired;
   }
+
+  /**
+   * Enqueues the schedule's job now, as a tick would (its task, payload and
+   * options), outside its ticks: the schedule's next tick still fires.
+   * NotFoundError when there is no such schedule.
+   */
+  async runNow(name: string): Promise<Job> {
+    validateName(name, "schedule name");
+    const s = (await this.host.adapter.listSchedules()).find((x) => x.name === name);
+    if (!s) throw new NotFoundError(0, `no schedule ${shown(name)}`);
+    const now = this.host.clock.now();
+    const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: JSON.parse(s.options) as ScheduleJobOptions }, now);
+    const [record] = await this.host.adapter.enqueue({ jobs: [job], now });
+    const parsed = toJob(record!);
+    this.host.announceScheduled(parsed);
+    return parsed;
+  }
 }
 
 function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {

@@ -240,6 +240,13 @@ export interface DocketAdapter {
   replay(params: ReplayParams): Promise<JobRecord | null>;
 
   /**
+   * scheduled → scheduled, due at `now` (a claim stages it); attempts,
+   * payload and controls unchanged. Returns the job as stored, or null when
+   * it is not scheduled (claimed, cancelled or finished meanwhile).
+   */
+  runNow(params: RunNowParams): Promise<JobRecord | null>;
+
+  /**
    * Replays, as `replay` does, up to `limit` dead jobs that died at or
    * before `diedBefore` (of `queue` and `task` when given), oldest death
    * first, in ONE transaction. Rows another transaction holds (a concurrent
@@ -265,7 +272,7 @@ export interface DocketAdapter {
   /**
    * Deletes up to `limit` jobs whose state is one of `states` (finished
    * states only: succeeded, cancelled, dead) and whose `finished_at <=
-   * finishedBefore` (of `queue` and `task` when given), oldest first, in ONE transaction. Rows another
+   * finishedBefore` (of `queue`, `task` and `id` when given), oldest first, in ONE transaction. Rows another
    * transaction holds are skipped (a concurrent replay or purge wins), so
    * many purgers at once delete each job once. Returns how many it deleted.
    */
@@ -426,6 +433,11 @@ export interface ReplayParams {
   now: number;
   /** Forget the job's recorded steps (`ctx.step`): its next attempt runs every step again. Default false: they are kept. */
   resetSteps?: boolean;
+}
+
+export interface RunNowParams {
+  id: number;
+  now: number;
 }
 
 export interface SetQueueControlParams {
@@ -702,6 +714,8 @@ export interface PurgeParams {
   queue?: string;
   /** Only jobs of this task. */
   task?: string;
+  /** Only this job (deleting one finished job by id). */
+  id?: number;
 }
 
 export interface ReplayDeadParams {

@@ -31,6 +31,8 @@ export interface JobRecord {
   leaseExpiresAt: number | null;
   createdAt: number;
   updatedAt: number;
+  /** When its latest attempt started: the claim that gave it to a handler (the claim's time); null before the first. */
+  startedAt: number | null;
   finishedAt: number | null;
   lastError: string | null;
   /** The idempotency key the job was enqueued with, while it holds it (see EnqueueOptions.idempotencyKey), or null. */
@@ -117,6 +119,7 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
     leaseExpiresAt: r.leaseExpiresAt,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
+    startedAt: r.startedAt,
     finishedAt: r.finishedAt,
     lastError: r.lastError,
     idempotencyKey: r.idempotencyKey,
@@ -133,3 +136,16 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
 
 /** Map of task name → payload type, for typed enqueue and handlers. */
 export type TaskMap = Record<string, unknown>;
+
+/**
+ * How long the latest attempt ran: until `now` while running, until it
+ * finished for a job that succeeded or died; null otherwise (never started,
+ * waiting for its next attempt, or cancelled, which may have come before
+ * the attempt that `startedAt` dates).
+ */
+export function attemptRuntime(j: Pick<JobRecord, "state" | "startedAt" | "finishedAt">, now: number): number | null {
+  if (j.startedAt === null) return null;
+  if (j.state === "running") return Math.max(0, now - j.startedAt);
+  if ((j.state === "succeeded" || j.state === "dead") && j.finishedAt !== null) return Math.max(0, j.finishedAt - j.startedAt);
+  return null;
+}

@@ -28,6 +28,7 @@ export function newJobRecord(id: number, job: NewJob, now: number): JobRecord {
     leaseExpiresAt: null,
     createdAt: now,
     updatedAt: now,
+    startedAt: null,
     finishedAt: null,
     lastError: null,
     idempotencyKey: job.idempotencyKey ?? null,

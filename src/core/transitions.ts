@@ -60,6 +60,12 @@ export const TRANSITIONS = {
    */
   replay: { from: ["dead"], to: "scheduled", fence: "none" },
   /**
+   * An operator makes a scheduled job (delayed, or waiting out a retry's
+   * backoff) due now; it keeps its attempts and is admitted through its
+   * controls like any due job.
+   */
+  runNow: { from: ["scheduled"], to: "scheduled", fence: "none" },
+  /**
    * An enqueue with a debounce key merges into the key's pending job and sets
    * its run time (core/debounce.ts `mergedRunAt`): a job staged ready waits
    * again; one whose new run time is already due (its maxWaitMs reached) is

@@ -56,7 +56,7 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
 /** What the dashboard reads and does: a narrow view of a Docket (every Docket is one). */
 export interface DashboardSource {
   stats(): Promise<DocketStats>;
-  readonly schedules: { list(): Promise<Schedule[]> };
+  readonly schedules: { list(): Promise<Schedule[]>; runNow(name: string): Promise<Job> };
   readonly deadLetters: {
     list(options: { limit: number }): Promise<Job[]>;
     replay(id: number): Promise<Job>;
@@ -69,6 +69,8 @@ export interface DashboardSource {
   pauseQueue(queue: string): Promise<unknown>;
   resumeQueue(queue: string): Promise<unknown>;
   cancel(id: number): Promise<unknown>;
+  runNow(id: number): Promise<unknown>;
+  deleteJob(id: number): Promise<void>;
 }
 
 /**
@@ -216,14 +218,31 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         const { replayed } = await docket.deadLetters.replayAll();
         return back(`${base}dead`, { notice: `${replayed} dead job(s) replayed` });
       }
-      const cancel = /^jobs\/(\d+)\/cancel$/.exec(path);
-      if (cancel) {
-        if (!(await authorize(request, "cancel"))) return forbidden(`${base}jobs/${cancel[1]}`);
+      const onJob = /^jobs\/(\d+)\/(cancel|run-now|delete)$/.exec(path);
+      if (onJob) {
+        const [id, act] = [Number(onJob[1]), onJob[2] as "cancel" | "run-now" | "delete"];
+        const at = `${base}jobs/${id}`;
+        if (!(await authorize(request, act))) return forbidden(at);
         try {
-          await docket.cancel(Number(cancel[1]));
-          return back(`${base}jobs/${cancel[1]}`, { notice: "cancelled" });
+          if (act === "cancel") await docket.cancel(id);
+          if (act === "run-now") await docket.runNow(id);
+          if (act !== "delete") return back(at, { notice: act === "cancel" ? "cancelled" : "due now: the next claim takes it" });
+          await docket.deleteJob(id);
+          return back(`${base}jobs`, { notice: `job ${id} deleted` });
         } catch (error) {
-          if (error instanceof DocketError) return back(`${base}jobs/${cancel[1]}`, { error: error.message });
+          if (error instanceof DocketError) return back(at, { error: error.message });
+          throw error;
+        }
+      }
+      const schedule = /^schedules\/([^/]+)\/run$/.exec(path);
+      if (schedule) {
+        const name = decodeURIComponent(schedule[1]!);
+        if (!(await authorize(request, "run-schedule"))) return forbidden(base);
+        try {
+          const job = await docket.schedules.runNow(name);
+          return back(base, { notice: `schedule ${name}: job ${job.id} enqueued` });
+        } catch (error) {
+          if (error instanceof DocketError) return back(base, { error: error.message });
           throw error;
         }
       }

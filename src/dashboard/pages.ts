@@ -1,4 +1,4 @@
-import type { Job } from "../core/job.ts";
+import { attemptRuntime, type Job } from "../core/job.ts";
 import { MISSED_COUNT_CAP, type Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
@@ -53,7 +53,7 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td><a href="${jobsHref(v
 <h2>Rate limits</h2>${s.rateLimits.length === 0 ? html`<p class="muted">No rate limits.</p>` : html`<table id="rate-limits"><tr><th>limit of</th><th>name</th><th>limit</th><th>per</th><th>started in window</th><th>waiting</th><th>next start</th></tr>${s.rateLimits.map((r) => html`<tr><td>${r.scope}</td><td>${r.name}</td><td class="n">${r.limit}</td><td>${duration(r.periodMs)}</td><td class="n ${r.used >= r.limit ? "bad" : ""}">${r.used}</td><td class="n">${r.waiting}</td><td>${r.nextStartAt === null ? "now" : `in ${duration(r.nextStartAt - s.at)}`}</td></tr>`)}</table>`}
 <h2>Task caps</h2>${caps.length === 0 ? html`<p class="muted">No task caps.</p>` : html`<table id="task-caps"><tr><th>task</th><th>running</th><th>cap</th></tr>${caps.map((t) => html`<tr><td>${t.task}</td><td class="n">${t.counts.running}</td><td class="n">${t.maxRunning}</td></tr>`)}</table>`}
 <h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>worker</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="worker">${r.worker ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
-<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th><th>missed</th></tr>${schedules.map((x) => html`<tr data-schedule="${x.name}"><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td><td class="${x.missedTicks > 0 ? "bad" : ""}">${missedText(x)}</td></tr>`)}</table>`}`;
+<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th><th>missed</th>${v.can.has("run-schedule") ? html`<th></th>` : ""}</tr>${schedules.map((x) => html`<tr data-schedule="${x.name}"><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td><td class="${x.missedTicks > 0 ? "bad" : ""}">${missedText(x)}</td>${v.can.has("run-schedule") ? html`<td>${action(v.base, `schedules/${encodeURIComponent(x.name)}/run`, v.csrf, "Run now", "run-schedule")}</td>` : ""}</tr>`)}</table>`}`;
 }
 
 /** A schedule's missed ticks: none, or how many since when (no scheduler ran then). */
@@ -115,12 +115,12 @@ export function refusal(reason: string, back: string): Html {
   return html`<p id="refusal">${reason}</p><p><a href="${back}">Back</a></p>`;
 }
 
-export function jobDetail(j: Job, v: View, deps: { parents: Job[]; children: Job[] } = { parents: [], children: [] }): Html {
-  const live = !TERMINAL_STATES.includes(j.state);
+export function jobDetail(j: Job, v: View, deps: { parents: Job[]; children: Job[] } = { parents: [], children: [] }, now = Date.now()): Html {
   return html`<table id="job"><tr><th>state</th><td id="state">${j.state}</td></tr><tr><th>task</th><td>${j.task}</td></tr><tr><th>queue</th><td>${j.queue}</td></tr>
 <tr><th>attempts</th><td>${j.attempt} of ${j.maxAttempts}</td></tr><tr><th>priority</th><td>${j.priority}</td></tr>
 <tr><th>concurrency key</th><td>${j.concurrencyKey ?? "–"}</td></tr><tr><th>idempotency key</th><td>${j.idempotencyKey ?? "–"}</td></tr>
-<tr><th>worker</th><td id="worker">${j.worker ?? "–"}</td></tr><tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr></table>
+<tr><th>worker</th><td id="worker">${j.worker ?? "–"}</td></tr><tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr>
+<tr><th>started</th><td id="started">${time(j.startedAt)}</td></tr><tr><th>runtime</th><td id="runtime">${runtimeText(j, now)}</td></tr></table>
 ${dependencyGraph(j, deps, v.base)}
 <h2>Payload</h2><pre id="payload">${JSON.stringify(j.payload, null, 2)}</pre>
 <h2>Result</h2><pre id="result">${JSON.stringify(j.result, null, 2)}</pre>
@@ -129,7 +129,24 @@ ${dependencyGraph(j, deps, v.base)}
 <h2>Last error</h2><pre id="error">${j.lastError ?? "–"}</pre>
 <h2>Failed attempts</h2>${j.errors.length === 0 ? html`<p class="muted">No attempt failed.</p>` : html`<table id="errors"><tr><th>attempt</th><th>failed</th><th>worker</th><th>error</th></tr>${j.errors.map((e) => html`<tr><td class="n">${e.attempt}</td><td>${time(e.at)}</td><td>${e.worker ?? "–"}</td><td><pre>${e.error}</pre></td></tr>`)}</table>`}
 <h2>Timeline</h2><table id="timeline">${timeline(j).map(([k, t]) => html`<tr><th>${k}</th><td>${time(t)}</td></tr>`)}</table>
-${v.can.has("cancel") && live ? html`<p>${action(v.base, `jobs/${j.id}/cancel`, v.csrf, "Cancel", "cancel")}</p>` : ""}${v.can.has("replay") && j.state === "dead" ? html`<p>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</p>` : ""}`;
+${jobActions(j, v)}`;
+}
+
+/** The buttons of the actions this request may take on `j` in its state: cancel a live job, run a scheduled one now, replay a dead one, delete a finished one. */
+function jobActions(j: Job, v: View): Html {
+  const buttons = [
+    v.can.has("run-now") && j.state === "scheduled" ? action(v.base, `jobs/${j.id}/run-now`, v.csrf, j.attempt > 0 ? "Retry now" : "Run now", "run-now") : null,
+    v.can.has("replay") && j.state === "dead" ? action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay") : null,
+    v.can.has("cancel") && !TERMINAL_STATES.includes(j.state) ? action(v.base, `jobs/${j.id}/cancel`, v.csrf, "Cancel", "cancel") : null,
+    v.can.has("delete") && TERMINAL_STATES.includes(j.state) ? action(v.base, `jobs/${j.id}/delete`, v.csrf, "Delete", "delete") : null,
+  ].filter((b): b is Html => b !== null);
+  return buttons.length === 0 ? html`` : html`<p id="actions">${buttons}</p>`;
+}
+
+/** The latest attempt's runtime (see attemptRuntime), "running for …" while it runs, or "–". */
+function runtimeText(j: Job, now: number): string {
+  const ms = attemptRuntime(j, now);
+  return ms === null ? "–" : j.state === "running" ? `running for ${duration(ms)}` : duration(ms);
 }
 
 /** What happened to a job, in time order: created, each failed attempt, due, last change, finished. */
@@ -139,6 +156,7 @@ function timeline(j: Job): [string, number][] {
     ...j.errors.map((e): [string, number] => [`attempt ${e.attempt} failed${e.worker === null ? "" : ` on ${e.worker}`}: ${e.error.split("\n")[0]}`, e.at]),
     ...j.steps.map((s): [string, number] => [`step ${s.name} recorded`, s.at]),
     [TERMINAL_STATES.includes(j.state) || j.state === "running" ? "last due" : "due", j.runAt],
+    [j.attempt > 1 ? `attempt ${j.attempt} started` : "started", j.startedAt],
     ["last change", j.updatedAt],
     ["finished", j.finishedAt],
   ];

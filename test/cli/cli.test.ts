@@ -53,19 +53,20 @@ describe("cli", () => {
       };
       expect((await run("migrate")).stdout).toMatch(/schema is at version \d+/);
       const d = new Docket({ adapter: await openUrl(url!, undefined) });
-      let ids: { mail: number; dead: number; keyed: number };
+      let ids: { mail: number; dead: number; keyed: number; later: number };
       try {
         const mail = await d.enqueue("mail", { to: "<script>alert(1)</script>" }, { queue: "email" });
         await d.enqueue("mail", {}, { queue: "email" });
         const keyed = await d.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
         await d.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } });
+        const later = await d.enqueue("mail", {}, { queue: "later", delay: 3_600_000 });
         const dead = await d.enqueue("charge", { cents: 100 }, { queue: "billing", maxAttempts: 1 });
         const w = d.worker({ name: "billing-1", queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
         await w.start();
         await d.waitFor(dead.id, { timeoutMs: 20_000, pollMs: 20 });
         await w.stop();
         await d.schedules.put("nightly-report", { cron: "0 3 * * *", timezone: "Europe/Berlin", task: "report" });
-        ids = { mail: mail.id, dead: dead.id, keyed: keyed.id };
+        ids = { mail: mail.id, dead: dead.id, keyed: keyed.id, later: later.id };
       } finally {
         await d.close();
       }
@@ -96,12 +97,22 @@ describe("cli", () => {
       expect((await run("dlq", "replay", String(ids.dead))).stdout).toContain(`replayed job ${ids.dead}`);
       expect((await run("dlq", "replay", String(ids.dead))).code).toBe(1);
       expect((await run("dlq", "replay-all", "--json")).stdout).toContain('"replayed": 0');
+      expect((await run("jobs", "retry", String(ids.later))).stdout).toBe(`made due now: job ${ids.later} (mail)\n`);
+      expect(JSON.parse((await run("jobs", "show", String(ids.later), "--json")).stdout).runAt).toBeLessThanOrEqual(Date.now());
+      const notFinished = await run("jobs", "delete", String(ids.later));
+      expect([notFinished.code, notFinished.stderr]).toEqual([1, expect.stringMatching(/cannot delete job \d+: it is scheduled/)]);
+      expect((await run("jobs", "cancel", String(ids.later))).code).toBe(0);
+      expect((await run("jobs", "delete", String(ids.later))).stdout).toBe(`deleted job ${ids.later}\n`);
+      expect((await run("jobs", "show", String(ids.later))).code).toBe(1);
+      expect((await run("jobs", "retry", String(ids.mail))).code).toBe(1);
 
       expect((await run("queues", "pause", "email")).stdout).toBe("queue email paused\n");
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
       expect(JSON.parse((await run("queues", "list", "--json")).stdout).queues).toEqual([{ queue: "email", paused: true, maxRunning: 2, rateLimit: null }]);
       expect((await run("queues", "resume", "email")).stdout).toBe("queue email resumed\n");
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report\s+0 3 \* \* \*\s+Europe\/Berlin\s+report/);
+      expect((await run("schedules", "run", "nightly-report")).stdout).toMatch(/^enqueued job \d+ \(report\) from schedule nightly-report\n$/);
+      expect((await run("schedules", "run", "nope")).code).toBe(1);
       expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 1 finished job\(s\)/);
 
       expect((await run("jobs", "show", "abc")).code).toBe(2);

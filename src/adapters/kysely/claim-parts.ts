@@ -31,7 +31,7 @@ export const countedControl = (eb: ExpressionBuilder<any, any>) => eb.or([eb("ma
 
 /**
  * The columns a claim sets besides the attempt: running under the claim's lease, by the claiming worker,
- * and no longer holding a debounce key (a merge never reaches a job that ran, also once it is retried,
+ * started at the claim's time, and no longer holding a debounce key (a merge never reaches a job that ran, also once it is retried,
  * released or replayed: see NewJob.debounce).
  */
 function claimedValues(params: ClaimParams) {
@@ -42,6 +42,7 @@ function claimedValues(params: ClaimParams) {
     lease_expires_at: params.leaseExpiresAt,
     worker: params.worker ?? null,
     updated_at: params.now,
+    started_at: params.now,
   };
 }
 

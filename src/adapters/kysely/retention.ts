@@ -18,11 +18,13 @@ export async function purge(ctx: StoreContext, params: PurgeParams): Promise<num
     let f = q.where("state", "in", [...params.states]).where("finished_at", "<=", params.finishedBefore);
     if (params.queue !== undefined) f = f.where("queue", "=", params.queue);
     if (params.task !== undefined) f = f.where("task", "=", params.task);
+    if (params.id !== undefined) f = f.where("id", "=", params.id);
     return f;
   };
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     let pick = finished(db.selectFrom(ctx.tables.jobs).select("id")).orderBy("finished_at").orderBy("id").limit(params.limit);
-    if (ctx.engine.capabilities.skipLocked) pick = pick.forUpdate().skipLocked();
+    // One job by id waits for a concurrent purge's lock (it then finds the job gone), rather than passing it over as still there.
+    if (ctx.engine.capabilities.skipLocked) pick = params.id === undefined ? pick.forUpdate().skipLocked() : pick.forUpdate();
     const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
     if (ids.length === 0) return 0;
     const result = await finished(db.deleteFrom(ctx.tables.jobs).where("id", "in", ids)).executeTakeFirst();

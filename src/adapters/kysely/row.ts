@@ -28,6 +28,7 @@ export interface JobRow {
   lease_expires_at: number | string | bigint | null;
   created_at: number | string | bigint;
   updated_at: number | string | bigint;
+  started_at?: number | string | bigint | null;
   finished_at: number | string | bigint | null;
   last_error: string | null;
   idempotency_key: string | null;
@@ -70,6 +71,7 @@ export function rowToRecord(row: JobRow): JobRecord {
     leaseExpiresAt: intOrNull(row.lease_expires_at),
     createdAt: int(row.created_at),
     updatedAt: int(row.updated_at),
+    startedAt: intOrNull(row.started_at ?? null),
     finishedAt: intOrNull(row.finished_at),
     lastError: row.last_error,
     idempotencyKey: row.idempotency_key ?? null,

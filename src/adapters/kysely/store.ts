@@ -24,6 +24,7 @@ import type {
   StoreHealth,
   RepairKeysParams,
   ReplayDeadParams,
+  RunNowParams,
   ReplayParams,
   SetProgressParams,
   RecordStepParams,
@@ -218,6 +219,14 @@ export class KyselyStore implements DocketAdapter {
     return this.#run(async () => {
       const record = await transition(this.#ctx, "replay", params, replaySet(params.now, params.resetSteps === true));
       // The replayed job is live before its key is made active again: no claim clears the key in between.
+      if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
+      return record;
+    });
+  }
+
+  runNow(params: RunNowParams): Promise<JobRecord | null> {
+    return this.#run(async () => {
+      const record = await transition(this.#ctx, "runNow", params, { run_at: params.now });
       if (record) await this.#ctx.engine.announceReady(this.#ctx.db, [{ queue: record.queue, due: true }]);
       return record;
     });

@@ -98,7 +98,7 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
   const claimed: JobRecord[] = [];
   for (const id of chosen) {
-    const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null });
+    const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null, startedAt: params.now });
     const moved = applyTransition(state, "claim", { id, now: params.now }, set);
     if (!moved) continue;
     const record = copy(moved);

@@ -1,5 +1,5 @@
 /**
- * The memory adapter's maintenance calls: replay of one dead job and of
+ * The memory adapter's maintenance calls: a scheduled job made due now, replay of one dead job and of
  * dead jobs in bulk (due now, a fresh attempt budget, admitted through their
  * key when they fall due), purge of finished jobs, and the repair of keys
  * left with blocked jobs and free slots. Each is one step, so concurrent
@@ -20,6 +20,14 @@ function replaySet(now: number, resetSteps = false): Partial<JobRecord> {
 /** See DocketAdapter.replay. */
 export function replay(state: MemoryState, p: { id: number; now: number; resetSteps?: boolean }): JobRecord | null {
   const moved = transition(state, "replay", p, replaySet(p.now, p.resetSteps === true));
+  if (!moved) return null;
+  announce(state, [{ queue: moved.queue, due: true }]);
+  return moved;
+}
+
+/** See DocketAdapter.runNow. */
+export function runNow(state: MemoryState, p: { id: number; now: number }): JobRecord | null {
+  const moved = transition(state, "runNow", p, { runAt: p.now });
   if (!moved) return null;
   announce(state, [{ queue: moved.queue, due: true }]);
   return moved;
@@ -48,7 +56,7 @@ export function purge(state: MemoryState, p: PurgeParams, name: string): number 
   if (p.states.some((s) => !TERMINAL_STATES.includes(s))) throw new AdapterError(`${name}: purge takes finished states only`);
   const picked = [...state.jobs.values()]
     .filter((j) => p.states.includes(j.state) && j.finishedAt !== null && j.finishedAt <= p.finishedBefore)
-    .filter((j) => (p.queue === undefined || j.queue === p.queue) && (p.task === undefined || j.task === p.task))
+    .filter((j) => (p.queue === undefined || j.queue === p.queue) && (p.task === undefined || j.task === p.task) && (p.id === undefined || j.id === p.id))
     .sort((a, b) => a.finishedAt! - b.finishedAt! || a.id - b.id)
     .slice(0, p.limit);
   for (const j of picked) {

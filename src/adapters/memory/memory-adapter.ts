@@ -32,6 +32,7 @@ import type {
   ReadyNotice,
   RepairKeysParams,
   ReplayDeadParams,
+  RunNowParams,
   ReplayParams,
   SetProgressParams,
   RecordStepParams,
@@ -51,7 +52,7 @@ import { claim } from "./claim.ts";
 import { enqueue, getByIdempotencyKey } from "./enqueue.ts";
 import { dependenciesOf } from "./dependencies.ts";
 import { guardHolds, transition } from "./guarded-write.ts";
-import { replay, replayDead, purge, repairKeys } from "./maintenance.ts";
+import { replay, replayDead, purge, repairKeys, runNow } from "./maintenance.ts";
 import { failureWrite, settle } from "./outcomes.ts";
 import { getJob, listExpired, listJobs, readStats } from "./reads.ts";
 import { deleteSchedule, fireSchedule, listControls, listSchedules, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
@@ -156,6 +157,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   replay(params: ReplayParams): Promise<JobRecord | null> {
     return this.#run("jobs", true, (s) => replay(s, params));
+  }
+
+  runNow(params: RunNowParams): Promise<JobRecord | null> {
+    return this.#run("jobs", true, (s) => runNow(s, params));
   }
 
   replayDead(params: ReplayDeadParams): Promise<JobRecord[]> {

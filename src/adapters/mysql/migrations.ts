@@ -276,5 +276,10 @@ export function migrations(prefix: string): readonly Migration[] {
         `ALTER TABLE ${prefix}rate_keys ADD COLUMN guard_seq BIGINT NOT NULL DEFAULT 0`,
       ],
     },
+    {
+      // Job.startedAt: when the latest attempt started (the claim's time), written by every claim; NULL before the first.
+      version: 22,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at BIGINT NULL`],
+    },
   ];
 }

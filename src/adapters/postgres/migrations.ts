@@ -213,5 +213,10 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${prefix}job_deps_parent ON ${prefix}job_deps (parent_id, child_id)`,
       ],
     },
+    {
+      // Job.startedAt: when the latest attempt started (the claim's time), written by every claim; NULL before the first.
+      version: 20,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at bigint`],
+    },
   ];
 }

@@ -312,5 +312,10 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${prefix}job_deps_parent ON ${prefix}job_deps (parent_id, child_id)`,
       ],
     },
+    {
+      // Job.startedAt: when the latest attempt started (the claim's time), written by every claim; NULL before the first.
+      version: 21,
+      statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at INTEGER`],
+    },
   ];
 }

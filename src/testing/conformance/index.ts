@@ -17,6 +17,7 @@ import { retentionCases } from "./retention.ts";
 import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
 import { debounceCases } from "./debounce.ts";
+import { jobActionCases } from "./job-actions.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { stepCases } from "./steps.ts";
@@ -54,6 +55,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...deadLetterCases,
     ...idempotencyCases,
     ...debounceCases,
+    ...jobActionCases,
     ...maintenanceCases,
     ...resultCases,
     ...stepCases,

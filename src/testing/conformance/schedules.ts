@@ -130,4 +130,20 @@ export const scheduleCases: ConformanceCase[] = [
       ]);
     },
   },
+  {
+    name: "schedules › runNow enqueues the schedule's job now, outside its ticks (the next tick still fires); an unknown name is NotFoundError and enqueues nothing",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const d = t.docket();
+      await d.schedules.put("report", { cron: "*/5 * * * *", task: "report", payload: { kind: "daily" }, options: { queue: "reports", priority: 3 } });
+      const job = await d.schedules.runNow("report");
+      assert.deepEqual([job.task, job.queue, job.priority, job.runAt, job.state, job.payload], ["report", "reports", 3, t.clock.now(), "ready", { kind: "daily" }]);
+      await assert.rejects(d.schedules.runNow("nope"), NotFoundError);
+      assert.equal((await d.list({})).length, 1);
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 5));
+      const fired = await d.schedules.runDue();
+      assert.equal(fired.length, 1, "the 10:05 tick fires as it would have");
+      assert.equal((await d.list({ queue: "reports" })).length, 2);
+    },
+  },
 ];

@@ -39,6 +39,8 @@ async function attempt(t: CaseContext, event: TransitionEvent, job: JobRecord): 
       return a.cancel({ id: job.id, now });
     case "replay":
       return a.replay({ id: job.id, now });
+    case "runNow":
+      return a.runNow({ id: job.id, now });
     case "stage":
     case "stageBlocked":
     case "stageDiscard":

@@ -116,6 +116,8 @@ export type JobOp =
   /** A waiting child whose last parent succeeded. */
   | { kind: "unwait"; now: number }
   | { kind: "replay"; now: number }
+  /** An operator made this scheduled job due now. */
+  | { kind: "runNow"; now: number }
   /** A debounced enqueue merging into this pending job: its options become the enqueue's, its run time `runAt`. */
   | { kind: "debounce"; now: number; runAt: number; priority: number; maxAttempts: number; timeoutMs: number | null };
 
@@ -152,6 +154,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   expireBury: (_j, op) => ({ ...CLEAR_LEASE, lastError: errorOf(op), finishedAt: op.now }),
   cancel: (_j, op) => ({ ...CLEAR_LEASE, finishedAt: op.now, ...("reason" in op && op.reason !== undefined ? { lastError: op.reason } : {}) }),
   replay: (_j, op) => ({ attempt: 0, runAt: op.now, finishedAt: null, lastError: null }),
+  runNow: (_j, op) => ({ runAt: op.now }),
   debounce: (_j, op) => {
     const m = op as Extract<JobOp, { kind: "debounce" }>;
     return { runAt: m.runAt, priority: m.priority, maxAttempts: m.maxAttempts, timeoutMs: m.timeoutMs };

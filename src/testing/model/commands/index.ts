@@ -11,6 +11,7 @@ import { ReclaimCommand } from "./reclaim.ts";
 import { RecordStepCommand } from "./record-step.ts";
 import { ReleaseCommand } from "./release.ts";
 import { ReplayCommand } from "./replay.ts";
+import { RunNowCommand } from "./run-now.ts";
 import { ReplayDeadCommand } from "./replay-dead.ts";
 import type { ModelState, RealSystem } from "./context.ts";
 
@@ -28,6 +29,7 @@ export {
   RecordStepCommand,
   ReleaseCommand,
   ReplayCommand,
+  RunNowCommand,
   ReplayDeadCommand,
 };
 export { expiryPlan } from "./reclaim.ts";
@@ -120,6 +122,7 @@ export function modelCommands(): fc.Arbitrary<fc.AsyncCommand<ModelState, RealSy
       w(1, fc.tuple(jobPick, tokenPick).map(([j, t]) => new ReleaseCommand(j, t))),
       w(1, jobPick.map((j) => new CancelCommand(j))),
       w(1, jobPick.map((j) => new ReplayCommand(j))),
+      w(1, jobPick.map((j) => new RunNowCommand(j))),
       w(1, fc.tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<string | null>(null, "a")).map(([l, q]) => new ReplayDeadCommand(l, q))),
       w(3, controlChange.map((c) => new ControlCommand(c))),
       w(1, fc.constantFrom(0, 700).map((r) => new ReclaimCommand(r))),

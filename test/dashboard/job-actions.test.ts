@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Docket } from "../../src/client/docket.ts";
+import type { DashboardHandler } from "../../src/dashboard/index.ts";
+import { openTarget, type DisposableTarget } from "../support/targets.ts";
+
+/** Per-job actions on the job page (run now, cancel, delete) and a schedule's run now; SQLite stands for every adapter (each action is one Docket call, whose conformance cases run on all of them). */
+let target: DisposableTarget;
+let docket: Docket;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  target = (await openTarget("sqlite"))!;
+  const store = await target.open();
+  const adapter = await store.connect();
+  await adapter.migrate();
+  docket = new Docket({ adapter });
+  close = () => adapter.close();
+});
+afterAll(async () => {
+  await close?.();
+  await target?.dispose();
+});
+
+const FORM = { "content-type": "application/x-www-form-urlencoded", origin: "http://127.0.0.1" };
+const buttons = (page: string) => [...page.matchAll(/data-action="([a-z-]+)"/g)].map((m) => m[1]);
+const get = async (h: DashboardHandler, path: string) => (await h(new Request(`http://127.0.0.1${path}`))).text();
+
+/** Posts the page's form for `path`, with the page's CSRF token, and follows the redirect: the page it lands on. */
+async function post(h: DashboardHandler, from: string, path: string): Promise<{ status: number; location: string; page: string }> {
+  const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(await get(h, from))![1]!;
+  const r = await h(new Request(`http://127.0.0.1${path}`, { method: "POST", headers: FORM, body: `csrf=${csrf}` }));
+  const location = r.headers.get("location") ?? "";
+  return { status: r.status, location, page: location === "" ? await r.text() : await get(h, location) };
+}
+
+describe("dashboard job actions", () => {
+  it("a job page shows the buttons its state allows; run now makes a delayed job due, cancel then delete remove it", async () => {
+    const h = docket.dashboard({ authorize: () => true });
+    const job = await docket.enqueue("send", { to: "a" }, { queue: "actions", delay: 3_600_000 });
+    expect(buttons(await get(h, `/jobs/${job.id}`))).toEqual(["run-now", "cancel"]);
+    const ran = await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/run-now`);
+    expect([ran.status, ran.location.split("?")[0]]).toEqual([303, `/jobs/${job.id}`]);
+    expect(ran.page).toContain("due now: the next claim takes it");
+    expect((await docket.get(job.id))!.runAt).toBeLessThanOrEqual(Date.now());
+    await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/cancel`);
+    expect(buttons(await get(h, `/jobs/${job.id}`))).toEqual(["delete"]);
+    const deleted = await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/delete`);
+    expect(deleted.location.split("?")[0]).toBe("/jobs");
+    expect(deleted.page).toContain(`job ${job.id} deleted`);
+    expect(await docket.get(job.id)).toBeNull();
+  });
+
+  it("an action the job's state refuses comes back as the error, in the layout; nothing changes", async () => {
+    const h = docket.dashboard({ authorize: () => true });
+    const job = await docket.enqueue("send", { to: "b" }, { queue: "actions" });
+    const refused = await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/delete`);
+    expect(refused.page).toContain(`cannot delete job ${job.id}: it is ready`);
+    const again = await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/run-now`);
+    expect(again.page).toContain(`cannot run now job ${job.id}: it is ready`);
+    expect((await docket.get(job.id))!.state).toBe("ready");
+  });
+
+  it("without the permission there is no button, and a forged POST is refused with 403", async () => {
+    const h = docket.dashboard({ authorize: (_r, a) => a === "view" || a === "cancel" });
+    const job = await docket.enqueue("send", {}, { queue: "actions", delay: 60_000 });
+    expect(buttons(await get(h, `/jobs/${job.id}`))).toEqual(["cancel"]);
+    const forged = await post(h, `/jobs/${job.id}`, `/jobs/${job.id}/run-now`);
+    expect(forged.status).toBe(403);
+    expect(forged.page).toContain("This action is not allowed for you here.");
+    expect((await docket.get(job.id))!.runAt).toBeGreaterThan(Date.now());
+  });
+
+  it("a schedule's Run now enqueues its job at once; its ticks go on", async () => {
+    const h = docket.dashboard({ authorize: () => true });
+    await docket.schedules.put("nightly", { cron: "0 3 * * *", task: "report", payload: { kind: "nightly" }, options: { queue: "reports" } });
+    expect(await get(h, "/")).toContain('data-action="run-schedule"');
+    const ran = await post(h, "/", "/schedules/nightly/run");
+    expect(ran.page).toMatch(/schedule nightly: job \d+ enqueued/);
+    const [job] = await docket.list({ queue: "reports" });
+    expect([job!.task, job!.state, job!.payload]).toEqual(["report", "ready", { kind: "nightly" }]);
+    expect((await post(h, "/", "/schedules/nope/run")).page).toContain("no schedule");
+  });
+});
