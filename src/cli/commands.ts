@@ -156,6 +156,18 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
             );
       return { text, json: list };
     }
+    case "workers list": {
+      const list = await docket.workers();
+      const now = Date.now();
+      const text =
+        list.length === 0
+          ? "no worker is running"
+          : table(
+              ["name", "host", "pid", "queues", "concurrency", "in hand", "last heartbeat"],
+              list.map((w) => [w.name, w.host, w.pid, w.queues.join(","), w.concurrency, w.jobsInHand, `${Math.round((now - w.heartbeatAt) / 1000)} s ago`]),
+            );
+      return { text, json: list };
+    }
     case "schedules run": {
       const job = await docket.schedules.runNow(required(args[0], "a schedule name"));
       return { text: `enqueued job ${job.id} (${job.task}) from schedule ${args[0]}`, json: job };

@@ -22,14 +22,15 @@ import { LocalBus } from "./bus.ts";
 import { deadLetters, type DeadLetters } from "./dead-letters.ts";
 import { DebounceLanes } from "./debounce-lanes.ts";
 import { cancelJob, deleteJob, runJobNow } from "./job-actions.ts";
+import { workerHost } from "./worker-host.ts";
 import { enqueueItems, type EnqueuedJob, type EnqueueHost, type InTransaction } from "./enqueue.ts";
 import { resolveOptions, type DocketOptions } from "./options.ts";
 import { PayloadLimit } from "./payload-limit.ts";
 import { docketSchedules, Scheduler, type Schedules } from "./schedules.ts";
 import { readStats, type DocketStats, type StatsOptions } from "./stats.ts";
-import { maintain, purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
+import { purgeFinished, reclaimExpired, repairKeys, type ReclaimResult, type SweeperHost } from "./sweeper.ts";
 import { TaskRegistry, type EnqueueItem, type EnqueueOptions, type TaskOptions } from "./tasks.ts";
-import { dependenciesOf, getByIdempotencyKey, getJob, listJobs, validateId, waitFor, type ListOptions, type WaitOptions } from "./reads.ts";
+import { dependenciesOf, getByIdempotencyKey, getJob, listJobs, listWorkers, waitFor, type ListOptions, type WaitOptions, type WorkerInfo } from "./reads.ts";
 
 export type { TaskMap } from "../core/job.ts";
 export type { BackoffOptions, EnqueueItem, EnqueueOptions, TaskConcurrency, TaskOptions } from "./tasks.ts";
@@ -37,7 +38,7 @@ export type { EnqueuedJob, EnqueueTracing, InTransaction } from "./enqueue.ts";
 export type { DocketOptions, RetentionOptions } from "./options.ts";
 export type { ReclaimResult } from "./sweeper.ts";
 export type { DeadLetterFilter } from "./dead-letters.ts";
-export type { ListOptions } from "./reads.ts";
+export type { ListOptions, WorkerInfo } from "./reads.ts";
 
 /**
  * The queue: validates input, plans every transition with the core policy
@@ -310,21 +311,12 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   /** What a worker of this docket sees of it (src/worker/host.ts). */
   #workerHost(): WorkerHost {
-    return {
-      adapter: this.adapter,
-      clock: this.clock,
-      random: this.random,
-      defaultQueue: this.defaultQueue,
-      taskQueues: () => this.taskQueues(),
-      payloadLimit: () => this.#payloadLimit.known() ?? this.payloadLimit().catch(() => this.maxPayloadBytes),
-      planFailure: (job, now) => this.planFailure(job, now),
-      listens: (type) => this.listens(type),
-      publish: (event) => this.publish(event),
-      onEnqueued: (listener) => this.onEnqueued(listener),
-      onCancelled: (listener) => this.onCancelled(listener),
-      reclaimExpired: () => this.reclaimExpired(),
-      maintain: (failed) => maintain(this.#sweeperHost, failed),
-    };
+    return workerHost(this, this.#payloadLimit, this.#sweeperHost);
+  }
+
+  /** The running workers, each with its host, pid, queues, concurrency, last heartbeat and jobs in hand; a crashed one drops out within its lease. Reads only. */
+  workers(): Promise<WorkerInfo[]> {
+    return listWorkers(this.adapter, this.clock);
   }
 
   /** The largest payload, result or progress value stored (UTF-8 bytes of its JSON): `maxPayloadBytes`, or the database's lower limit (read once). */

@@ -1,10 +1,12 @@
 /**
  * Reading jobs: one by id or by idempotency key, a page of them (`list`),
- * and `waitFor`, which polls one job until it is finished. Input is checked
- * before anything is read; nothing here writes.
+ * and `waitFor`, which polls one job until it is finished; and the
+ * registered workers. Input is checked before anything is read; nothing
+ * here writes.
  */
 import { jobsOf } from "../core/dependencies.ts";
 import type { DocketAdapter } from "../core/adapter.ts";
+import type { Clock } from "../core/clock.ts";
 import { InvalidArgumentError, NotFoundError, WaitTimeoutError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { shown } from "../core/shown.ts";
@@ -100,4 +102,26 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     const timer = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/** A registered worker (see Docket.workers): its WorkerRecord with the queues as a list. */
+export interface WorkerInfo {
+  id: string;
+  name: string;
+  host: string;
+  pid: number;
+  queues: string[];
+  concurrency: number;
+  startedAt: number;
+  heartbeatAt: number;
+  /** A lease after its last heartbeat: a worker that stopped heartbeating (crashed) is no longer listed after it. */
+  expiresAt: number;
+  /** Jobs it held (running or claimed ahead) at its last heartbeat. */
+  jobsInHand: number;
+}
+
+/** The workers whose registration has not expired, by name (at most 1,000). */
+export async function listWorkers(adapter: DocketAdapter, clock: Clock): Promise<WorkerInfo[]> {
+  const rows = await adapter.listWorkers({ now: clock.now(), limit: 1_000 });
+  return rows.map((w) => ({ ...w, queues: JSON.parse(w.queues) as string[] }));
 }

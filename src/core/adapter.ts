@@ -359,6 +359,19 @@ export interface DocketAdapter {
    * without locks or writes; absent where the engine has nothing to report.
    */
   health?(): Promise<StoreHealth>;
+
+  /**
+   * Stores `worker`'s row of the worker registry, inserting it or replacing
+   * the row with its id (only that worker writes it). Also deletes rows that
+   * expired before `worker.heartbeatAt - WORKER_ROWS_KEPT_MS` (crashed workers').
+   */
+  putWorker(worker: WorkerRecord): Promise<void>;
+
+  /** Deletes the worker's row (a worker that stopped); nothing when there is none. */
+  removeWorker(params: { id: string }): Promise<void>;
+
+  /** The registered workers whose row had not expired at `now`, by name then id, at most `limit`. Reads only. */
+  listWorkers(params: { now: number; limit: number }): Promise<WorkerRecord[]>;
 }
 
 /**
@@ -434,6 +447,30 @@ export interface ReplayParams {
   /** Forget the job's recorded steps (`ctx.step`): its next attempt runs every step again. Default false: they are kept. */
   resetSteps?: boolean;
 }
+
+/**
+ * A running worker as it registers and heartbeats itself: a crashed one's
+ * row expires (`expiresAt`, a lease after its last heartbeat) and is no
+ * longer listed.
+ */
+export interface WorkerRecord {
+  /** Unique per worker instance (its name and a random suffix). */
+  id: string;
+  name: string;
+  host: string;
+  pid: number;
+  /** The queues it claims from, as JSON text (a string array). */
+  queues: string;
+  concurrency: number;
+  startedAt: number;
+  heartbeatAt: number;
+  expiresAt: number;
+  /** Jobs it held (running or claimed ahead) at its last heartbeat. */
+  jobsInHand: number;
+}
+
+/** Expired worker rows are kept this long (then deleted by the next registration or heartbeat). */
+export const WORKER_ROWS_KEPT_MS = 3_600_000;
 
 export interface RunNowParams {
   id: number;

@@ -1,4 +1,5 @@
 import type { DocketStats } from "../client/stats.ts";
+import type { WorkerInfo } from "../client/reads.ts";
 import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import type { Job } from "../core/job.ts";
 import { isJobState, type JobState } from "../core/states.ts";
@@ -7,6 +8,7 @@ import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { REFRESH_CHOICES, html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
 import { confirmReplayAll, deadLetters, jobDetail, jobList, overview, refusal, type JobFilter, type View } from "./pages.ts";
+import { workersPage } from "./workers-page.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
 import { MUTATIONS, type DashboardAction } from "./actions.ts";
@@ -71,6 +73,7 @@ export interface DashboardSource {
   cancel(id: number): Promise<unknown>;
   runNow(id: number): Promise<unknown>;
   deleteJob(id: number): Promise<void>;
+  workers(): Promise<WorkerInfo[]>;
 }
 
 /**
@@ -153,6 +156,7 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
           const [jobs, total] = await Promise.all([docket.deadLetters.list({ limit: 200 }), deadTotal()]);
           return render("Dead letters", deadLetters(jobs, Math.max(total, jobs.length), view), url);
         }
+        if (path === "workers") return render("Workers", workersPage(await docket.workers(), Date.now()), url);
         if (path === "dead/replay-all") {
           if (!can.has("replay-all")) return refuse(403, "Replaying all dead jobs is not allowed for you here.", `${base}dead`);
           return render("Replay all dead jobs", confirmReplayAll(await deadTotal(), view), url);

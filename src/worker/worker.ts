@@ -17,6 +17,7 @@ import { LocalBuffer } from "./local-buffer.ts";
 import { oneLine, WorkerLog } from "./log.ts";
 import { resolveOptions, type WorkerConfig, type WorkerOptions } from "./options.ts";
 import { Producer } from "./producer.ts";
+import { Registration } from "./registry.ts";
 import { Lifecycle } from "./state.ts";
 import { Sweeps } from "./sweeps.ts";
 
@@ -50,6 +51,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
   readonly #sweeps: Sweeps;
+  readonly #registration: Registration;
   /** Handled tasks registered to queues this worker does not take from: warned about at the first start. */
   #unreachable: readonly [task: string, queue: string][];
   #loop: Promise<void> | null = null;
@@ -71,6 +73,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const buffer = (this.#buffer = new LocalBuffer({ concurrency: config.concurrency, fixed: config.fixedPrefetch, blocking: !overlap, now: () => host.clock.now() }));
     const leases = (this.#leases = new LeaseKeeper({ host, inFlight, emitter }, config.leaseMs));
     this.#sweeps = new Sweeps(host, emitter);
+    this.#registration = new Registration(host, config, () => inFlight.size);
     const producer = (this.#producer = new Producer(
       { host, life, inFlight, buffer, emitter, startBuffered: () => this.#executor.startBuffered(), freeHandlers: () => this.#executor.free, recording: () => this.#completer.recording },
       {
@@ -122,8 +125,11 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#unreachable = [];
     }
     this.#buffer.open();
+    const register = () => this.#pass(() => this.#registration.put().catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" })));
+    register();
     this.#timers = [
       setInterval(() => this.#pass(() => this.#leases.heartbeat()), config.heartbeatMs),
+      setInterval(register, config.heartbeatMs),
       setInterval(() => this.#pass(() => this.#sweeps.pass()), config.reclaimMs),
       setInterval(() => this.#pass(() => this.#leases.checkLeases()), Math.min(config.pollMs, LEASE_CHECK_MAX_MS)),
     ];
@@ -187,6 +193,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#timers = [];
     // A timer's pass still under way (a sweep, a purge) ends before stop() does: the adapter may be closed next.
     await Promise.allSettled([...this.#passes]);
+    await this.#registration.remove().catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" }));
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     if (life.state === "releasing") life.to("stopped");

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Docket } from "../../src/client/docket.ts";
@@ -45,7 +45,7 @@ interface Violation {
 }
 
 describe("dashboard accessibility (axe-core)", () => {
-  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss and a refusal: no serious or critical violation", async (ctx) => {
+  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss, a refusal and workers: no serious or critical violation", async (ctx) => {
     if (!browser || !target) return ctx.skip();
     const store = await target.open();
     const adapter = await store.connect();
@@ -59,13 +59,20 @@ describe("dashboard accessibility (axe-core)", () => {
     await w.start();
     await docket.waitFor(dead.id, { timeoutMs: 10_000, pollMs: 20 });
     await w.stop();
+    // A worker left running for the workers page (it takes from a queue nothing is enqueued to).
+    const idle = docket.worker({ name: "idle-worker", queues: ["idle"], concurrency: 4, pollMs: 50, logger: null, handlers: { nothing: () => undefined } });
+    await idle.start();
     const { server, url } = await serveOnNode(docket.dashboard({ authorize: (_r, a) => a !== "cancel" }), 0);
     const context = await browser.newContext({ bypassCSP: true });
     const page = await context.newPage();
     const found: string[] = [];
     try {
-      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus"]) {
+      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus", "workers"]) {
         await page.goto(`${url}${path}`);
+        if (path === "workers") {
+          mkdirSync("test-artifacts", { recursive: true });
+          await page.screenshot({ path: "test-artifacts/dashboard-sqlite-workers.png", fullPage: true });
+        }
         await page.addScriptTag({ content: AXE });
         const violations = (await page.evaluate(async () => {
           const result = await (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: unknown[] }> } }).axe.run({ runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
@@ -79,6 +86,7 @@ describe("dashboard accessibility (axe-core)", () => {
       }
     } finally {
       await context.close();
+      await idle.stop();
       await new Promise<void>((r) => server.close(() => r()));
       await adapter.close();
       await store.close();

@@ -81,3 +81,22 @@ describe("dashboard job actions", () => {
     expect((await post(h, "/", "/schedules/nope/run")).page).toContain("no schedule");
   });
 });
+
+describe("dashboard workers page", () => {
+  it("lists each running worker (name, host, pid, queues, concurrency, jobs in hand); a stopped worker is gone", async () => {
+    const h = docket.dashboard();
+    expect(await get(h, "/workers")).toContain("No worker is running");
+    const w = docket.worker({ name: "page-worker", queues: ["pages", "more"], concurrency: 7, pollMs: 20, logger: null, handlers: { t: () => undefined } });
+    await w.start();
+    try {
+      for (let i = 0; i < 100 && (await docket.workers()).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      const page = await get(h, "/workers");
+      expect(page).toMatch(/<tr data-worker="page-worker#[0-9a-z]+"><td>page-worker<\/td>/);
+      expect(page).toContain("<td>pages, more</td><td class=\"n\">7</td><td class=\"n\">0</td>");
+      expect(page).toContain('<a href="/workers">Workers</a>');
+    } finally {
+      await w.stop();
+    }
+    expect(await get(h, "/workers")).toContain("No worker is running");
+  });
+});

@@ -35,6 +35,8 @@ export interface TableNames {
   fairKeys: string;
   /** Dependencies: one row per (child, parent) edge. */
   deps: string;
+  /** The worker registry: one row per running worker, heartbeated. */
+  workers: string;
 }
 
 /** Table names for a prefix (the empty prefix is allowed). */
@@ -50,5 +52,6 @@ export function tableNames(prefix: string): TableNames {
     schedules: `${prefix}schedules`,
     fairKeys: `${prefix}fair_keys`,
     deps: `${prefix}job_deps`,
+    workers: `${prefix}workers`,
   };
 }

@@ -25,6 +25,7 @@ import type {
   RepairKeysParams,
   ReplayDeadParams,
   RunNowParams,
+  WorkerRecord,
   ReplayParams,
   SetProgressParams,
   RecordStepParams,
@@ -56,6 +57,7 @@ import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
 import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./schedules.ts";
+import { listWorkers, putWorker, removeWorker } from "./workers.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
@@ -266,6 +268,18 @@ export class KyselyStore implements DocketAdapter {
 
   deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run(() => deleteSchedule(this.#ctx, params.name));
+  }
+
+  putWorker(worker: WorkerRecord): Promise<void> {
+    return this.#run(() => putWorker(this.#ctx, worker));
+  }
+
+  removeWorker(params: { id: string }): Promise<void> {
+    return this.#run(() => removeWorker(this.#ctx, params.id));
+  }
+
+  listWorkers(params: { now: number; limit: number }): Promise<WorkerRecord[]> {
+    return this.#run(() => listWorkers(this.#ctx, params));
   }
 
   fireSchedule(params: FireScheduleParams): Promise<JobRecord | null> {

@@ -33,6 +33,7 @@ import type {
   RepairKeysParams,
   ReplayDeadParams,
   RunNowParams,
+  WorkerRecord,
   ReplayParams,
   SetProgressParams,
   RecordStepParams,
@@ -46,6 +47,7 @@ import type {
   StoredStats,
   TaskControl,
 } from "../../core/adapter.ts";
+import { WORKER_ROWS_KEPT_MS } from "../../core/adapter.ts";
 import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { claim } from "./claim.ts";
@@ -62,7 +64,7 @@ import { emptyState, type MemoryState } from "./state.ts";
 const MEMORY_SCHEMA_VERSION = 1;
 
 /** The tables a SQL store would name in SCHEMA_MISSING, per kind of call. */
-type Table = "jobs" | "queues" | "schedules" | "migrations";
+type Table = "jobs" | "queues" | "schedules" | "migrations" | "workers";
 
 /** An adapter handle on a memory state. */
 export class MemoryAdapter implements DocketAdapter {
@@ -201,6 +203,27 @@ export class MemoryAdapter implements DocketAdapter {
 
   deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run("schedules", true, (s) => deleteSchedule(s, params.name));
+  }
+
+  putWorker(worker: WorkerRecord): Promise<void> {
+    return this.#run("workers", true, (s) => {
+      for (const [id, w] of s.workers) if (w.expiresAt < worker.heartbeatAt - WORKER_ROWS_KEPT_MS) s.workers.delete(id);
+      s.workers.set(worker.id, { ...worker });
+    });
+  }
+
+  removeWorker(params: { id: string }): Promise<void> {
+    return this.#run("workers", true, (s) => void s.workers.delete(params.id));
+  }
+
+  listWorkers(params: { now: number; limit: number }): Promise<WorkerRecord[]> {
+    return this.#run("workers", true, (s) =>
+      [...s.workers.values()]
+        .filter((w) => w.expiresAt > params.now)
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .slice(0, params.limit)
+        .map((w) => ({ ...w })),
+    );
   }
 
   fireSchedule(params: FireScheduleParams): Promise<JobRecord | null> {

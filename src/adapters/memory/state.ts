@@ -5,7 +5,7 @@
  * this one change it, each in one synchronous step (nothing awaits between
  * reading and writing it), which is what makes each adapter call atomic.
  */
-import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl } from "../../core/adapter.ts";
+import type { QueueControl, ReadyNotice, StoredSchedule, TaskControl, WorkerRecord } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { RateLimit, StartLog } from "../../core/rate-limit.ts";
 import { nextTurn } from "../../core/turn.ts";
@@ -40,6 +40,8 @@ export interface MemoryState {
   readonly children: Map<number, number[]>;
   /** Each waiting job's count of parents not yet succeeded. */
   readonly waitingOn: Map<number, number>;
+  /** The worker registry, by worker id. */
+  readonly workers: Map<string, WorkerRecord>;
   /** Subscribers to ready notices, of every handle on this state. */
   readonly readyListeners: Set<(notice: ReadyNotice) => void>;
 }
@@ -62,6 +64,7 @@ export function emptyState(): MemoryState {
     parents: new Map(),
     children: new Map(),
     waitingOn: new Map(),
+    workers: new Map(),
     readyListeners: new Set(),
   };
 }

@@ -281,5 +281,14 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 22,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at BIGINT NULL`],
     },
+    {
+      // The worker registry (DocketAdapter.putWorker): one row per running worker, written only by it.
+      version: 23,
+      statements: [
+        `CREATE TABLE ${prefix}workers (id VARCHAR(191) NOT NULL PRIMARY KEY, name VARCHAR(191) NOT NULL, host VARCHAR(255) NOT NULL,
+          pid INT NOT NULL, queues TEXT NOT NULL, concurrency INT NOT NULL, started_at BIGINT NOT NULL, heartbeat_at BIGINT NOT NULL,
+          expires_at BIGINT NOT NULL, jobs_in_hand INT NOT NULL, INDEX ${prefix}workers_expiry (expires_at)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }

@@ -218,5 +218,14 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 20,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at bigint`],
     },
+    {
+      // The worker registry (DocketAdapter.putWorker): one row per running worker, written only by it.
+      version: 21,
+      statements: [
+        `CREATE TABLE ${prefix}workers (id text PRIMARY KEY, name text NOT NULL, host text NOT NULL, pid integer NOT NULL, queues text NOT NULL,
+          concurrency integer NOT NULL, started_at bigint NOT NULL, heartbeat_at bigint NOT NULL, expires_at bigint NOT NULL, jobs_in_hand integer NOT NULL)`,
+        `CREATE INDEX ${prefix}workers_expiry ON ${prefix}workers (expires_at)`,
+      ],
+    },
   ];
 }

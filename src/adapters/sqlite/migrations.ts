@@ -317,5 +317,14 @@ export function migrations(prefix: string): readonly Migration[] {
       version: 21,
       statements: [`ALTER TABLE ${jobs} ADD COLUMN started_at INTEGER`],
     },
+    {
+      // The worker registry (DocketAdapter.putWorker): one row per running worker, written only by it.
+      version: 22,
+      statements: [
+        `CREATE TABLE ${prefix}workers (id TEXT PRIMARY KEY, name TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, queues TEXT NOT NULL,
+          concurrency INTEGER NOT NULL, started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, jobs_in_hand INTEGER NOT NULL)`,
+        `CREATE INDEX ${prefix}workers_expiry ON ${prefix}workers (expires_at)`,
+      ],
+    },
   ];
 }

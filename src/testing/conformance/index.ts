@@ -18,6 +18,7 @@ import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
 import { debounceCases } from "./debounce.ts";
 import { jobActionCases } from "./job-actions.ts";
+import { workerRegistryCases } from "./workers.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { stepCases } from "./steps.ts";
@@ -56,6 +57,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...idempotencyCases,
     ...debounceCases,
     ...jobActionCases,
+    ...workerRegistryCases,
     ...maintenanceCases,
     ...resultCases,
     ...stepCases,
