@@ -9,6 +9,7 @@ export interface Flags {
   state?: string;
   queue?: string;
   task?: string;
+  key?: string;
   limit?: string;
   after?: string;
   window?: string;
@@ -49,6 +50,7 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       const jobs = await docket.list({
         ...filter,
         ...(flags.state === undefined ? {} : { state: flags.state }),
+        ...(flags.key === undefined ? {} : { concurrencyKey: flags.key }),
         limit: parseCount(flags.limit, "--limit", 50),
         ...(flags.after === undefined ? {} : { afterId: parseId(flags.after) }),
       });

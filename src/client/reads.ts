@@ -18,6 +18,8 @@ export interface ListOptions<T extends TaskMap = TaskMap> {
   state?: JobState;
   queue?: string;
   task?: keyof T & string;
+  /** Only jobs of this concurrency key: its holders (ready, running) and the jobs it blocks. */
+  concurrencyKey?: string;
   afterId?: number;
   /** Default 100, at most 10 000. */
   limit?: number;
@@ -48,7 +50,7 @@ export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): 
 
 /** A page of jobs, oldest id first (see ListOptions). */
 export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, options: ListOptions<T>): Promise<Job[]> {
-  checkKeys(options, ["state", "queue", "task", "afterId", "limit"], "list(options)");
+  checkKeys(options, ["state", "queue", "task", "concurrencyKey", "afterId", "limit"], "list(options)");
   const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
   if (options.state !== undefined && !isJobState(options.state)) {
     throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${shown(options.state)}`);
@@ -58,6 +60,7 @@ export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, option
     state: options.state,
     queue: options.queue === undefined ? undefined : validateName(options.queue, "queue"),
     task: options.task === undefined ? undefined : validateName(options.task, "task"),
+    concurrencyKey: options.concurrencyKey === undefined ? undefined : validateName(options.concurrencyKey, "concurrencyKey"),
     afterId: options.afterId === undefined ? undefined : validateInteger(options.afterId, "afterId", 0, Number.MAX_SAFE_INTEGER),
   });
   return records.map((r) => toJob(r));

@@ -848,6 +848,8 @@ export interface ListParams {
   state?: JobState;
   queue?: string;
   task?: string;
+  /** Only jobs of this concurrency key. */
+  concurrencyKey?: string;
   afterId?: number;
   /** Only these jobs (at most LIST_IDS_MAX ids; those that do not exist are left out). */
   ids?: readonly number[];

@@ -48,7 +48,7 @@ header a{color:#cfe0ff;text-decoration:none}header strong{font-size:16px}#refres
 main{padding:16px 20px}h2{font-size:15px;margin:22px 0 8px}
 table{border-collapse:collapse;background:#fff;min-width:50%}th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
-form.inline{display:inline}button{font:inherit;padding:2px 10px;cursor:pointer}
+form.inline{display:inline}#actions form{margin-right:8px}button{font:inherit;padding:2px 10px;cursor:pointer}
 .notice{background:#e7f6e7;border:1px solid #9c9;padding:6px 10px;margin-bottom:10px}
 .error{background:#fbeaea;border-color:#d99}pre{background:#fff;border:1px solid #dde1e8;padding:8px;white-space:pre-wrap;word-break:break-all;margin:0}
 .muted{color:#545b6b}.bad{color:#b00020}svg{background:#fff;border:1px solid #dde1e8}

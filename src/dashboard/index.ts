@@ -67,7 +67,7 @@ export interface DashboardSource {
   get(id: number): Promise<Job | null>;
   dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }>;
   getByIdempotencyKey(key: string): Promise<Job | null>;
-  list(options: { state?: JobState; queue?: string; task?: string; afterId?: number; limit?: number }): Promise<Job[]>;
+  list(options: { state?: JobState; queue?: string; task?: string; concurrencyKey?: string; afterId?: number; limit?: number }): Promise<Job[]>;
   pauseQueue(queue: string): Promise<unknown>;
   resumeQueue(queue: string): Promise<unknown>;
   cancel(id: number): Promise<unknown>;
@@ -163,14 +163,15 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         }
         if (path === "jobs") {
           const filter: JobFilter = {};
-          for (const k of ["state", "queue", "task"] as const) {
+          for (const k of ["state", "queue", "task", "key"] as const) {
             const value = (url.searchParams.get(k) ?? "").trim();
             if (value !== "") filter[k] = value;
           }
           if (filter.state !== undefined && !isJobState(filter.state)) return refuse(400, `No such state: ${filter.state}.`, `${base}jobs`);
           const after = Number(url.searchParams.get("after") ?? 0);
-          const jobs = await docket.list({ ...(filter as { state?: JobState }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
-          const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`].filter(Boolean).join(" ");
+          const { key, ...rest } = filter;
+          const jobs = await docket.list({ ...(rest as { state?: JobState }), ...(key === undefined ? {} : { concurrencyKey: key }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
+          const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`, key && `under key ${key}`].filter(Boolean).join(" ");
           return render(title, jobList(jobs, filter, JOBS_PAGE, view), url);
         }
         const job = /^jobs\/(\d+)$/.exec(path);

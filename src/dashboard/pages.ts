@@ -49,7 +49,7 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td><a href="${jobsHref(v
   const caps = s.tasks.filter((t) => t.maxRunning !== null);
   return html`<h2>Queues</h2>${queues}
 <h2>Throughput</h2>${throughputChart(s)}
-<h2>Concurrency keys</h2>${s.keys.length === 0 ? html`<p class="muted">No key has jobs in use or waiting.</p>` : html`<table id="keys"><tr><th>key</th><th>limit</th><th>slots in use</th><th>blocked</th></tr>${s.keys.map((k) => html`<tr><td>${k.key}</td><td class="n">${k.limit ?? "–"}</td><td class="n">${k.holders}</td><td class="n">${k.blocked}</td></tr>`)}</table>`}
+<h2>Concurrency keys</h2>${s.keys.length === 0 ? html`<p class="muted">No key has jobs in use or waiting.</p>` : html`<table id="keys"><tr><th>key</th><th>limit</th><th>slots in use</th><th>blocked</th></tr>${s.keys.map((k) => html`<tr><td><a href="${jobsHref(v.base, { key: k.key })}">${k.key}</a></td><td class="n">${k.limit ?? "–"}</td><td class="n">${k.holders === 0 ? "0" : k.holders}</td><td class="n">${k.blocked === 0 ? "0" : html`<a href="${jobsHref(v.base, { key: k.key, state: "blocked" })}">${k.blocked}</a>`}</td></tr>`)}</table>`}
 <h2>Rate limits</h2>${s.rateLimits.length === 0 ? html`<p class="muted">No rate limits.</p>` : html`<table id="rate-limits"><tr><th>limit of</th><th>name</th><th>limit</th><th>per</th><th>started in window</th><th>waiting</th><th>next start</th></tr>${s.rateLimits.map((r) => html`<tr><td>${r.scope}</td><td>${r.name}</td><td class="n">${r.limit}</td><td>${duration(r.periodMs)}</td><td class="n ${r.used >= r.limit ? "bad" : ""}">${r.used}</td><td class="n">${r.waiting}</td><td>${r.nextStartAt === null ? "now" : `in ${duration(r.nextStartAt - s.at)}`}</td></tr>`)}</table>`}
 <h2>Task caps</h2>${caps.length === 0 ? html`<p class="muted">No task caps.</p>` : html`<table id="task-caps"><tr><th>task</th><th>running</th><th>cap</th></tr>${caps.map((t) => html`<tr><td>${t.task}</td><td class="n">${t.counts.running}</td><td class="n">${t.maxRunning}</td></tr>`)}</table>`}
 <h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>worker</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="worker">${r.worker ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
@@ -66,7 +66,7 @@ function missedText(x: Schedule): string {
 /** The job list's address for `filter` (state, queue, task) from `after` on. */
 export function jobsHref(base: string, filter: JobFilter, after?: number): string {
   const q = new URLSearchParams();
-  for (const k of ["state", "queue", "task"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
+  for (const k of ["state", "queue", "task", "key"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
   if (after !== undefined) q.set("after", String(after));
   const query = q.toString();
   return `${base}jobs${query === "" ? "" : `?${query}`}`;
@@ -76,6 +76,8 @@ export interface JobFilter {
   state?: string;
   queue?: string;
   task?: string;
+  /** A concurrency key. */
+  key?: string;
 }
 
 /**
@@ -87,7 +89,7 @@ export function jobList(jobs: Job[], filter: JobFilter, pageSize: number, v: Vie
   const options = (values: readonly string[], selected: string | undefined) =>
     [html`<option value="">any</option>`, ...values.map((x) => html`<option value="${x}" ${x === selected ? new Html("selected") : ""}>${x}</option>`)];
   const form = html`<form method="get" action="${v.base}jobs" id="filter">state <select name="state" aria-label="state">${options(ALL_STATES, filter.state)}</select>
- queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> <button>Filter</button></form>`;
+ queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> key <input name="key" value="${filter.key ?? ""}" size="14" aria-label="concurrency key"> <button>Filter</button></form>`;
   const rows = jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.state}</td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${j.concurrencyKey ?? "–"}</td><td>${time(j.runAt)}</td><td>${time(j.updatedAt)}</td></tr>`);
   const next = jobs.length === pageSize ? html`<p><a id="next" href="${jobsHref(v.base, filter, jobs[jobs.length - 1]!.id)}">Next ${pageSize} →</a></p>` : "";
   return html`${form}${jobs.length === 0 ? html`<p class="muted">No jobs match.</p>` : html`<table id="jobs"><tr><th>job</th><th>state</th><th>task</th><th>queue</th><th>attempts</th><th>key</th><th>due</th><th>last change</th></tr>${rows}</table>`}${next}`;

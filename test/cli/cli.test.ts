@@ -89,6 +89,7 @@ describe("cli", () => {
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/cancelled/);
       expect((await run("jobs", "show", "999999")).code).toBe(1);
+      expect(JSON.parse((await run("jobs", "list", "--key", "account-7", "--json")).stdout).map((j: { state: string }) => j.state)).toEqual(["cancelled", "ready"]);
 
       expect((await run("dlq", "list")).stdout).toContain("card declined");
       const deadJob = (await run("jobs", "show", String(ids.dead))).stdout;

@@ -63,3 +63,19 @@ describe("dashboard job list", () => {
     expect(await get("/?refresh=7")).not.toContain('http-equiv="refresh"');
   });
 });
+
+describe("dashboard job list by concurrency key", () => {
+  it("each key of the overview links to its jobs, its blocked count to its blocked jobs; the list filters by key", async () => {
+    const holder = await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
+    const waiting = await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
+    await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-10", limit: 1 } });
+    const handler = docket.dashboard();
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const overview = await get("/");
+    expect(overview).toContain('<a href="/jobs?key=account-9">account-9</a>');
+    expect(overview).toContain('<a href="/jobs?state=blocked&amp;key=account-9">1</a>');
+    expect(ids(await get("/jobs?key=account-9"))).toEqual([holder.id, waiting.id]);
+    expect(ids(await get("/jobs?key=account-9&state=blocked"))).toEqual([waiting.id]);
+    expect(await get("/jobs?key=account-9")).toContain("<title>Jobs under key account-9 · docket</title>");
+  });
+});

@@ -16,6 +16,7 @@ export async function listJobs(ctx: StoreContext, params: ListParams): Promise<J
   if (params.state !== undefined) q = q.where("state", "=", params.state);
   if (params.queue !== undefined) q = q.where("queue", "=", params.queue);
   if (params.task !== undefined) q = q.where("task", "=", params.task);
+  if (params.concurrencyKey !== undefined) q = q.where("concurrency_key", "=", params.concurrencyKey);
   if (params.afterId !== undefined) q = q.where("id", ">", params.afterId);
   if (params.ids !== undefined) {
     if (params.ids.length === 0) return [];

@@ -25,6 +25,7 @@ export function listJobs(state: MemoryState, p: ListParams): JobRecord[] {
     if (p.state !== undefined && j.state !== p.state) continue;
     if (p.queue !== undefined && j.queue !== p.queue) continue;
     if (p.task !== undefined && j.task !== p.task) continue;
+    if (p.concurrencyKey !== undefined && j.concurrencyKey !== p.concurrencyKey) continue;
     if (p.afterId !== undefined && j.id <= p.afterId) continue;
     out.push(copy(j));
     if (out.length >= p.limit) break;

@@ -9,6 +9,21 @@ const code = (e: unknown) => (e as { code?: string }).code;
 /** An operator's actions on one job (Docket.runNow, Docket.deleteJob): what each moves, and what it refuses while writing nothing. */
 export const jobActionCases: ConformanceCase[] = [
   {
+    name: "list › concurrencyKey: a key's holders and blocked jobs, in id order, with the other filters; a bad key is InvalidArgumentError",
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter, clock: t.clock });
+      const a = await d.enqueue("t", {}, { concurrency: { key: "k1", limit: 1 } });
+      await d.enqueue("t", {}, { concurrency: { key: "k2", limit: 1 } });
+      const b = await d.enqueue("t", {}, { concurrency: { key: "k1", limit: 1 } });
+      await d.enqueue("t", {});
+      assert.deepEqual((await d.list({ concurrencyKey: "k1" })).map((j) => [j.id, j.state]), [[a.id, "ready"], [b.id, "blocked"]]);
+      assert.deepEqual((await d.list({ concurrencyKey: "k1", state: "blocked" })).map((j) => j.id), [b.id]);
+      assert.deepEqual((await d.list({ concurrencyKey: "k1", afterId: a.id })).map((j) => j.id), [b.id]);
+      assert.deepEqual(await d.list({ concurrencyKey: "none-such" }), []);
+      await assert.rejects(d.list({ concurrencyKey: "" }), (e) => code(e) === "INVALID_ARGUMENT");
+    },
+  },
+  {
     name: "claim › stamps startedAt with the claim's time on every attempt; null before the first; kept when the job finishes",
     async run(t) {
       const d = new Docket({ adapter: t.adapter, clock: t.clock });
