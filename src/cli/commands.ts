@@ -154,7 +154,7 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
           ? "no schedules"
           : table(
               ["name", "cron", "timezone", "task", "queue", "last tick", "next tick", "missed"],
-              list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), time(x.nextTickAt), x.missedTicks === 0 ? "none" : `${x.missedTicks} since ${time(x.firstMissedAt)}`]),
+              list.map((x) => [x.name, x.cron, x.timezone, x.task, x.queue, time(x.lastTickAt), x.paused ? "paused" : time(x.nextTickAt), x.missedTicks === 0 ? "none" : `${x.missedTicks} since ${time(x.firstMissedAt)}`]),
             );
       return { text, json: list };
     }
@@ -169,6 +169,12 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
               list.map((w) => [w.name, w.host, w.pid, w.queues.join(","), w.concurrency, w.jobsInHand, `${Math.round((now - w.heartbeatAt) / 1000)} s ago`]),
             );
       return { text, json: list };
+    }
+    case "schedules pause":
+    case "schedules resume": {
+      const name = required(args[0], "a schedule name");
+      const s = action === "pause" ? await docket.schedules.pause(name) : await docket.schedules.resume(name);
+      return { text: `schedule ${s.name} ${s.paused ? "paused" : "resumed"}; next tick ${time(s.nextTickAt)}`, json: s };
     }
     case "schedules run": {
       const job = await docket.schedules.runNow(required(args[0], "a schedule name"));

@@ -45,6 +45,7 @@ Commands:
   tasks cap <task> <n|none> | rate <task> <n/duration|none>
   schedules list                           recurring jobs with their last and next tick
   schedules run <name>                     enqueue the schedule's job now (its ticks go on)
+  schedules pause <name> | resume <name>   stop its ticks; resume from the next one (none fired for the pause)
   workers list                             running workers: host, pid, queues, jobs in hand, heartbeat
   purge --older-than <duration>            delete succeeded, cancelled and dead jobs finished before
   dashboard [--port 8080] [--host ADDR]    serve the dashboard on 127.0.0.1 (or ADDR) until Ctrl-C;

@@ -121,7 +121,7 @@ export class Schedules<T extends TaskMap = TaskMap> {
     const now = this.host.clock.now();
     const fired: FiredTick[] = [];
     for (const s of await this.host.adapter.listSchedules()) {
-      const tick = latestTick(this.#cron(s.cron, s.timezone), now);
+      const tick = s.paused ? null : latestTick(this.#cron(s.cron, s.timezone), now);
       if (tick === null || tick <= s.lastTick) continue;
       const options = JSON.parse(s.options) as ScheduleJobOptions;
       const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
@@ -132,6 +132,28 @@ export class Schedules<T extends TaskMap = TaskMap> {
       fired.push({ schedule: s.name, tick, job: parsed });
     }
     return fired;
+  }
+
+  /** Pauses the schedule: no scheduler fires its ticks until `resume`. NotFoundError when there is none. */
+  pause(name: string): Promise<Schedule> {
+    return this.#setPaused(name, true);
+  }
+
+  /** Resumes it from its next tick: ticks that came due while it was paused are skipped, not fired. NotFoundError when there is none. */
+  resume(name: string): Promise<Schedule> {
+    return this.#setPaused(name, false);
+  }
+
+  async #setPaused(name: string, paused: boolean): Promise<Schedule> {
+    validateName(name, "schedule name");
+    const now = this.host.clock.now();
+    const current = (await this.host.adapter.listSchedules()).find((x) => x.name === name);
+    if (!current) throw new NotFoundError(0, `no schedule ${shown(name)}`);
+    const cron = this.#cron(current.cron, current.timezone);
+    const lastTick = paused ? undefined : (latestTick(cron, now) ?? undefined);
+    const stored = await this.host.adapter.pauseSchedule({ name, paused, now, ...(lastTick === undefined ? {} : { lastTick }) });
+    if (!stored) throw new NotFoundError(0, `no schedule ${shown(name)}`);
+    return toSchedule(stored, this.#cron(stored.cron, stored.timezone), now);
   }
 
   /**
@@ -153,7 +175,8 @@ export class Schedules<T extends TaskMap = TaskMap> {
 }
 
 function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
-  const missed = missedTicks(cron, s.lastTick, now);
+  // A paused schedule's ticks are skipped, not missed.
+  const missed = s.paused ? { count: 0, first: null } : missedTicks(cron, s.lastTick, now);
   return {
     name: s.name,
     cron: s.cron,
@@ -166,6 +189,7 @@ function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
     nextTickAt: nextTick(cron, now),
     missedTicks: missed.count,
     firstMissedAt: missed.first,
+    paused: s.paused,
   };
 }
 

@@ -318,6 +318,15 @@ export interface DocketAdapter {
   deleteSchedule(params: DeleteScheduleParams): Promise<boolean>;
 
   /**
+   * Pauses (`paused` true) or resumes a schedule; with `lastTick`, its last
+   * tick also moves forward to it (never back), so a resume fires no tick
+   * that came due while it was paused. Returns the schedule as stored, or
+   * null when there is none. A fire racing it is decided by the row: the
+   * tick's compare-and-set requires the schedule not paused.
+   */
+  pauseSchedule(params: { name: string; paused: boolean; now: number; lastTick?: number }): Promise<StoredSchedule | null>;
+
+  /**
    * Fires one tick: in ONE transaction, moves the schedule's last tick to
    * `tick` if it is behind it (compare-and-set) and then stores `job`.
    * Of any number of concurrent calls for one tick, in any processes,
@@ -779,12 +788,14 @@ export interface StoredSchedule {
   options: string;
   /** The last tick fired (epoch ms); a new schedule starts at its latest tick before creation. */
   lastTick: number;
+  /** A paused schedule fires no tick (see pauseSchedule); a new one is not paused, and redefining one keeps this. */
+  paused: boolean;
   createdAt: number;
   updatedAt: number;
 }
 
 /** A schedule to store: its definition and the last tick a new one starts from (see putSchedule). */
-export type PutScheduleParams = Omit<StoredSchedule, "createdAt" | "updatedAt"> & { now: number };
+export type PutScheduleParams = Omit<StoredSchedule, "createdAt" | "updatedAt" | "paused"> & { now: number };
 
 export interface FireScheduleParams {
   name: string;

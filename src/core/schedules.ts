@@ -46,6 +46,8 @@ export interface Schedule {
    */
   missedTicks: number;
   firstMissedAt: number | null;
+  /** Paused: it fires no tick until resumed (then from its next tick; ticks while paused are not missed, they are skipped). */
+  paused: boolean;
 }
 
 export interface FiredTick {

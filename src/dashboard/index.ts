@@ -58,7 +58,7 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
 /** What the dashboard reads and does: a narrow view of a Docket (every Docket is one). */
 export interface DashboardSource {
   stats(): Promise<DocketStats>;
-  readonly schedules: { list(): Promise<Schedule[]>; runNow(name: string): Promise<Job> };
+  readonly schedules: { list(): Promise<Schedule[]>; runNow(name: string): Promise<Job>; pause(name: string): Promise<Schedule>; resume(name: string): Promise<Schedule> };
   readonly deadLetters: {
     list(options: { limit: number }): Promise<Job[]>;
     replay(id: number): Promise<Job>;
@@ -239,11 +239,15 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
           throw error;
         }
       }
-      const schedule = /^schedules\/([^/]+)\/run$/.exec(path);
+      const schedule = /^schedules\/([^/]+)\/(run|pause|resume)$/.exec(path);
       if (schedule) {
         const name = decodeURIComponent(schedule[1]!);
-        if (!(await authorize(request, "run-schedule"))) return forbidden(base);
+        const act = schedule[2] as "run" | "pause" | "resume";
+        if (!(await authorize(request, act === "run" ? "run-schedule" : act))) return forbidden(base);
         try {
+          if (act === "pause") await docket.schedules.pause(name);
+          if (act === "resume") await docket.schedules.resume(name);
+          if (act !== "run") return back(base, { notice: `schedule ${name} ${act === "pause" ? "paused" : "resumed"}` });
           const job = await docket.schedules.runNow(name);
           return back(base, { notice: `schedule ${name}: job ${job.id} enqueued` });
         } catch (error) {

@@ -53,7 +53,19 @@ ${s.queues.map((q) => html`<tr data-queue="${q.queue}"><td><a href="${jobsHref(v
 <h2>Rate limits</h2>${s.rateLimits.length === 0 ? html`<p class="muted">No rate limits.</p>` : html`<table id="rate-limits"><tr><th>limit of</th><th>name</th><th>limit</th><th>per</th><th>started in window</th><th>waiting</th><th>next start</th></tr>${s.rateLimits.map((r) => html`<tr><td>${r.scope}</td><td>${r.name}</td><td class="n">${r.limit}</td><td>${duration(r.periodMs)}</td><td class="n ${r.used >= r.limit ? "bad" : ""}">${r.used}</td><td class="n">${r.waiting}</td><td>${r.nextStartAt === null ? "now" : `in ${duration(r.nextStartAt - s.at)}`}</td></tr>`)}</table>`}
 <h2>Task caps</h2>${caps.length === 0 ? html`<p class="muted">No task caps.</p>` : html`<table id="task-caps"><tr><th>task</th><th>running</th><th>cap</th></tr>${caps.map((t) => html`<tr><td>${t.task}</td><td class="n">${t.counts.running}</td><td class="n">${t.maxRunning}</td></tr>`)}</table>`}
 <h2>Running</h2>${s.running.length === 0 ? html`<p class="muted">Nothing is running.</p>` : html`<table id="running"><tr><th>job</th><th>task</th><th>queue</th><th>attempt</th><th>key</th><th>worker</th><th>lease expires</th></tr>${s.running.map((r) => html`<tr><td><a href="${v.base}jobs/${r.id}">#${r.id}</a></td><td>${r.task}</td><td>${r.queue}</td><td class="n">${r.attempt}</td><td>${r.concurrencyKey ?? "–"}</td><td class="worker">${r.worker ?? "–"}</td><td class="${r.leaseExpiresInMs < 0 ? "bad" : ""}">${r.leaseExpiresInMs < 0 ? `expired ${duration(r.leaseExpiresInMs)}` : `in ${duration(r.leaseExpiresInMs)}`}</td></tr>`)}</table>`}
-<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th><th>missed</th>${v.can.has("run-schedule") ? html`<th></th>` : ""}</tr>${schedules.map((x) => html`<tr data-schedule="${x.name}"><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${time(x.nextTickAt)}</td><td class="${x.missedTicks > 0 ? "bad" : ""}">${missedText(x)}</td>${v.can.has("run-schedule") ? html`<td>${action(v.base, `schedules/${encodeURIComponent(x.name)}/run`, v.csrf, "Run now", "run-schedule")}</td>` : ""}</tr>`)}</table>`}`;
+<h2>Recurring jobs</h2>${schedules.length === 0 ? html`<p class="muted">No schedules.</p>` : html`<table id="schedules"><tr><th>name</th><th>cron</th><th>time zone</th><th>task</th><th>last tick</th><th>next tick</th><th>missed</th>${scheduleActionsShown(v) ? html`<th></th>` : ""}</tr>${schedules.map((x) => html`<tr data-schedule="${x.name}"><td>${x.name}</td><td><code>${x.cron}</code></td><td>${x.timezone}</td><td>${x.task}</td><td>${time(x.lastTickAt)}</td><td>${x.paused ? "paused" : time(x.nextTickAt)}</td><td class="${x.missedTicks > 0 ? "bad" : ""}">${missedText(x)}</td>${scheduleActionsShown(v) ? html`<td>${scheduleActions(x, v)}</td>` : ""}</tr>`)}</table>`}`;
+}
+
+const scheduleActionsShown = (v: View) => v.can.has("run-schedule") || v.can.has("pause") || v.can.has("resume");
+
+/** A schedule's buttons this request may use: run now, and pause or resume. */
+function scheduleActions(x: Schedule, v: View): Html[] {
+  const at = (act: string) => `schedules/${encodeURIComponent(x.name)}/${act}`;
+  return [
+    v.can.has("run-schedule") ? action(v.base, at("run"), v.csrf, "Run now", "run-schedule") : null,
+    x.paused && v.can.has("resume") ? action(v.base, at("resume"), v.csrf, "Resume", "resume-schedule") : null,
+    !x.paused && v.can.has("pause") ? action(v.base, at("pause"), v.csrf, "Pause", "pause-schedule") : null,
+  ].filter((b): b is Html => b !== null);
 }
 
 /** A schedule's missed ticks: none, or how many since when (no scheduler ran then). */

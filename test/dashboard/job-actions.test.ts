@@ -80,6 +80,21 @@ describe("dashboard job actions", () => {
     expect([job!.task, job!.state, job!.payload]).toEqual(["report", "ready", { kind: "nightly" }]);
     expect((await post(h, "/", "/schedules/nope/run")).page).toContain("no schedule");
   });
+
+  it("a schedule's Pause and Resume: paused, its next tick reads paused and the button turns to Resume", async () => {
+    const h = docket.dashboard({ authorize: () => true });
+    await docket.schedules.put("hourly", { cron: "0 * * * *", task: "report" });
+    const row = (page: string) => /<tr data-schedule="hourly">.*?<\/tr>/s.exec(page)![0];
+    expect(buttons(row(await get(h, "/")))).toEqual(["run-schedule", "pause-schedule"]);
+    expect((await post(h, "/", "/schedules/hourly/pause")).page).toContain("schedule hourly paused");
+    const paused = row(await get(h, "/"));
+    expect(paused).toContain("<td>paused</td>");
+    expect(buttons(paused)).toEqual(["run-schedule", "resume-schedule"]);
+    expect((await post(h, "/", "/schedules/hourly/resume")).page).toContain("schedule hourly resumed");
+    expect((await docket.schedules.list()).find((s) => s.name === "hourly")!.paused).toBe(false);
+    const viewer = docket.dashboard({ authorize: (_r, a) => a === "view" });
+    expect(buttons(row(await get(viewer, "/")))).toEqual([]);
+  });
 });
 
 describe("dashboard workers page", () => {

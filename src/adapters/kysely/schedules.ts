@@ -14,6 +14,7 @@ interface ScheduleRow {
   payload: string;
   options: string;
   last_tick: number | string;
+  paused?: number | string | boolean | null;
   created_at: number | string;
   updated_at: number | string;
 }
@@ -28,6 +29,7 @@ function toSchedule(r: ScheduleRow): StoredSchedule {
     payload: r.payload,
     options: r.options,
     lastTick: Number(r.last_tick),
+    paused: Number(r.paused ?? 0) === 1 || r.paused === true,
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };
@@ -77,12 +79,25 @@ export async function deleteSchedule(ctx: StoreContext, name: string): Promise<b
 export async function fireSchedule(ctx: StoreContext, p: FireScheduleParams, background: (work: Promise<void>) => void): Promise<JobRecord | null> {
   const { db, engine, tables } = ctx;
   return engine.writeTransaction(db, async (trx) => {
-    const write = trx.updateTable(tables.schedules).set({ last_tick: p.tick, updated_at: p.now }).where("name", "=", p.name).where("last_tick", "<", p.tick);
+    const write = trx.updateTable(tables.schedules).set({ last_tick: p.tick, updated_at: p.now }).where("name", "=", p.name).where("last_tick", "<", p.tick).where("paused", "=", 0);
     const moved = await labelled(write, "tick").executeTakeFirst();
     if (Number(moved.numUpdatedRows) !== 1) return null;
     const inTrx: Engine = { ...engine, writeTransaction: (_db, fn) => fn(trx), writeStatement: (_db, fn) => fn(trx) };
     const [job] = await enqueue({ ...ctx, db: trx, engine: inTrx }, { jobs: [p.job], now: p.now, transaction: trx }, background);
     const { created: _created, ...record } = job!;
     return record;
+  });
+}
+
+/** See DocketAdapter.pauseSchedule. */
+export async function pauseSchedule(ctx: StoreContext, p: { name: string; paused: boolean; now: number; lastTick?: number }): Promise<StoredSchedule | null> {
+  const { db, engine, tables } = ctx;
+  return engine.writeTransaction(db, async (trx) => {
+    await trx.updateTable(tables.schedules).set({ paused: p.paused ? 1 : 0, updated_at: p.now }).where("name", "=", p.name).execute();
+    if (p.lastTick !== undefined) {
+      await trx.updateTable(tables.schedules).set({ last_tick: p.lastTick }).where("name", "=", p.name).where("last_tick", "<", p.lastTick).execute();
+    }
+    const row = (await trx.selectFrom(tables.schedules).selectAll().where("name", "=", p.name).executeTakeFirst()) as ScheduleRow | undefined;
+    return row ? toSchedule(row) : null;
   });
 }

@@ -56,7 +56,7 @@ import { handsOffInOneStatement, settleAndHandOff } from "./hand-off.ts";
 import { extendLeases, heldLeases } from "./leases.ts";
 import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
-import { deleteSchedule, fireSchedule, listSchedules, putSchedule } from "./schedules.ts";
+import { deleteSchedule, fireSchedule, listSchedules, pauseSchedule, putSchedule } from "./schedules.ts";
 import { listWorkers, putWorker, removeWorker } from "./workers.ts";
 import { getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
@@ -268,6 +268,10 @@ export class KyselyStore implements DocketAdapter {
 
   deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run(() => deleteSchedule(this.#ctx, params.name));
+  }
+
+  pauseSchedule(params: { name: string; paused: boolean; now: number; lastTick?: number }): Promise<StoredSchedule | null> {
+    return this.#run(() => pauseSchedule(this.#ctx, params));
   }
 
   putWorker(worker: WorkerRecord): Promise<void> {

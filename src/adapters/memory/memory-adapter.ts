@@ -57,7 +57,7 @@ import { guardHolds, transition } from "./guarded-write.ts";
 import { replay, replayDead, purge, repairKeys, runNow } from "./maintenance.ts";
 import { failureWrite, settle } from "./outcomes.ts";
 import { getJob, listExpired, listJobs, readStats } from "./reads.ts";
-import { deleteSchedule, fireSchedule, listControls, listSchedules, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
+import { deleteSchedule, fireSchedule, listControls, listSchedules, pauseSchedule, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
 import { emptyState, type MemoryState } from "./state.ts";
 
 /** The one schema version a memory store has: `migrate()` applies it once per state. */
@@ -203,6 +203,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   deleteSchedule(params: DeleteScheduleParams): Promise<boolean> {
     return this.#run("schedules", true, (s) => deleteSchedule(s, params.name));
+  }
+
+  pauseSchedule(params: { name: string; paused: boolean; now: number; lastTick?: number }): Promise<StoredSchedule | null> {
+    return this.#run("schedules", true, (s) => pauseSchedule(s, params));
   }
 
   putWorker(worker: WorkerRecord): Promise<void> {

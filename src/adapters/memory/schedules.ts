@@ -22,6 +22,7 @@ export function putSchedule(state: MemoryState, p: PutScheduleParams): StoredSch
     payload: p.payload,
     options: p.options,
     lastTick: current === undefined ? p.lastTick : Math.max(current.lastTick, p.lastTick),
+    paused: current?.paused ?? false,
     createdAt: current?.createdAt ?? p.now,
     updatedAt: p.now,
   };
@@ -40,13 +41,23 @@ export function deleteSchedule(state: MemoryState, name: string): boolean {
 /** See DocketAdapter.fireSchedule: the last tick moves to `tick` only if behind it, and then the tick's job is stored. */
 export function fireSchedule(state: MemoryState, p: FireScheduleParams, name: string): JobRecord | null {
   const schedule = state.schedules.get(p.name);
-  if (schedule === undefined || schedule.lastTick >= p.tick) return null;
+  if (schedule === undefined || schedule.paused || schedule.lastTick >= p.tick) return null;
   checkNewJobs([p.job], name);
   schedule.lastTick = p.tick;
   schedule.updatedAt = p.now;
   const [job] = enqueue(state, { jobs: [p.job], now: p.now }, name);
   const { created: _created, ...record } = job!;
   return record;
+}
+
+/** See DocketAdapter.pauseSchedule. */
+export function pauseSchedule(state: MemoryState, p: { name: string; paused: boolean; now: number; lastTick?: number }): StoredSchedule | null {
+  const schedule = state.schedules.get(p.name);
+  if (schedule === undefined) return null;
+  schedule.paused = p.paused;
+  schedule.updatedAt = p.now;
+  if (p.lastTick !== undefined) schedule.lastTick = Math.max(schedule.lastTick, p.lastTick);
+  return { ...schedule };
 }
 
 /** See DocketAdapter.setQueueControl: only the given fields change. */

@@ -290,5 +290,10 @@ export function migrations(prefix: string): readonly Migration[] {
           expires_at BIGINT NOT NULL, jobs_in_hand INT NOT NULL, INDEX ${prefix}workers_expiry (expires_at)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      // Schedules pause (Schedules.pause): a paused schedule's tick does not pass fireSchedule's compare-and-set.
+      version: 24,
+      statements: [`ALTER TABLE ${prefix}schedules ADD COLUMN paused TINYINT NOT NULL DEFAULT 0`],
+    },
   ];
 }

@@ -326,5 +326,10 @@ export function migrations(prefix: string): readonly Migration[] {
         `CREATE INDEX ${prefix}workers_expiry ON ${prefix}workers (expires_at)`,
       ],
     },
+    {
+      // Schedules pause (Schedules.pause): a paused schedule's tick does not pass fireSchedule's compare-and-set.
+      version: 23,
+      statements: [`ALTER TABLE ${prefix}schedules ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1))`],
+    },
   ];
 }

@@ -146,4 +146,34 @@ export const scheduleCases: ConformanceCase[] = [
       assert.equal((await d.list({ queue: "reports" })).length, 2);
     },
   },
+  {
+    name: "schedules › a paused schedule fires no tick, also raced by another docket's pass; resumed, it fires from its next tick, skipping those while paused",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const d = t.docket();
+      await d.schedules.put("sync", { cron: "*/5 * * * *", task: "sync" });
+      const paused = await d.schedules.pause("sync");
+      assert.equal(paused.paused, true);
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 20));
+      const other = new Docket({ adapter: await t.connect(), clock: t.clock });
+      assert.deepEqual([...(await d.schedules.runDue()), ...(await other.schedules.runDue())], [], "no tick fires while paused");
+      // A pass that read the schedule before the pause still finds the tick refused by the row (the compare-and-set requires it not paused).
+      const [stored] = await t.adapter.listSchedules();
+      const job = { task: "sync", queue: "default", payload: "null", state: "ready" as const, priority: 0, runAt: Date.UTC(2030, 0, 1, 10, 20), maxAttempts: 3, backoff: null };
+      assert.equal(await t.adapter.fireSchedule({ name: stored!.name, tick: Date.UTC(2030, 0, 1, 10, 20), job, now: t.clock.now() }), null);
+      const [listed] = await d.schedules.list();
+      assert.deepEqual([listed!.paused, listed!.missedTicks], [true, 0], "a paused schedule's ticks are not missed");
+      const resumed = await d.schedules.resume("sync");
+      assert.deepEqual([resumed.paused, resumed.lastTickAt], [false, Date.UTC(2030, 0, 1, 10, 20)]);
+      assert.deepEqual(await d.schedules.runDue(), [], "the ticks of the pause are skipped");
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 25));
+      assert.deepEqual((await d.schedules.runDue()).map((f) => f.tick), [Date.UTC(2030, 0, 1, 10, 25)]);
+      assert.equal((await d.list({})).length, 1);
+      await assert.rejects(d.schedules.pause("nope"), NotFoundError);
+      await d.schedules.put("sync", { cron: "*/10 * * * *", task: "sync" });
+      await d.schedules.pause("sync");
+      await d.schedules.put("sync", { cron: "*/15 * * * *", task: "sync" });
+      assert.equal((await d.schedules.list())[0]!.paused, true, "redefining keeps the pause");
+    },
+  },
 ];
