@@ -1,4 +1,5 @@
 import { Docket } from "../client/docket.ts";
+import { BULK_ACTIONS, type BulkAction } from "../client/bulk.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
 import { jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";
@@ -10,6 +11,8 @@ export interface Flags {
   queue?: string;
   task?: string;
   key?: string;
+  /** `jobs bulk`: the count confirmed (what --dry-run printed). */
+  expect?: string;
   limit?: string;
   after?: string;
   window?: string;
@@ -34,7 +37,7 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
   const filter = { ...(flags.queue === undefined ? {} : { queue: flags.queue }), ...(flags.task === undefined ? {} : { task: flags.task }) };
   const name = `${group} ${action ?? ""}`.trim();
   // Ignoring --dry-run would do for real what was asked for as a rehearsal.
-  if (flags.dryRun && name !== "dlq purge" && name !== "dlq replay-all") throw new UsageError("--dry-run is supported by dlq purge and dlq replay-all only");
+  if (flags.dryRun && name !== "dlq purge" && name !== "dlq replay-all" && name !== "jobs bulk") throw new UsageError("--dry-run is supported by dlq purge, dlq replay-all and jobs bulk only");
   if (flags.all && name !== "dlq purge") throw new UsageError("--all is an option of dlq purge only");
   switch (name) {
     case "migrate": {
@@ -72,6 +75,21 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       if (!current) return refused(`no job ${id}`);
       const job = current.state === "dead" ? await docket.deadLetters.replay(id) : await docket.runNow(id);
       return { text: `${current.state === "dead" ? "replayed" : "made due now"}: job ${job.id} (${job.task})`, json: job };
+    }
+    case "jobs bulk": {
+      const act = required(args[0], "a bulk action (cancel, delete, run-now, replay)");
+      if (!Object.hasOwn(BULK_ACTIONS, act)) throw new UsageError(`a bulk action is one of ${Object.keys(BULK_ACTIONS).join(", ")}, got ${JSON.stringify(act)}`);
+      if (flags.state === undefined) throw new UsageError("jobs bulk needs --state (what the action means depends on it)");
+      if (!isJobState(flags.state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
+      const selection = { state: flags.state, ...filter, ...(flags.key === undefined ? {} : { concurrencyKey: flags.key }) };
+      const count = await docket.bulk.count(selection);
+      if (flags.dryRun || flags.expect === undefined) {
+        if (!flags.dryRun) throw new UsageError(`jobs bulk changes ${count} job(s) now: run it with --dry-run to see the count, then with --expect <count> to do it`);
+        return { text: `would ${act} ${count} job(s); dry run, nothing changed (to do it: --expect ${count})`, json: { dryRun: true, wouldChange: count } };
+      }
+      const expected = parseCount(flags.expect, "--expect", 0);
+      const r = await docket.bulk.apply(act as BulkAction, selection, { limit: expected });
+      return { text: `${act}: ${r.applied} job(s) done${r.skipped > 0 ? `, ${r.skipped} skipped (they had moved on)` : ""}${count > expected ? `; ${count - expected} more match now, beyond the ${expected} expected` : ""}`, json: { ...r, matchedNow: count } };
     }
     case "jobs delete": {
       const id = parseId(args[0]);

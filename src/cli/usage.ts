@@ -33,6 +33,9 @@ Commands:
   jobs cancel <id>
   jobs retry <id>                          a dead job: replay it; a scheduled one: make it due now
   jobs delete <id>                         delete a finished (succeeded, cancelled, dead) job
+  jobs bulk <cancel|delete|run-now|replay> --state S [--queue Q] [--task T] [--key K]
+    --dry-run | --expect N                 every job the filter selects: --dry-run prints how
+                                           many; --expect N (that count) does it, to at most N
   dlq list [--queue Q] [--task T] [--limit N]
   dlq replay <id>
   dlq replay-all [--queue Q] [--task T] [--limit N] [--dry-run]

@@ -20,6 +20,7 @@ import type { WorkerHost } from "../worker/host.ts";
 import { dashboard, type DashboardHandler, type DashboardOptions } from "../dashboard/index.ts";
 import { LocalBus } from "./bus.ts";
 import { deadLetters, type DeadLetters } from "./dead-letters.ts";
+import { BulkActions } from "./bulk.ts";
 import { DebounceLanes } from "./debounce-lanes.ts";
 import { cancelJob, deleteJob, runJobNow } from "./job-actions.ts";
 import { workerHost } from "./worker-host.ts";
@@ -38,6 +39,7 @@ export type { EnqueuedJob, EnqueueTracing, InTransaction } from "./enqueue.ts";
 export type { DocketOptions, RetentionOptions } from "./options.ts";
 export type { ReclaimResult } from "./sweeper.ts";
 export type { DeadLetterFilter } from "./dead-letters.ts";
+export type { BulkAction, BulkFilter } from "./bulk.ts";
 export type { ListOptions, WorkerInfo } from "./reads.ts";
 
 /**
@@ -79,6 +81,7 @@ export class Docket<T extends TaskMap = TaskMap> {
     this.#sweeperHost = { adapter, clock, bus, retention: this.retention, planFailure: (job, now) => this.planFailure(job, now) };
     this.deadLetters = deadLetters({ adapter, clock, bus, list: (options) => this.list(options) });
     this.schedules = docketSchedules<T>(this.#enqueueHost);
+    this.bulk = new BulkActions({ adapter, clock, bus, replay: (id) => this.deadLetters.replay(id) });
   }
 
   /** Brings the database schema up to date. Safe to call from every process at start-up. */
@@ -229,6 +232,8 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   /** The dead-letter list: jobs that used up their attempts (see DeadLetters). */
   readonly deadLetters: DeadLetters;
+  /** Actions on every job a filter selects: `count(filter)`, then `apply(action, filter, { limit })` (see BulkActions). */
+  readonly bulk: BulkActions;
 
   /** Pauses a queue for every worker, durably: once this returns, no claim takes from it until `resumeQueue`. */
   async pauseQueue(queue: string): Promise<QueueControl> {

@@ -341,6 +341,9 @@ export interface DocketAdapter {
   /** Jobs matching every given filter, by id ascending, after `afterId`, up to `limit`. */
   list(params: ListParams): Promise<JobRecord[]>;
 
+  /** How many jobs match every given filter (as `list`'s). Read only. */
+  countJobs(params: CountParams): Promise<number>;
+
   /** Releases connections the adapter opened itself. Idempotent. */
   close(): Promise<void>;
 
@@ -854,6 +857,9 @@ export interface StoredRateLimit {
 
 /** The most ids one `list({ ids })` takes. */
 export const LIST_IDS_MAX = 500;
+
+/** `list`'s filters, for a count. */
+export type CountParams = Pick<ListParams, "state" | "queue" | "task" | "concurrencyKey">;
 
 export interface ListParams {
   state?: JobState;

@@ -1,5 +1,8 @@
 import type { DocketStats } from "../client/stats.ts";
 import type { WorkerInfo } from "../client/reads.ts";
+import type { BulkAction, BulkFilter } from "../client/bulk.ts";
+import { BULK_ACTIONS } from "../client/bulk.ts";
+import { BULK_PERMISSION, bulkFilter, bulkLinks, confirmBulk, filterFrom, isBulkAction } from "./bulk-page.ts";
 import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import type { Job } from "../core/job.ts";
 import { isJobState, type JobState } from "../core/states.ts";
@@ -7,7 +10,7 @@ import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { REFRESH_CHOICES, html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
-import { confirmReplayAll, deadLetters, jobDetail, jobList, overview, refusal, type JobFilter, type View } from "./pages.ts";
+import { confirmReplayAll, deadLetters, jobDetail, jobList, jobsHref, overview, refusal, type View } from "./pages.ts";
 import { workersPage } from "./workers-page.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
@@ -74,6 +77,7 @@ export interface DashboardSource {
   runNow(id: number): Promise<unknown>;
   deleteJob(id: number): Promise<void>;
   workers(): Promise<WorkerInfo[]>;
+  readonly bulk: { count(filter: BulkFilter): Promise<number>; apply(action: BulkAction, filter: BulkFilter, options: { limit: number }): Promise<{ applied: number; skipped: number }> };
 }
 
 /**
@@ -161,18 +165,23 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
           if (!can.has("replay-all")) return refuse(403, "Replaying all dead jobs is not allowed for you here.", `${base}dead`);
           return render("Replay all dead jobs", confirmReplayAll(await deadTotal(), view), url);
         }
-        if (path === "jobs") {
-          const filter: JobFilter = {};
-          for (const k of ["state", "queue", "task", "key"] as const) {
-            const value = (url.searchParams.get(k) ?? "").trim();
-            if (value !== "") filter[k] = value;
+        if (path === "jobs/bulk") {
+          const action = url.searchParams.get("action");
+          const filter = bulkFilter(filterFrom(url.searchParams));
+          if (!isBulkAction(action) || filter === null || !(BULK_ACTIONS[action] as readonly string[]).includes(filter.state)) {
+            return refuse(400, "A bulk action needs an action its jobs' state allows, and a state.", `${base}jobs`);
           }
+          if (!can.has(BULK_PERMISSION[action])) return refuse(403, "This action is not allowed for you here.", `${base}jobs`);
+          return render("Confirm a bulk action", confirmBulk(action, filterFrom(url.searchParams), await docket.bulk.count(filter), view), url);
+        }
+        if (path === "jobs") {
+          const filter = filterFrom(url.searchParams);
           if (filter.state !== undefined && !isJobState(filter.state)) return refuse(400, `No such state: ${filter.state}.`, `${base}jobs`);
           const after = Number(url.searchParams.get("after") ?? 0);
           const { key, ...rest } = filter;
           const jobs = await docket.list({ ...(rest as { state?: JobState }), ...(key === undefined ? {} : { concurrencyKey: key }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
           const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`, key && `under key ${key}`].filter(Boolean).join(" ");
-          return render(title, jobList(jobs, filter, JOBS_PAGE, view), url);
+          return render(title, html`${jobs.length === 0 ? "" : bulkLinks(filter, view)}${jobList(jobs, filter, JOBS_PAGE, view)}`, url);
         }
         const job = /^jobs\/(\d+)$/.exec(path);
         if (job) {
@@ -222,6 +231,22 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         if (form.get("expected") === null) return back(`${base}dead/replay-all`);
         const { replayed } = await docket.deadLetters.replayAll();
         return back(`${base}dead`, { notice: `${replayed} dead job(s) replayed` });
+      }
+      if (path === "jobs/bulk") {
+        const action = form.get("action");
+        const shown = filterFrom(form);
+        const filter = bulkFilter(shown);
+        // Only from the confirmation page, which stated the count.
+        const expected = /^\d+$/.test(form.get("expected") ?? "") ? Number(form.get("expected")) : NaN;
+        if (!isBulkAction(action) || filter === null || !Number.isSafeInteger(expected)) return refuse(400, "A bulk action needs an action, a state and the count confirmed.", `${base}jobs`);
+        if (!(await authorize(request, BULK_PERMISSION[action]))) return forbidden(`${base}jobs`);
+        try {
+          const { applied, skipped } = await docket.bulk.apply(action, filter, { limit: expected });
+          return back(jobsHref(base, shown), { notice: `${action}: ${applied} job(s) done${skipped > 0 ? `, ${skipped} skipped (they had moved on)` : ""}` });
+        } catch (error) {
+          if (error instanceof DocketError) return back(jobsHref(base, shown), { error: error.message });
+          throw error;
+        }
       }
       const onJob = /^jobs\/(\d+)\/(cancel|run-now|delete)$/.exec(path);
       if (onJob) {

@@ -106,6 +106,12 @@ describe("cli", () => {
       expect((await run("jobs", "delete", String(ids.later))).stdout).toBe(`deleted job ${ids.later}\n`);
       expect((await run("jobs", "show", String(ids.later))).code).toBe(1);
       expect((await run("jobs", "retry", String(ids.mail))).code).toBe(1);
+      expect((await run("jobs", "bulk", "run-now", "--state", "scheduled", "--queue", "nothing-here", "--dry-run")).stdout).toBe("would run-now 0 job(s); dry run, nothing changed (to do it: --expect 0)\n");
+      const unconfirmed = await run("jobs", "bulk", "cancel", "--state", "ready", "--queue", "email");
+      expect([unconfirmed.code, unconfirmed.stderr]).toEqual([2, expect.stringContaining("jobs bulk changes 2 job(s) now")]);
+      expect((await run("jobs", "bulk", "cancel", "--state", "ready", "--queue", "email", "--dry-run")).stdout).toBe("would cancel 2 job(s); dry run, nothing changed (to do it: --expect 2)\n");
+      expect((await run("jobs", "bulk", "cancel", "--state", "ready", "--queue", "email", "--expect", "1")).stdout).toBe("cancel: 1 job(s) done; 1 more match now, beyond the 1 expected\n");
+      expect((await run("jobs", "bulk", "delete", "--state", "ready")).code).toBe(2);
 
       expect((await run("queues", "pause", "email")).stdout).toBe("queue email paused\n");
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
@@ -118,7 +124,7 @@ describe("cli", () => {
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report .* paused /);
       expect((await run("schedules", "resume", "nightly-report")).stdout).toMatch(/^schedule nightly-report resumed; next tick \d{4}-/);
       expect((await run("workers", "list")).stdout).toBe("no worker is running\n");
-      expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 1 finished job\(s\)/);
+      expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 2 finished job\(s\)/);
 
       expect((await run("jobs", "show", "abc")).code).toBe(2);
       expect((await run("jobs", "frobnicate")).code).toBe(2);

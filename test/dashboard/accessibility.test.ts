@@ -45,7 +45,7 @@ interface Violation {
 }
 
 describe("dashboard accessibility (axe-core)", () => {
-  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss, a refusal and workers: no serious or critical violation", async (ctx) => {
+  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss, a refusal, workers and a bulk confirmation: no serious or critical violation", async (ctx) => {
     if (!browser || !target) return ctx.skip();
     const store = await target.open();
     const adapter = await store.connect();
@@ -67,11 +67,12 @@ describe("dashboard accessibility (axe-core)", () => {
     const page = await context.newPage();
     const found: string[] = [];
     try {
-      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus", "workers"]) {
+      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus", "workers", "jobs?state=dead", "jobs/bulk?action=replay&state=dead"]) {
         await page.goto(`${url}${path}`);
-        if (path === "workers") {
+        const shot = { workers: "workers", "jobs/bulk?action=replay&state=dead": "bulk-confirmation", [`jobs/${dead.id}`]: "job-actions" }[path];
+        if (shot) {
           mkdirSync("test-artifacts", { recursive: true });
-          await page.screenshot({ path: "test-artifacts/dashboard-sqlite-workers.png", fullPage: true });
+          await page.screenshot({ path: `test-artifacts/dashboard-sqlite-${shot}.png`, fullPage: true });
         }
         await page.addScriptTag({ content: AXE });
         const violations = (await page.evaluate(async () => {

@@ -115,3 +115,38 @@ describe("dashboard workers page", () => {
     expect(await get(h, "/workers")).toContain("No worker is running");
   });
 });
+
+describe("dashboard bulk actions", () => {
+  it("a list filtered by state links to its bulk actions; the confirmation states the exact count; confirming applies to at most that many", async () => {
+    const h = docket.dashboard({ authorize: () => true });
+    for (let i = 0; i < 12; i++) await docket.enqueue("send", { i }, { queue: "bulk-ui" });
+    const list = await get(h, "/jobs?state=ready&queue=bulk-ui");
+    expect([...list.matchAll(/data-bulk="([a-z-]+)"/g)].map((m) => m[1])).toEqual(["cancel"]);
+    const href = /<a data-bulk="cancel" href="([^"]+)">/.exec(list)![1]!.replaceAll("&amp;", "&");
+    expect(href).toBe("/jobs/bulk?action=cancel&state=ready&queue=bulk-ui");
+    const confirm = await get(h, href);
+    expect(confirm).toContain("Cancel all <strong>12</strong> job(s) that are ready in queue bulk-ui?");
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(confirm)![1]!;
+    // Two more arrive after the count was shown: the confirmed 12 are cancelled, not 14.
+    await docket.enqueue("send", {}, { queue: "bulk-ui" });
+    await docket.enqueue("send", {}, { queue: "bulk-ui" });
+    const body = new URLSearchParams({ csrf, action: "cancel", state: "ready", queue: "bulk-ui", expected: "12" }).toString();
+    const r = await h(new Request("http://127.0.0.1/jobs/bulk", { method: "POST", headers: FORM, body }));
+    expect(r.status).toBe(303);
+    expect(await get(h, r.headers.get("location")!)).toContain("cancel: 12 job(s) done");
+    expect(await docket.bulk.count({ state: "cancelled", queue: "bulk-ui" })).toBe(12);
+    expect(await docket.bulk.count({ state: "ready", queue: "bulk-ui" })).toBe(2);
+    const bare = await h(new Request("http://127.0.0.1/jobs/bulk", { method: "POST", headers: FORM, body: new URLSearchParams({ csrf, action: "cancel", state: "ready" }).toString() }));
+    expect(bare.status).toBe(400);
+    expect(await docket.bulk.count({ state: "ready", queue: "bulk-ui" })).toBe(2);
+  });
+
+  it("no bulk link without a state or without the permission; a confirmation for a state the action does not take is refused", async () => {
+    const viewer = docket.dashboard();
+    expect(await get(viewer, "/jobs?state=ready&queue=bulk-ui")).not.toContain("data-bulk");
+    expect((await viewer(new Request("http://127.0.0.1/jobs/bulk?action=cancel&state=ready"))).status).toBe(403);
+    const h = docket.dashboard({ authorize: () => true });
+    expect(await get(h, "/jobs?queue=bulk-ui")).not.toContain("data-bulk");
+    expect((await h(new Request("http://127.0.0.1/jobs/bulk?action=delete&state=ready"))).status).toBe(400);
+  });
+});

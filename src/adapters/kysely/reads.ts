@@ -1,4 +1,4 @@
-import type { ListExpiredParams, ListParams } from "../../core/adapter.ts";
+import type { CountParams, ListExpiredParams, ListParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { StoreContext } from "./context.ts";
@@ -10,13 +10,25 @@ export async function getJob(ctx: StoreContext, id: number): Promise<JobRecord |
   return row ? rowToRecord(row) : null;
 }
 
-/** See DocketAdapter.list. */
-export async function listJobs(ctx: StoreContext, params: ListParams): Promise<JobRecord[]> {
-  let q = ctx.db.selectFrom(ctx.tables.jobs).selectAll();
+/** `q` narrowed by the filters given. */
+// deno-lint-ignore no-explicit-any
+function filtered<Q extends { where(...args: any[]): Q }>(q: Q, params: CountParams): Q {
   if (params.state !== undefined) q = q.where("state", "=", params.state);
   if (params.queue !== undefined) q = q.where("queue", "=", params.queue);
   if (params.task !== undefined) q = q.where("task", "=", params.task);
   if (params.concurrencyKey !== undefined) q = q.where("concurrency_key", "=", params.concurrencyKey);
+  return q;
+}
+
+/** See DocketAdapter.countJobs. */
+export async function countJobs(ctx: StoreContext, params: CountParams): Promise<number> {
+  const row = (await filtered(ctx.db.selectFrom(ctx.tables.jobs), params).select((eb) => eb.fn.countAll().as("n")).executeTakeFirst()) as { n: number | string | bigint } | undefined;
+  return Number(row?.n ?? 0);
+}
+
+/** See DocketAdapter.list. */
+export async function listJobs(ctx: StoreContext, params: ListParams): Promise<JobRecord[]> {
+  let q = filtered(ctx.db.selectFrom(ctx.tables.jobs).selectAll(), params);
   if (params.afterId !== undefined) q = q.where("id", ">", params.afterId);
   if (params.ids !== undefined) {
     if (params.ids.length === 0) return [];

@@ -15,6 +15,7 @@ import type {
   LeaseKey,
   ListExpiredParams,
   ListParams,
+  CountParams,
   MigrateResult,
   PayloadLimitParams,
   PurgeParams,
@@ -58,7 +59,7 @@ import { listControls, setQueueControl, setTaskControl } from "./controls.ts";
 import { readStats } from "./stats.ts";
 import { deleteSchedule, fireSchedule, listSchedules, pauseSchedule, putSchedule } from "./schedules.ts";
 import { listWorkers, putWorker, removeWorker } from "./workers.ts";
-import { getJob, listExpired, listJobs } from "./reads.ts";
+import { countJobs, getJob, listExpired, listJobs } from "./reads.ts";
 import { purge } from "./retention.ts";
 import { replayDead, replaySet } from "./replay.ts";
 import { WorkFailed, completeInTransaction } from "./complete-in-transaction.ts";
@@ -304,6 +305,10 @@ export class KyselyStore implements DocketAdapter {
 
   list(params: ListParams): Promise<JobRecord[]> {
     return this.#run(() => listJobs(this.#ctx, params));
+  }
+
+  countJobs(params: CountParams): Promise<number> {
+    return this.#run(() => countJobs(this.#ctx, params));
   }
 
   async close(): Promise<void> {

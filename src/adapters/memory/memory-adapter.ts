@@ -25,6 +25,7 @@ import type {
   LeaseKey,
   ListExpiredParams,
   ListParams,
+  CountParams,
   MigrateResult,
   PurgeParams,
   PutScheduleParams,
@@ -56,7 +57,7 @@ import { dependenciesOf } from "./dependencies.ts";
 import { guardHolds, transition } from "./guarded-write.ts";
 import { replay, replayDead, purge, repairKeys, runNow } from "./maintenance.ts";
 import { failureWrite, settle } from "./outcomes.ts";
-import { getJob, listExpired, listJobs, readStats } from "./reads.ts";
+import { countJobs, getJob, listExpired, listJobs, readStats } from "./reads.ts";
 import { deleteSchedule, fireSchedule, listControls, listSchedules, pauseSchedule, putSchedule, setQueueControl, setTaskControl } from "./schedules.ts";
 import { emptyState, type MemoryState } from "./state.ts";
 
@@ -240,6 +241,10 @@ export class MemoryAdapter implements DocketAdapter {
 
   list(params: ListParams): Promise<JobRecord[]> {
     return this.#run("jobs", true, (s) => listJobs(s, params));
+  }
+
+  countJobs(params: CountParams): Promise<number> {
+    return this.#run("jobs", true, (s) => countJobs(s, params));
   }
 
   /** Closes this handle (its later calls are AdapterError, its ready subscriptions end); the state and other handles stay. Idempotent. */

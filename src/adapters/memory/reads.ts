@@ -4,7 +4,7 @@
  * adapters answer it (same filters, orders, limits and groupings), and each
  * returning copies.
  */
-import type { ListParams, StatsParams, StoredStats } from "../../core/adapter.ts";
+import type { CountParams, ListParams, StatsParams, StoredStats } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES, type JobState } from "../../core/states.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
@@ -14,6 +14,19 @@ import { byName, copy, type MemoryState } from "./state.ts";
 export function getJob(state: MemoryState, id: number): JobRecord | null {
   const job = state.jobs.get(id);
   return job ? copy(job) : null;
+}
+
+/** See DocketAdapter.countJobs. */
+export function countJobs(state: MemoryState, p: CountParams): number {
+  let n = 0;
+  for (const j of state.jobs.values()) {
+    if (p.state !== undefined && j.state !== p.state) continue;
+    if (p.queue !== undefined && j.queue !== p.queue) continue;
+    if (p.task !== undefined && j.task !== p.task) continue;
+    if (p.concurrencyKey !== undefined && j.concurrencyKey !== p.concurrencyKey) continue;
+    n++;
+  }
+  return n;
 }
 
 /** See DocketAdapter.list: by id ascending. */

@@ -19,6 +19,7 @@ import { idempotencyCases } from "./idempotency.ts";
 import { debounceCases } from "./debounce.ts";
 import { jobActionCases } from "./job-actions.ts";
 import { workerRegistryCases } from "./workers.ts";
+import { bulkCases } from "./bulk.ts";
 import { maintenanceCases } from "./maintenance.ts";
 import { resultCases } from "./results.ts";
 import { stepCases } from "./steps.ts";
@@ -58,6 +59,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...debounceCases,
     ...jobActionCases,
     ...workerRegistryCases,
+    ...bulkCases,
     ...maintenanceCases,
     ...resultCases,
     ...stepCases,
