@@ -1,5 +1,5 @@
 import { Docket } from "../client/docket.ts";
-import { BULK_ACTIONS, type BulkAction } from "../client/bulk.ts";
+import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
 import { jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";

@@ -7,20 +7,13 @@
  */
 import type { CountParams } from "../core/adapter.ts";
 import { DocketError, InvalidArgumentError } from "../core/errors.ts";
-import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "../core/states.ts";
+import { BULK_ACTIONS, isBulkAction, type BulkAction } from "../core/bulk.ts";
+import { JOB_STATES, isJobState, type JobState } from "../core/states.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
 import { cancelJob, deleteJob, runJobNow, type JobActionHost } from "./job-actions.ts";
 
-/** The action a bulk call applies, and the states it applies to (the filter's state must be one). */
-export const BULK_ACTIONS = {
-  cancel: JOB_STATES.filter((s) => !TERMINAL_STATES.includes(s)),
-  delete: TERMINAL_STATES,
-  "run-now": ["scheduled"],
-  replay: ["dead"],
-} as const satisfies Record<string, readonly JobState[]>;
-
-export type BulkAction = keyof typeof BULK_ACTIONS;
+export type { BulkAction } from "../core/bulk.ts";
 
 /** Which jobs: a state (required: it decides what the action means), and optionally a queue, task and concurrency key. */
 export interface BulkFilter {
@@ -54,7 +47,7 @@ export class BulkActions {
    * ones, run-now scheduled, replay dead).
    */
   async apply(action: BulkAction, filter: BulkFilter, options: { limit?: number } = {}): Promise<{ applied: number; skipped: number }> {
-    if (!Object.hasOwn(BULK_ACTIONS, action)) throw new InvalidArgumentError(`a bulk action is one of ${Object.keys(BULK_ACTIONS).join(", ")}, got ${shown(action)}`);
+    if (!isBulkAction(action)) throw new InvalidArgumentError(`a bulk action is one of ${Object.keys(BULK_ACTIONS).join(", ")}, got ${shown(action)}`);
     const f = checkedFilter(filter);
     checkKeys(options, ["limit"], "apply(options)");
     const limit = options.limit === undefined ? Number.MAX_SAFE_INTEGER : validateInteger(options.limit, "limit", 0, Number.MAX_SAFE_INTEGER);

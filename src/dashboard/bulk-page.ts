@@ -3,7 +3,8 @@
  * confirmation page that states the exact count, and the filter carried
  * from one to the other. The action is applied to at most that count.
  */
-import { BULK_ACTIONS, type BulkAction, type BulkFilter } from "../client/bulk.ts";
+import type { BulkFilter } from "../client/bulk.ts";
+import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
 import { isJobState } from "../core/states.ts";
 import type { DashboardAction } from "./actions.ts";
 import { html, type Html } from "./html.ts";
@@ -12,10 +13,6 @@ import { jobsHref, type JobFilter, type View } from "./pages.ts";
 /** The permission each bulk action asks `authorize` for. */
 export const BULK_PERMISSION: Record<BulkAction, DashboardAction> = { cancel: "cancel", delete: "delete", "run-now": "run-now", replay: "replay-all" };
 const LABEL: Record<BulkAction, string> = { cancel: "Cancel", delete: "Delete", "run-now": "Run now", replay: "Replay" };
-
-export function isBulkAction(value: unknown): value is BulkAction {
-  return typeof value === "string" && Object.hasOwn(BULK_ACTIONS, value);
-}
 
 /** The job list's filter as a bulk filter; null without a state (a bulk action needs one). */
 export function bulkFilter(f: JobFilter): BulkFilter | null {

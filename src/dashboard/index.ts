@@ -1,8 +1,8 @@
 import type { DocketStats } from "../client/stats.ts";
 import type { WorkerInfo } from "../client/reads.ts";
-import type { BulkAction, BulkFilter } from "../client/bulk.ts";
-import { BULK_ACTIONS } from "../client/bulk.ts";
-import { BULK_PERMISSION, bulkFilter, bulkLinks, confirmBulk, filterFrom, isBulkAction } from "./bulk-page.ts";
+import type { BulkFilter } from "../client/bulk.ts";
+import { BULK_ACTIONS, isBulkAction, type BulkAction } from "../core/bulk.ts";
+import { BULK_PERMISSION, bulkFilter, bulkLinks, confirmBulk, filterFrom } from "./bulk-page.ts";
 import { DocketError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import type { Job } from "../core/job.ts";
 import { isJobState, type JobState } from "../core/states.ts";

@@ -1,32 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/client/docket.ts";
-import { openTarget, type DisposableTarget } from "../support/targets.ts";
+import { describe, expect, it } from "vitest";
+import { sqliteDocketForFile } from "../support/sqlite-docket.ts";
 
 /** The dashboard's job list: counts link to it, filters by state, queue and task, pages by id (keyset). SQLite stands for every adapter: the list is the adapter's `list`. */
-let target: DisposableTarget;
-let docket: Docket;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  target = (await openTarget("sqlite"))!;
-  const store = await target.open();
-  const adapter = await store.connect();
-  await adapter.migrate();
-  docket = new Docket({ adapter });
-  close = () => adapter.close();
-});
-afterAll(async () => {
-  await close?.();
-  await target?.dispose();
-});
+const file = sqliteDocketForFile();
 
 const ids = (page: string) => [...page.matchAll(/<tr data-job="(\d+)">/g)].map((m) => Number(m[1]));
 
 describe("dashboard job list", () => {
   it("the overview's counts link to the filtered list; a full page links to the next one, which starts after its last id", async () => {
-    const many = (await docket.enqueueMany(Array.from({ length: 150 }, (_, i) => ({ task: "send", payload: { i }, options: { queue: "many" } })))).map((j) => j.id);
-    const other = await docket.enqueue("other", {}, { queue: "many", delay: 60_000 });
-    const handler = docket.dashboard();
+    const many = (await file.docket.enqueueMany(Array.from({ length: 150 }, (_, i) => ({ task: "send", payload: { i }, options: { queue: "many" } })))).map((j) => j.id);
+    const other = await file.docket.enqueue("other", {}, { queue: "many", delay: 60_000 });
+    const handler = file.docket.dashboard();
     const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
     const overview = await get("/");
     expect(overview).toContain('<a href="/jobs?state=ready&amp;queue=many">150</a>');
@@ -43,7 +27,7 @@ describe("dashboard job list", () => {
   });
 
   it("an unknown state is refused inside the layout, with a way back", async () => {
-    const r = await docket.dashboard()(new Request("http://127.0.0.1/jobs?state=bogus"));
+    const r = await file.docket.dashboard()(new Request("http://127.0.0.1/jobs?state=bogus"));
     expect(r.status).toBe(400);
     const text = await r.text();
     expect(text).toContain("No such state: bogus.");
@@ -51,7 +35,7 @@ describe("dashboard job list", () => {
   });
 
   it("live refresh is off by default; the header's switch turns it on (a meta refresh, no script) and keeps the page's filters", async () => {
-    const handler = docket.dashboard();
+    const handler = file.docket.dashboard();
     const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
     const off = await get("/jobs?queue=many");
     expect(off).not.toContain('http-equiv="refresh"');
@@ -66,10 +50,10 @@ describe("dashboard job list", () => {
 
 describe("dashboard job list by concurrency key", () => {
   it("each key of the overview links to its jobs, its blocked count to its blocked jobs; the list filters by key", async () => {
-    const holder = await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
-    const waiting = await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
-    await docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-10", limit: 1 } });
-    const handler = docket.dashboard();
+    const holder = await file.docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
+    const waiting = await file.docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-9", limit: 1 } });
+    await file.docket.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-10", limit: 1 } });
+    const handler = file.docket.dashboard();
     const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
     const overview = await get("/");
     expect(overview).toContain('<a href="/jobs?key=account-9">account-9</a>');

@@ -1,0 +1,18 @@
+import { JOB_STATES, TERMINAL_STATES, type JobState } from "./states.ts";
+
+/**
+ * The actions a bulk call applies (see Docket.bulk), each with the states
+ * it applies to: a selection's state must be one of them.
+ */
+export const BULK_ACTIONS = {
+  cancel: JOB_STATES.filter((s) => !TERMINAL_STATES.includes(s)),
+  delete: TERMINAL_STATES,
+  "run-now": ["scheduled"],
+  replay: ["dead"],
+} as const satisfies Record<string, readonly JobState[]>;
+
+export type BulkAction = keyof typeof BULK_ACTIONS;
+
+export function isBulkAction(value: unknown): value is BulkAction {
+  return typeof value === "string" && Object.hasOwn(BULK_ACTIONS, value);
+}
