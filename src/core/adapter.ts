@@ -374,8 +374,9 @@ export interface DocketAdapter {
 
   /**
    * Stores `worker`'s row of the worker registry, inserting it or replacing
-   * the row with its id (only that worker writes it). Also deletes rows that
-   * expired before `worker.heartbeatAt - WORKER_ROWS_KEPT_MS` (crashed workers').
+   * the row with its id (only that worker writes it). Inserting it also
+   * deletes rows that expired before `worker.heartbeatAt - WORKER_ROWS_KEPT_MS`
+   * (crashed workers'); a heartbeat of a stored row writes that row only.
    */
   putWorker(worker: WorkerRecord): Promise<void>;
 
@@ -481,7 +482,7 @@ export interface WorkerRecord {
   jobsInHand: number;
 }
 
-/** Expired worker rows are kept this long (then deleted by the next registration or heartbeat). */
+/** Expired worker rows are kept this long (then deleted by the next registration). */
 export const WORKER_ROWS_KEPT_MS = 3_600_000;
 
 export interface RunNowParams {

@@ -8,7 +8,7 @@ import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
 import { isJobState } from "../core/states.ts";
 import type { DashboardAction } from "./actions.ts";
 import { html, type Html } from "./html.ts";
-import { jobsHref, type JobFilter, type View } from "./pages.ts";
+import { filterQuery, jobsHref, type JobFilter, type View } from "./pages.ts";
 
 /** The permission each bulk action asks `authorize` for. */
 export const BULK_PERMISSION: Record<BulkAction, DashboardAction> = { cancel: "cancel", delete: "delete", "run-now": "run-now", replay: "replay-all" };
@@ -30,7 +30,7 @@ export function filterFrom(params: URLSearchParams): JobFilter {
   return filter;
 }
 
-const bulkHref = (v: View, action: BulkAction, f: JobFilter) => jobsHref(v.base, f).replace(/^(.*?)jobs(\?|$)/, `$1jobs/bulk?action=${action}&`).replace(/&$/, "");
+const bulkHref = (v: View, action: BulkAction, f: JobFilter) => `${v.base}jobs/bulk?${filterQuery(f, { action })}`;
 
 /** The bulk links a list filtered by state offers: the actions its state allows that this request may take. */
 export function bulkLinks(f: JobFilter, v: View): Html {

@@ -167,12 +167,13 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         }
         if (path === "jobs/bulk") {
           const action = url.searchParams.get("action");
-          const filter = bulkFilter(filterFrom(url.searchParams));
+          const shown = filterFrom(url.searchParams);
+          const filter = bulkFilter(shown);
           if (!isBulkAction(action) || filter === null || !(BULK_ACTIONS[action] as readonly string[]).includes(filter.state)) {
             return refuse(400, "A bulk action needs an action its jobs' state allows, and a state.", `${base}jobs`);
           }
           if (!can.has(BULK_PERMISSION[action])) return refuse(403, "This action is not allowed for you here.", `${base}jobs`);
-          return render("Confirm a bulk action", confirmBulk(action, filterFrom(url.searchParams), await docket.bulk.count(filter), view), url);
+          return render("Confirm a bulk action", confirmBulk(action, shown, await docket.bulk.count(filter), view), url);
         }
         if (path === "jobs") {
           const filter = filterFrom(url.searchParams);

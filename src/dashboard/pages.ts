@@ -77,11 +77,17 @@ function missedText(x: Schedule): string {
 /** The dead jobs shown (at most a page of them), and how many there are in all. */
 /** The job list's address for `filter` (state, queue, task) from `after` on. */
 export function jobsHref(base: string, filter: JobFilter, after?: number): string {
-  const q = new URLSearchParams();
-  for (const k of ["state", "queue", "task", "key"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
+  const q = filterQuery(filter);
   if (after !== undefined) q.set("after", String(after));
   const query = q.toString();
   return `${base}jobs${query === "" ? "" : `?${query}`}`;
+}
+
+/** `filter` as query parameters (state, queue, task, key), after `first` (pairs that lead the query). */
+export function filterQuery(filter: JobFilter, first: Record<string, string> = {}): URLSearchParams {
+  const q = new URLSearchParams(first);
+  for (const k of ["state", "queue", "task", "key"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
+  return q;
 }
 
 export interface JobFilter {

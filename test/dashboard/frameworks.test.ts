@@ -2,11 +2,10 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import express from "express";
 import { Hono } from "hono";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/client/docket.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { DashboardHandler } from "../../src/dashboard/index.ts";
 import { nodeListener } from "../../src/dashboard/node.ts";
-import { openTarget, type DisposableTarget } from "../support/targets.ts";
+import { sqliteDocketForFile } from "../support/sqlite-docket.ts";
 
 /**
  * The dashboard handler mounted in Express (over real HTTP,
@@ -14,28 +13,14 @@ import { openTarget, type DisposableTarget } from "../support/targets.ts";
  * a base path: pages render, a CSRF-protected POST replays a dead job once,
  * a POST without the token is refused.
  */
-let target: DisposableTarget;
-let docket: Docket;
-const closers: (() => Promise<void>)[] = [];
+const file = sqliteDocketForFile();
 
-beforeAll(async () => {
-  target = await openTarget("sqlite");
-  const store = await target.open();
-  const adapter = await store.connect();
-  await adapter.migrate();
-  docket = new Docket({ adapter });
-  closers.push(() => adapter.close());
-});
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await target?.dispose();
-});
 
 async function deadJob(): Promise<number> {
-  const job = await docket.enqueue("charge", { cents: 5 }, { queue: "billing", maxAttempts: 1 });
-  const w = docket.worker({ queues: ["billing"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
+  const job = await file.docket.enqueue("charge", { cents: 5 }, { queue: "billing", maxAttempts: 1 });
+  const w = file.docket.worker({ queues: ["billing"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("card declined")) } });
   await w.start();
-  await docket.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
+  await file.docket.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
   await w.stop();
   return job.id;
 }
@@ -61,13 +46,13 @@ async function listen(app: express.Express): Promise<string> {
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
   });
-  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  file.onClose(() => new Promise((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe("dashboard in web frameworks", () => {
   let handler: DashboardHandler;
-  beforeAll(() => void (handler = docket.dashboard({ basePath: "/ops/", authorize: () => true })));
+  beforeAll(() => void (handler = file.docket.dashboard({ basePath: "/ops/", authorize: () => true })));
 
   for (const bodyParser of [false, true]) {
     it(`Express ${bodyParser ? "with a global urlencoded() body parser" : "without a body parser"}: renders under /ops, replays with the token, refuses without it`, async () => {
@@ -83,15 +68,15 @@ describe("dashboard in web frameworks", () => {
       expect(await overview.text()).toContain("<h2>Queues</h2>");
       const id = await deadJob();
       expect((await replayThrough(fetcher, url, id, false)).status).toBe(403);
-      expect((await docket.get(id))?.state).toBe("dead");
+      expect((await file.docket.get(id))?.state).toBe("dead");
       const replayed = await replayThrough(fetcher, url, id);
       expect(replayed.status).toBe(303);
       expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=job\+\d+\+replayed&sig=[0-9a-f]{32}$/);
-      expect((await docket.get(id))?.attempt).toBe(0);
+      expect((await file.docket.get(id))?.attempt).toBe(0);
       const detail = await (await fetcher(`/ops/jobs/${id}`)).text();
       expect(detail).toContain('id="errors"');
       expect(detail).toContain("card declined");
-      await docket.cancel(id);
+      await file.docket.cancel(id);
     });
   }
 
@@ -106,15 +91,15 @@ describe("dashboard in web frameworks", () => {
     const id = await deadJob();
     expect((await replayThrough(fetcher, origin, id, false)).status).toBe(403);
     expect((await replayThrough(fetcher, "http://evil.test", id)).status).toBe(403);
-    expect((await docket.get(id))?.state).toBe("dead");
+    expect((await file.docket.get(id))?.state).toBe("dead");
     const replayed = await replayThrough(fetcher, origin, id);
     expect(replayed.status).toBe(303);
-    expect((await docket.get(id))?.attempt).toBe(0);
-    await docket.cancel(id);
+    expect((await file.docket.get(id))?.attempt).toBe(0);
+    await file.docket.cancel(id);
   });
 
   it('basePath "/ops" (no trailing slash, as Express, Hono and Bull Board mount): /ops and /ops/ render with links under /ops/, in Express and Hono', async () => {
-    const noSlash = docket.dashboard({ basePath: "/ops", authorize: () => true });
+    const noSlash = file.docket.dashboard({ basePath: "/ops", authorize: () => true });
     const app = express();
     app.use("/ops", nodeListener(noSlash));
     const url = await listen(app);
@@ -137,9 +122,9 @@ describe("dashboard in web frameworks", () => {
       const replayed = await replayThrough(fetcher, origin, id);
       expect(replayed.status, `${name} replay`).toBe(303);
       expect(replayed.headers.get("location")).toMatch(/^\/ops\/dead\?notice=/);
-      await docket.cancel(id);
+      await file.docket.cancel(id);
     }
-    expect(docket.dashboard({ basePath: "/ops/" })).toBeTypeOf("function");
-    expect(() => docket.dashboard({ basePath: "ops" })).toThrow(/basePath must be a path starting with "\/"/);
+    expect(file.docket.dashboard({ basePath: "/ops/" })).toBeTypeOf("function");
+    expect(() => file.docket.dashboard({ basePath: "ops" })).toThrow(/basePath must be a path starting with "\/"/);
   });
 });

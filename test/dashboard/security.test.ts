@@ -1,11 +1,10 @@
 import { createHmac } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import type { Server } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Docket } from "../../src/client/docket.ts";
+import { describe, expect, it } from "vitest";
 import type { DashboardHandler, DashboardOptions } from "../../src/dashboard/index.ts";
 import { serveOnNode } from "../../src/dashboard/node.ts";
-import { openTarget, type DisposableTarget } from "../support/targets.ts";
+import { sqliteDocketForFile } from "../support/sqlite-docket.ts";
 
 /**
  * The dashboard handler's request checks: the origin behind a proxy, paths
@@ -13,23 +12,9 @@ import { openTarget, type DisposableTarget } from "../support/targets.ts";
  * banners only from signed messages, and the body cap. The checks do not
  * depend on the database, so SQLite stands for every adapter.
  */
-let target: DisposableTarget;
-let docket: Docket;
-const closers: (() => Promise<void>)[] = [];
+const file = sqliteDocketForFile();
 const SECRET = "a shared dashboard secret, 32+ bytes";
 
-beforeAll(async () => {
-  target = (await openTarget("sqlite"))!;
-  const store = await target.open();
-  const adapter = await store.connect();
-  await adapter.migrate();
-  docket = new Docket({ adapter });
-  closers.push(() => adapter.close());
-});
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await target?.dispose();
-});
 
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 async function tokenOf(handler: DashboardHandler, url = "http://127.0.0.1/", headers: Record<string, string> = {}): Promise<string> {
@@ -39,16 +24,16 @@ async function tokenOf(handler: DashboardHandler, url = "http://127.0.0.1/", hea
   return token!;
 }
 async function paused(queue: string): Promise<boolean> {
-  return (await docket.listControls()).queues.find((q) => q.queue === queue)?.paused ?? false;
+  return (await file.docket.listControls()).queues.find((q) => q.queue === queue)?.paused ?? false;
 }
 
 describe("dashboard request checks", () => {
   it("behind a TLS-terminating proxy: a POST with Origin https://ops.example.com succeeds with publicOrigin or trustProxy, and is refused without either", async () => {
-    await docket.enqueue("t", {}, { queue: "proxied" });
+    await file.docket.enqueue("t", {}, { queue: "proxied" });
     // What the proxy forwards: plain http to the app, the browser's Host and Origin.
     const proxied = { host: "ops.example.com", "x-forwarded-proto": "https", "x-forwarded-host": "ops.example.com" };
     const post = async (options: DashboardOptions) => {
-      const handler = docket.dashboard({ authorize: () => true, ...options });
+      const handler = file.docket.dashboard({ authorize: () => true, ...options });
       const csrf = await tokenOf(handler, "http://ops.example.com/", proxied);
       const r = await handler(new Request("http://ops.example.com/queues/proxied/pause", { method: "POST", headers: { ...FORM, ...proxied, origin: "https://ops.example.com" }, body: `csrf=${csrf}` }));
       return { status: r.status, text: await r.text() };
@@ -57,21 +42,21 @@ describe("dashboard request checks", () => {
     expect(await paused("proxied")).toBe(false);
     expect((await post({ publicOrigin: "https://ops.example.com" })).status).toBe(303);
     expect(await paused("proxied")).toBe(true);
-    await docket.resumeQueue("proxied");
+    await file.docket.resumeQueue("proxied");
     expect((await post({ trustProxy: true })).status).toBe(303);
     expect(await paused("proxied")).toBe(true);
     // Another site stays refused under either setting.
-    const handler = docket.dashboard({ authorize: () => true, publicOrigin: "https://ops.example.com", trustProxy: true });
+    const handler = file.docket.dashboard({ authorize: () => true, publicOrigin: "https://ops.example.com", trustProxy: true });
     const csrf = await tokenOf(handler);
     const evil = await handler(new Request("http://ops.example.com/queues/proxied/resume", { method: "POST", headers: { ...FORM, ...proxied, origin: "https://evil.example" }, body: `csrf=${csrf}` }));
     expect(evil.status).toBe(403);
   });
 
   it("a path starting with // stays a path: POST //evil.example/… with Origin http://evil.example is refused by the origin check (node bridge)", async () => {
-    await docket.enqueue("t", {}, { queue: "slashes" });
-    const handler = docket.dashboard({ authorize: () => true });
+    await file.docket.enqueue("t", {}, { queue: "slashes" });
+    const handler = file.docket.dashboard({ authorize: () => true });
     const { server, url } = await serveOnNode(handler, 0);
-    closers.push(() => new Promise((r) => (server as Server).close(() => r())));
+    file.onClose(() => new Promise((r) => (server as Server).close(() => r())));
     const page = await (await fetch(url)).text();
     const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(page)![1]!;
     const { port } = new URL(url);
@@ -89,10 +74,10 @@ describe("dashboard request checks", () => {
   });
 
   it("CSRF tokens are stateless: a token from one instance is accepted by another with the same secret; forged, absent, expired or other-secret tokens are refused", async () => {
-    await docket.enqueue("t", {}, { queue: "balanced" });
-    const a = docket.dashboard({ authorize: () => true, secret: SECRET });
-    const b = docket.dashboard({ authorize: () => true, secret: SECRET }); // another process behind the balancer, or after a restart
-    const other = docket.dashboard({ authorize: () => true, secret: "another secret of enough length" });
+    await file.docket.enqueue("t", {}, { queue: "balanced" });
+    const a = file.docket.dashboard({ authorize: () => true, secret: SECRET });
+    const b = file.docket.dashboard({ authorize: () => true, secret: SECRET }); // another process behind the balancer, or after a restart
+    const other = file.docket.dashboard({ authorize: () => true, secret: "another secret of enough length" });
     const token = await tokenOf(a);
     const post = (h: DashboardHandler, csrf: string, path = "queues/balanced/pause") =>
       h(new Request(`http://127.0.0.1/${path}`, { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}` })).then((r) => r.status);
@@ -110,7 +95,7 @@ describe("dashboard request checks", () => {
   });
 
   it("banners show only messages the server produced: ?error= and ?notice= from a link are ignored; pause, replay, cancel error and lookup miss still show theirs", async () => {
-    const handler = docket.dashboard({ authorize: () => true });
+    const handler = file.docket.dashboard({ authorize: () => true });
     const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
     const planted = "Your session expired, call 555";
     for (const path of [`/?error=${encodeURIComponent(planted)}`, `/?notice=${encodeURIComponent(planted)}`, `/dead?error=${encodeURIComponent(planted)}&sig=00000000000000000000000000000000`]) {
@@ -125,16 +110,16 @@ describe("dashboard request checks", () => {
       expect(r.status).toBe(303);
       return banner(await get(r.headers.get("location")!));
     };
-    await docket.enqueue("t", {}, { queue: "banners" });
+    await file.docket.enqueue("t", {}, { queue: "banners" });
     expect(await follow("queues/banners/pause")).toBe("queue banners paused");
-    const dead = await docket.enqueue("charge", {}, { queue: "banner-dead", maxAttempts: 1 });
-    const w = docket.worker({ queues: ["banner-dead"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("declined")) } });
+    const dead = await file.docket.enqueue("charge", {}, { queue: "banner-dead", maxAttempts: 1 });
+    const w = file.docket.worker({ queues: ["banner-dead"], pollMs: 10, logger: null, handlers: { charge: () => Promise.reject(new Error("declined")) } });
     await w.start();
-    await docket.waitFor(dead.id, { timeoutMs: 10_000, pollMs: 10 });
+    await file.docket.waitFor(dead.id, { timeoutMs: 10_000, pollMs: 10 });
     await w.stop();
     expect(await follow(`dead/${dead.id}/replay`)).toBe(`job ${dead.id} replayed`);
-    const done = await docket.enqueue("t", {}, { queue: "banner-cancel" });
-    await docket.cancel(done.id);
+    const done = await file.docket.enqueue("t", {}, { queue: "banner-cancel" });
+    await file.docket.cancel(done.id);
     expect(await follow(`jobs/${done.id}/cancel`)).toMatch(/cancelled/);
     const miss = await handler(new Request("http://127.0.0.1/lookup?q=no-such-key"));
     const missPage = await miss.text();
@@ -143,7 +128,7 @@ describe("dashboard request checks", () => {
   });
 
   it("allowedHosts: a Host not listed is refused with 421 before anything else; listed names pass on any port, name:port entries on that port only", async () => {
-    const handler = docket.dashboard({ allowedHosts: ["ops.example.com", "127.0.0.1:8080"] });
+    const handler = file.docket.dashboard({ allowedHosts: ["ops.example.com", "127.0.0.1:8080"] });
     const status = async (host: string) => (await handler(new Request("http://x/", { headers: { host } }))).status;
     expect(await status("evil.example")).toBe(421);
     expect(await status("evil.example:8080")).toBe(421);
@@ -154,22 +139,22 @@ describe("dashboard request checks", () => {
   });
 
   it("a POST body over maxBodyBytes is refused with 413 before its form is parsed", async () => {
-    const handler = docket.dashboard({ authorize: () => true, maxBodyBytes: 1024 });
+    const handler = file.docket.dashboard({ authorize: () => true, maxBodyBytes: 1024 });
     const csrf = await tokenOf(handler);
     const big = await handler(new Request("http://127.0.0.1/queues/q/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}&pad=${"x".repeat(2048)}` }));
     expect(big.status).toBe(413);
-    const byDefault = docket.dashboard({ authorize: () => true });
+    const byDefault = file.docket.dashboard({ authorize: () => true });
     const huge = await byDefault(new Request("http://127.0.0.1/queues/q/pause", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${await tokenOf(byDefault)}&pad=${"x".repeat(100_000)}` }));
     expect(huge.status).toBe(413);
   });
 
   it("buttons only for what authorize allows; a refusal renders inside the layout with a way back", async () => {
-    await docket.enqueue("t", {}, { queue: "perms" });
+    await file.docket.enqueue("t", {}, { queue: "perms" });
     const buttons = async (handler: DashboardHandler) => [...(await (await handler(new Request("http://127.0.0.1/"))).text()).matchAll(/data-action="([a-z-]+)"/g)].map((m) => m[1]);
     // The default: viewing only, so no mutation button at all (no form to be refused).
-    const byDefault = docket.dashboard({ secret: SECRET });
+    const byDefault = file.docket.dashboard({ secret: SECRET });
     expect(await buttons(byDefault)).toEqual([]);
-    const pauseOnly = docket.dashboard({ secret: SECRET, authorize: (_r, a) => a === "view" || a === "pause" });
+    const pauseOnly = file.docket.dashboard({ secret: SECRET, authorize: (_r, a) => a === "view" || a === "pause" });
     expect(new Set(await buttons(pauseOnly))).toEqual(new Set(["pause"]));
     // A POST the default refuses (a token from a handler with the same secret): a page in the layout, with a link back.
     const csrf = await tokenOf(pauseOnly);
@@ -183,7 +168,7 @@ describe("dashboard request checks", () => {
   });
 
   it("replay all: the dead page states the exact count, the bulk replay asks for confirmation with it, and a bare POST replays nothing", async () => {
-    const d = docket;
+    const d = file.docket;
     const dead: number[] = [];
     for (let i = 0; i < 3; i++) dead.push((await d.enqueue("doomed", { i }, { queue: "bulk", maxAttempts: 1 })).id);
     const w = d.worker({ queues: ["bulk"], pollMs: 10, logger: null, handlers: { doomed: async () => Promise.reject(new Error("no")) } });
@@ -191,7 +176,7 @@ describe("dashboard request checks", () => {
     for (const id of dead) await d.waitFor(id, { timeoutMs: 10_000, pollMs: 10 });
     await w.stop();
     const total = (await d.stats()).queues.reduce((n, q) => n + q.counts.dead, 0);
-    const handler = docket.dashboard({ authorize: () => true });
+    const handler = file.docket.dashboard({ authorize: () => true });
     const deadPage = await (await handler(new Request("http://127.0.0.1/dead"))).text();
     expect(deadPage).toContain(`${total} dead job(s)`);
     expect(deadPage).toContain(`Replay all ${total}…`);

@@ -27,17 +27,18 @@ const toColumns = (w: WorkerRecord) => ({
 });
 
 /**
- * See DocketAdapter.putWorker: an UPDATE of the worker's own row, or the
- * INSERT of it when there is none (first registration, or a row another
- * worker's pruning deleted after it expired). Only that worker writes the
- * row, so the two never race each other; a duplicate key (an UPDATE that
- * changed nothing on MySQL, which counts changed rows) is the row in place.
+ * See DocketAdapter.putWorker: an UPDATE of the worker's own row (a
+ * heartbeat: one statement), or, when there is none (a registration, or a
+ * row pruned after it expired), the prune of long-expired rows and the
+ * INSERT. Only that worker writes the row, so the two never race each
+ * other; a duplicate key (an UPDATE that changed nothing on MySQL, which
+ * counts changed rows) is the row in place.
  */
 export async function putWorker(ctx: StoreContext, w: WorkerRecord): Promise<void> {
   const { db, engine, tables } = ctx;
-  await engine.writeStatement(db, (d) => d.deleteFrom(tables.workers).where("expires_at", "<", w.heartbeatAt - WORKER_ROWS_KEPT_MS).execute());
   const updated = await engine.writeStatement(db, (d) => d.updateTable(tables.workers).set(toColumns(w)).where("id", "=", w.id).executeTakeFirst());
   if (Number(updated.numUpdatedRows) > 0) return;
+  await engine.writeStatement(db, (d) => d.deleteFrom(tables.workers).where("expires_at", "<", w.heartbeatAt - WORKER_ROWS_KEPT_MS).execute());
   try {
     await engine.writeStatement(db, (d) => d.insertInto(tables.workers).values({ id: w.id, ...toColumns(w) }).execute());
   } catch (error) {

@@ -212,7 +212,7 @@ export class MemoryAdapter implements DocketAdapter {
 
   putWorker(worker: WorkerRecord): Promise<void> {
     return this.#run("workers", true, (s) => {
-      for (const [id, w] of s.workers) if (w.expiresAt < worker.heartbeatAt - WORKER_ROWS_KEPT_MS) s.workers.delete(id);
+      if (!s.workers.has(worker.id)) for (const [id, w] of s.workers) if (w.expiresAt < worker.heartbeatAt - WORKER_ROWS_KEPT_MS) s.workers.delete(id);
       s.workers.set(worker.id, { ...worker });
     });
   }
