@@ -55,7 +55,16 @@ const target: AdapterTarget = {
       tablePrefix,
       location: url(1),
       connect: async (o?: { tablePrefix?: string }) => mysqlAdapter({ uri: url(NODES[sessions++ % NODES.length]!), tablePrefix, connectionLimit: 4, ...o }),
-      execute: async (sql) => void (await admin!.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`))),
+      // Causal (wsrep_sync_wait 7: reads, updates, deletes, inserts): the case's rows may have been written on another node.
+      execute: async (sql) => {
+        const c = await admin!.getConnection();
+        try {
+          await c.query("SET SESSION wsrep_sync_wait = 7");
+          await c.query(sql.replaceAll("{jobs}", `${tablePrefix}jobs`));
+        } finally {
+          c.release();
+        }
+      },
       close: async () => undefined,
     };
   },
