@@ -264,6 +264,9 @@ export class Producer {
     const config = this.#config;
     const now = host.clock.now();
     const stage = this.#stageRequested || now - this.#lastStage >= config.pollMs;
+    // Consumed now: a request that arrives while this claim is in flight (its statements may already have
+    // staged) stays for the next claim. A failed claim puts this one back.
+    if (stage) this.#stageRequested = false;
     try {
       const claimed = await host.adapter.claim({
         queues: config.queues,
@@ -277,12 +280,10 @@ export class Producer {
         stage,
         onRateLimited: (at) => this.#wakeAt(at),
       });
-      if (stage) {
-        this.#lastStage = now;
-        this.#stageRequested = false;
-      }
+      if (stage) this.#lastStage = now;
       return claimed;
     } catch (error) {
+      if (stage) this.#stageRequested = true;
       return { error: error as Error };
     }
   }
