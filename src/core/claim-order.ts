@@ -36,31 +36,62 @@ export interface ClaimRoom {
   queues: Map<string, number>;
   tasks: Map<string, number>;
   constrained: number;
+  /** The ids `takeWithinCaps` took as constrained, when given: the claim returns them first. */
+  takenConstrained?: Set<number>;
   /** Starts left in the window of each rate-limited queue, task and rate key (absent: no limit). */
   rates?: RateRoom;
 }
 
-/** Starts left per rate limit, and the rate keys found without any (passes repeat without their jobs). */
+/**
+ * Starts left per rate limit, and the rate keys found without any (passes
+ * repeat without their jobs). `slack` holds, per queue and task limit, the
+ * starts left beyond half the limit (see `isConstrained`).
+ */
 export interface RateRoom {
   queues: Map<string, number>;
   tasks: Map<string, number>;
   keys: Map<string, number>;
   spentKeys: Set<string>;
+  slack: { queues: Map<string, number>; tasks: Map<string, number> };
 }
 
 export function rateRoomOf(): RateRoom {
-  return { queues: new Map(), tasks: new Map(), keys: new Map(), spentKeys: new Set() };
+  return { queues: new Map(), tasks: new Map(), keys: new Map(), spentKeys: new Set(), slack: { queues: new Map(), tasks: new Map() } };
+}
+
+/** Records a queue's, a task's or a rate key's limit in `rates`: `left` starts left in its window of `limit`. */
+export function holdRate(rates: RateRoom, scope: "queue" | "task" | "key", name: string, left: number, limit: number): void {
+  if (scope === "key") {
+    rates.keys.set(name, left);
+    return;
+  }
+  rates[scope === "queue" ? "queues" : "tasks"].set(name, left);
+  rates.slack[scope === "queue" ? "queues" : "tasks"].set(name, Math.max(0, left - Math.ceil(limit / 2)));
 }
 
 /**
  * Whether `c` holds a slot that another worker could use: it has a
- * concurrency key or a rate key, or its queue or task has a cap or a rate
- * limit (in `room`). A rate-limited job is constrained so that its start is
- * its claim: it never waits in a buffer holding a unit of its window.
+ * concurrency key or a rate key, or its queue or task has a cap, or a rate
+ * limit (in `room`) that is more than half used in its window. A job so
+ * limited is constrained so that its start is its claim: it never waits in a
+ * buffer holding a unit of a window that is close to full. While each of
+ * its queue's and task's limits is at most half used, a job may be taken
+ * into a worker's buffer like an unconstrained one: its start is still
+ * logged at its claim, so the limit holds on claims exactly, and a worker
+ * keeps prefetching through a limit that does not bind. A rate key's jobs
+ * are always constrained.
  */
 export function isConstrained(c: Pick<ClaimCandidate, "queue" | "task" | "concurrencyKey" | "rateKey">, room: ClaimRoom): boolean {
   if (c.concurrencyKey !== null || (c.rateKey ?? null) !== null || room.queues.has(c.queue) || room.tasks.has(c.task)) return true;
-  return room.rates !== undefined && (room.rates.queues.has(c.queue) || room.rates.tasks.has(c.task));
+  const rates = room.rates;
+  if (rates === undefined) return false;
+  if (rates.queues.has(c.queue) && !((rates.slack.queues.get(c.queue) ?? 0) > 0)) return true;
+  return rates.tasks.has(c.task) && !((rates.slack.tasks.get(c.task) ?? 0) > 0);
+}
+
+/** Starts a queue's limit lets a claim take beyond its room for constrained jobs (0 when capped: a cap binds whatever the rate). */
+export function rateSlack(room: ClaimRoom, queue: string): number {
+  return room.queues.has(queue) ? 0 : (room.rates?.slack.queues.get(queue) ?? 0);
 }
 
 /**
@@ -108,15 +139,22 @@ export function takeWithinCaps(candidates: readonly ClaimCandidate[], limit: num
     }
     if (taskRate !== undefined) {
       rates!.tasks.set(c.task, taskRate - 1);
+      rates!.slack.tasks.set(c.task, Math.max(0, (rates!.slack.tasks.get(c.task) ?? 0) - 1));
       if (taskRate - 1 === 0) exhausted.add(c.task);
     }
     if (queueRoom !== undefined) room.queues.set(c.queue, queueRoom - 1);
-    if (queueRate !== undefined) rates!.queues.set(c.queue, queueRate - 1);
+    if (queueRate !== undefined) {
+      rates!.queues.set(c.queue, queueRate - 1);
+      rates!.slack.queues.set(c.queue, Math.max(0, (rates!.slack.queues.get(c.queue) ?? 0) - 1));
+    }
     if (keyRate !== undefined) {
       rates!.keys.set(rateKey!, keyRate - 1);
       if (keyRate - 1 === 0) rates!.spentKeys.add(rateKey!);
     }
-    if (constrained) room.constrained--;
+    if (constrained) {
+      room.constrained--;
+      room.takenConstrained?.add(c.id);
+    }
     chosen.push(c.id);
   }
   return false;

@@ -19,10 +19,12 @@ export const UNTAGGED_LOOK_MS = 1000;
 export interface ClaimMemory {
   capsSeenAt: number;
   untaggedLookedAt: number;
+  /** Queues read with a rate limit and no cap: a claim with no room for constrained jobs locks them exclusively, to take their slack (see isConstrained). */
+  rateQueues: Set<string>;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set() };
 }
 
 /** A queue or task control row with a control a claim counts under the row's exclusive lock: a cap or a rate limit. */

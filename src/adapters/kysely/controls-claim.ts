@@ -11,7 +11,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { mergeByHeads } from "../../core/fairness.ts";
 import { fairPick, writeTags } from "./fair-claim.ts";
 import type { FairCandidate } from "../../core/fairness.ts";
-import { byClaimOrder, claimedOrder, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import { byClaimOrder, claimedOrder, holdRate, rateRoomOf, rateSlack, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
@@ -68,7 +68,11 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
   const { tables, engine } = ctx;
   return engine.writeTransaction(ctx.db, async (db) => {
     const local = locksAreLocal(ctx);
-    const queueRows = await lockQueueControls(ctx, db, params.queues, constrained === 0 && !local ? "shared" : expectNoCaps ? "expectNoCaps" : "lockCapped");
+    // With no room for constrained jobs, control rows are read shared, unless a queue is known rate-limited (without a
+    // cap): its slack may still be taken, under its row's exclusive lock (taken as lockCapped takes them, in name order).
+    const rateKnown = params.queues.some((q) => memory.rateQueues.has(q));
+    const mode = constrained === 0 && !local && !rateKnown ? "shared" : expectNoCaps && constrained > 0 ? "expectNoCaps" : "lockCapped";
+    const queueRows = await lockQueueControls(ctx, db, params.queues, mode);
     const paused = new Set(queueRows.filter((r) => Number(r.paused) === 1).map((r) => r.name));
     const capped = queueRows.filter((r) => counted(r) && !paused.has(r.name));
     if (capped.length > 0 || queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1)) memory.capsSeenAt = params.now;
@@ -81,18 +85,24 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
     const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
     const rates = rateRoomOf();
-    const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates };
+    const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates, takenConstrained: new Set() };
     const limits: LimitInRoom[] = [];
     const hold = (held: HeldLimit | null, scope: RateScope, map: Map<string, number>) => {
       if (held === null) return;
       const initial = roomOf(held, params.now);
-      map.set(held.name, initial);
+      holdRate(rates, scope, held.name, initial, held.limit.limit);
       limits.push({ held, scope, map, initial });
     };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
-    if (constrained > 0) {
-      for (const r of capped) {
+    for (const r of capped) {
+      const rateOnly = r.max_running === null && r.rate_limit !== null;
+      if (rateOnly) memory.rateQueues.add(r.name);
+      else memory.rateQueues.delete(r.name);
+      if (constrained > 0) {
         if (r.max_running !== null) room.queues.set(r.name, Number(r.max_running) - (await countRunning(ctx, db, "queue", r.name)));
+        hold(heldLimit(tables.queues, r), "queue", rates.queues);
+      } else if (rateOnly && mode !== "shared") {
+        // Locked exclusively (see lockQueueControls): its slack may be taken.
         hold(heldLimit(tables.queues, r), "queue", rates.queues);
       }
     }
@@ -112,15 +122,15 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     for (;;) {
       const need = params.limit - chosen.length;
       const spent = room.constrained <= 0;
-      if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) exhausted.add(task);
+      if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) if (!((rates.slack.tasks.get(task) ?? 0) > 0)) exhausted.add(task);
       const groups: { queues: string[]; limit: number }[] = [];
       if (uncapped.length > 0) groups.push({ queues: uncapped, limit: need });
       for (const name of fairUncapped) groups.push({ queues: [name], limit: need });
-      if (!spent) {
-        for (const { name } of capped) {
-          const left = Math.min(room.queues.get(name) ?? Infinity, rates.queues.get(name) ?? Infinity);
-          if (left > 0) groups.push({ queues: [name], limit: Math.min(left, need, room.constrained) });
-        }
+      // A capped queue's jobs are constrained; a rate-limited one's too, beyond its slack (see isConstrained).
+      for (const { name } of capped) {
+        const left = Math.min(room.queues.get(name) ?? Infinity, rates.queues.get(name) ?? Infinity);
+        const takeable = Math.max(0, room.constrained) + rateSlack(room, name);
+        if (left > 0 && takeable > 0) groups.push({ queues: [name], limit: Math.min(left, need, takeable) });
       }
       if (need <= 0 || groups.length === 0) break;
       const plain: ClaimCandidate[] = [];
@@ -208,7 +218,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       const delayedBy = delayingLimit(r, held);
       if (delayedBy !== null) r.delayedBy = delayedBy;
     }
-    return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
+    return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => room.takenConstrained!.has(j.id));
   });
 }
 
@@ -268,9 +278,10 @@ async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly 
 /**
  * Remaining room per capped task among `tasks` (`caps`), and the rate
  * limits among them (`limits`), with the task control rows locked in name
- * order; without `count` (a claim that takes no job of a capped or
- * rate-limited task), room 0 for each cap and a null limit (no room) for
- * each rate limit, read without locks or counts.
+ * order; without `count` (a claim that takes no constrained job), room 0
+ * for each cap and a null limit (no room) for each rate limit of a capped
+ * task, read without locks or counts, and the limits of the other
+ * rate-limited tasks locked (their slack may be taken, see isConstrained).
  */
 async function taskRoom(
   ctx: StoreContext,
@@ -287,11 +298,18 @@ async function taskRoom(
     .where("name", "in", tasks)
     .where(countedControl)
     .orderBy("name");
-  if (count && ctx.engine.capabilities.rowLocks) q = q.forUpdate();
-  for (const r of (await q.execute()) as TaskRow[]) {
+  const locks = ctx.engine.capabilities.rowLocks;
+  if (count && locks) q = q.forUpdate();
+  let rows = (await q.execute()) as TaskRow[];
+  const rateOnly = (r: TaskRow) => r.max_running === null && r.rate_limit !== null;
+  if (!count && locks && rows.some(rateOnly)) {
+    const locked = (await q.where("name", "in", rows.filter(rateOnly).map((r) => r.name)).forUpdate().execute()) as TaskRow[];
+    rows = [...rows.filter((r) => !rateOnly(r)), ...locked];
+  }
+  for (const r of rows) {
     if (r.max_running !== null) caps.set(r.name, count ? Number(r.max_running) - (await countRunning(ctx, db, "task", r.name)) : 0);
     const held = heldLimit(ctx.tables.tasks, r);
-    if (held !== null) limits.set(r.name, count ? held : null);
+    if (held !== null) limits.set(r.name, count || rateOnly(r) ? held : null);
   }
   return { caps, limits };
 }

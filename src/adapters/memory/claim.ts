@@ -8,7 +8,7 @@
  * sees a half-done claim, and no job is taken twice.
  */
 import type { ClaimParams } from "../../core/adapter.ts";
-import { byClaimOrder, claimedOrder, claimLimits, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
+import { byClaimOrder, claimedOrder, claimLimits, holdRate, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import { IMPLICIT_FAIR_KEY, byFairOrder, mergeByHeads, withinKeys, type FairCandidate } from "../../core/fairness.ts";
 import { delayingLimit, logStarts, nextRoomAt, rateRoom, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
@@ -22,14 +22,14 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   if (params.stage !== false) stageDue(state, params.now);
   const queues = new Set(params.queues.filter((q) => state.queues.get(q)?.paused !== true));
   const tasks = params.tasks === undefined ? null : new Set(params.tasks);
-  const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained: constrainedLimit, rates: rateRoomOf() };
+  const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained: constrainedLimit, rates: rateRoomOf(), takenConstrained: new Set() };
   const rates = room.rates!;
   /** Each rate limit met: its limit, and its map and name in the room. */
   const limits = new Map<string, { limit: RateLimit; map: Map<string, number>; scope: RateScope; name: string; heldUntil: number | null }>();
   const meet = (scope: RateScope, name: string, limit: RateLimit | null | undefined, map: Map<string, number>) => {
     if (!limit || map.has(name)) return;
     const id = `${scope}:${name}`;
-    map.set(name, rateRoom(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now));
+    holdRate(rates, scope, name, rateRoom(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now), limit.limit);
     limits.set(id, { limit, map, scope, name, heldUntil: state.rateHeldUntil.get(id) ?? null });
   };
   for (const q of queues) {
@@ -106,7 +106,7 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
     if (delayedBy !== null) record.delayedBy = delayedBy;
     claimed.push(record);
   }
-  return claimedOrder(claimed, params.constrainedLimit === undefined ? null : (j) => isConstrained(j, room));
+  return claimedOrder(claimed, params.constrainedLimit === undefined ? null : (j) => room.takenConstrained!.has(j.id));
 }
 
 /** How many jobs of a queue or task are running. */

@@ -134,16 +134,39 @@ export const rateLimitCases: ConformanceCase[] = [
     },
   },
   {
-    name: "rate limits › rate-limited jobs are constrained: a claim with no room for constrained jobs leaves them ready",
+    name: "rate limits › a rate key's jobs, and a limit more than half used, are constrained: a claim with no room for constrained jobs leaves them ready",
     async run(t) {
-      await t.adapter.setTaskControl({ task: "api", rateLimit: { limit: 10, periodMs: 1000 } });
-      await insert(t, { queue: "q", task: "api" });
+      await t.adapter.setTaskControl({ task: "api", rateLimit: { limit: 2, periodMs: 1000 } });
+      const api = [await insert(t, { queue: "q", task: "api" }), await insert(t, { queue: "q", task: "api" })];
       await insert(t, keyed("k", 10));
       const plain = await insert(t, { queue: "q" });
       const got = (await claimAt(t, 10, ["q"], t.adapter, { constrainedLimit: 0 })).jobs;
-      assert.deepEqual(got.map((j) => j.id), [plain.id]);
+      assert.deepEqual(got.map((j) => j.id).sort((a, b) => a - b), [api[0]!.id, plain.id], "one start of the task's 2 is slack; the rate key's job waits");
+      assert.deepEqual((await claimAt(t, 10, ["q"], t.adapter, { constrainedLimit: 0 })).jobs, [], "the task's limit is half used: no slack left");
+      assert.deepEqual((await claimAt(t, 10, ["q"], t.adapter, { constrainedLimit: 1 })).jobs.map((j) => j.id).sort((a, b) => a - b), [api[1]!.id], "the rate key's job and the task's last start compete for one constrained place, in claim order");
     },
   },
+  ...(["queue", "task"] as const).map(
+    (scope): ConformanceCase => ({
+      name: `rate limits › a ${scope} limit's slack (the starts beyond half the limit) is taken without room for constrained jobs, returned after the constrained jobs; the rest only with room; the limit holds either way`,
+      async run(t) {
+        const limit = { limit: 4, periodMs: 60_000 };
+        if (scope === "queue") await t.adapter.setQueueControl({ queue: "q", rateLimit: limit });
+        else await t.adapter.setTaskControl({ task: "api", rateLimit: limit });
+        for (let i = 0; i < 6; i++) await insert(t, { queue: "q", task: "api" });
+        // In another queue and task: it takes no start of the limit.
+        const keyedJob = await insert(t, { queue: "o", task: "other", priority: -1, concurrency: { key: "c", limit: 1, onConflict: "block" } });
+        const ids = async (constrainedLimit: number) => (await claimAt(t, 10, ["o", "q"], t.adapter, { constrainedLimit })).jobs.map((j) => j.id);
+        const first = await ids(1);
+        assert.equal(first.length, 3, "the keyed job (first in claim order, the one constrained place) and the limit's 2 starts of slack");
+        assert.equal(first[0], keyedJob.id, "the constrained job first");
+        assert.deepEqual(await ids(0), [], "half the limit used: its jobs are constrained");
+        assert.equal((await ids(1)).length, 1);
+        assert.equal((await ids(5)).length, 1, "the limit's last start");
+        assert.deepEqual(await ids(5), [], "4 starts in the window");
+      },
+    }),
+  ),
   {
     name: "rate limits › a limit is stored: listControls reads it back from any connection; null removes it",
     async run(t) {
