@@ -86,6 +86,18 @@ export function windowEnd(log: StartLog, now: number): number {
   return end;
 }
 
+/**
+ * The time a claim at `now` stamps on the jobs it took (their startedAt):
+ * the latest `windowEnd` of the logs of the limits it took starts of (each
+ * log as read, before the claim's own starts), so a job's recorded start is
+ * the time its limit logged it, never earlier.
+ */
+export function claimedAt(taken: readonly { log: StartLog; count: number }[], now: number): number {
+  let at = now;
+  for (const { log, count } of taken) if (count > 0) at = Math.max(at, windowEnd(log, now));
+  return at;
+}
+
 /** How many starts of `log` are inside the window that ends at `now`. */
 export function startsInWindow(log: StartLog, now: number, periodMs: number): number {
   let used = 0;

@@ -10,7 +10,7 @@
 import type { ClaimParams } from "../../core/adapter.ts";
 import { byClaimOrder, claimedOrder, claimLimits, holdRate, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import { IMPLICIT_FAIR_KEY, byFairOrder, mergeByHeads, withinKeys, type FairCandidate } from "../../core/fairness.ts";
-import { delayingLimit, logStarts, nextRoomAt, rateRoom, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
+import { claimedAt, delayingLimit, logStarts, nextRoomAt, rateRoom, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { applyTransition, guardHolds, stageDue } from "./guarded-write.ts";
 import { copy, type MemoryState } from "./state.ts";
@@ -86,6 +86,7 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   // Each limit's starts are logged; a limit that held a job back tells the caller when it has room again.
   let heldUntil = Number.POSITIVE_INFINITY;
   const taken = new Set(chosen);
+  const at = claimedAt([...limits].map(([id, { map, name }]) => ({ log: state.rateLogs.get(id) ?? [], count: before.get(id)! - map.get(name)! })), params.now);
   for (const [id, { limit, map, name }] of limits) {
     const count = before.get(id)! - map.get(name)!;
     const log = state.rateLogs.get(id) ?? [];
@@ -98,8 +99,8 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   if (heldUntil !== Number.POSITIVE_INFINITY) params.onRateLimited?.(heldUntil);
   const claimed: JobRecord[] = [];
   for (const id of chosen) {
-    const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null, startedAt: params.now });
-    const moved = applyTransition(state, "claim", { id, now: params.now }, set);
+    const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null, startedAt: at });
+    const moved = applyTransition(state, "claim", { id, now: at }, set);
     if (!moved) continue;
     const record = copy(moved);
     const delayedBy = delayingLimit(record, [...limits.values()]);

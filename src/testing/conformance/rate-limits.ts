@@ -146,6 +146,24 @@ export const rateLimitCases: ConformanceCase[] = [
       assert.deepEqual((await claimAt(t, 10, ["q"], t.adapter, { constrainedLimit: 1 })).jobs.map((j) => j.id).sort((a, b) => a - b), [api[1]!.id], "the rate key's job and the task's last start compete for one constrained place, in claim order");
     },
   },
+  {
+    name: "rate limits › a claim whose time is earlier than a start its limit logged stamps its jobs' start at that logged time, where the window counts them",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 3, periodMs: 1000 } });
+      for (let i = 0; i < 3; i++) await insert(t, { queue: "q" });
+      const late = t.clock.now();
+      const first = await t.adapter.claim({ queues: ["q"], limit: 1, now: late, leaseToken: token(), leaseExpiresAt: late + LEASE_MS });
+      assert.equal(first[0]!.startedAt, late);
+      // A claim that took its time 10 ms earlier (before waiting for the limit's lock) and ran after the first.
+      const early = await t.adapter.claim({ queues: ["q"], limit: 1, now: late - 10, leaseToken: token(), leaseExpiresAt: late + LEASE_MS });
+      assert.equal(early.length, 1);
+      assert.equal(early[0]!.startedAt, late, "stamped at the logged start, not 10 ms before it");
+      assert.equal((await t.adapter.get({ id: early[0]!.id }))!.startedAt, late, "as stored");
+      const unlimited = await insert(t, { queue: "free" });
+      const plain = await t.adapter.claim({ queues: ["free"], limit: 1, now: late - 10, leaseToken: token(), leaseExpiresAt: late + LEASE_MS });
+      assert.deepEqual([plain[0]!.id, plain[0]!.startedAt], [unlimited.id, late - 10], "a claim that takes no limited start keeps its own time");
+    },
+  },
   ...(["queue", "task"] as const).map(
     (scope): ConformanceCase => ({
       name: `rate limits › a ${scope} limit's slack (the starts beyond half the limit) is taken without room for constrained jobs, returned after the constrained jobs; the rest only with room; the limit holds either way`,
