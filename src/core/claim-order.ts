@@ -45,7 +45,7 @@ export interface ClaimRoom {
 /**
  * Starts left per rate limit, and the rate keys found without any (passes
  * repeat without their jobs). `slack` holds, per queue and task limit, the
- * starts left beyond half the limit (see `isConstrained`).
+ * starts it lets a claim take unconstrained (see `isConstrained`).
  */
 export interface RateRoom {
   queues: Map<string, number>;
@@ -59,27 +59,27 @@ export function rateRoomOf(): RateRoom {
   return { queues: new Map(), tasks: new Map(), keys: new Map(), spentKeys: new Set(), slack: { queues: new Map(), tasks: new Map() } };
 }
 
-/** Records a queue's, a task's or a rate key's limit in `rates`: `left` starts left in its window of `limit`. */
-export function holdRate(rates: RateRoom, scope: "queue" | "task" | "key", name: string, left: number, limit: number): void {
+/** Records a queue's, a task's or a rate key's limit in `rates`: `left` starts left in its window, `slack` of them takeable unconstrained (see rate-limit.ts rateSlack; unused for a key). */
+export function holdRate(rates: RateRoom, scope: "queue" | "task" | "key", name: string, left: number, slack: number): void {
   if (scope === "key") {
     rates.keys.set(name, left);
     return;
   }
   rates[scope === "queue" ? "queues" : "tasks"].set(name, left);
-  rates.slack[scope === "queue" ? "queues" : "tasks"].set(name, Math.max(0, left - Math.ceil(limit / 2)));
+  rates.slack[scope === "queue" ? "queues" : "tasks"].set(name, Math.min(left, slack));
 }
 
 /**
  * Whether `c` holds a slot that another worker could use: it has a
  * concurrency key or a rate key, or its queue or task has a cap, or a rate
- * limit (in `room`) that is more than half used in its window. A job so
- * limited is constrained so that its start is its claim: it never waits in a
- * buffer holding a unit of a window that is close to full. While each of
- * its queue's and task's limits is at most half used, a job may be taken
- * into a worker's buffer like an unconstrained one: its start is still
- * logged at its claim, so the limit holds on claims exactly, and a worker
- * keeps prefetching through a limit that does not bind. A rate key's jobs
- * are always constrained.
+ * limit (in `room`) without slack (see rate-limit.ts rateSlack: a limit that
+ * binds, or is more than half used). A job so limited is constrained so
+ * that its start is its claim: it never waits in a buffer holding a unit of
+ * a window that is close to full. While each of its queue's and task's
+ * limits has slack, a job may be taken into a worker's buffer like an
+ * unconstrained one: its start is still logged at its claim, so the limit
+ * holds on claims exactly, and a worker keeps prefetching through a limit
+ * that does not bind. A rate key's jobs are always constrained.
  */
 export function isConstrained(c: Pick<ClaimCandidate, "queue" | "task" | "concurrencyKey" | "rateKey">, room: ClaimRoom): boolean {
   if (c.concurrencyKey !== null || (c.rateKey ?? null) !== null || room.queues.has(c.queue) || room.tasks.has(c.task)) return true;

@@ -4,7 +4,7 @@
  * start counts while less than `periodMs` has passed since it). A start is
  * the claim that gives the job to a handler. The log of starts is kept as
  * JSON text of `[time, count]` pairs, oldest first, holding only the starts
- * still inside the window; adapters store it with the limit and rewrite it,
+ * still inside the last two windows (the second for `rateSlack`); adapters store it with the limit and rewrite it,
  * under the limit's lock, in the claim that takes the starts. Nothing here
  * reads storage.
  *
@@ -110,10 +110,24 @@ export function rateRoom(log: StartLog, limit: number, periodMs: number, now: nu
   return Math.max(0, limit - startsInWindow(log, windowEnd(log, now), periodMs));
 }
 
-/** The log text after `count` starts at `now` (at `windowEnd`): the entries that left the window dropped. */
+/**
+ * Starts a claim may take of a limit beyond its room for constrained jobs
+ * (see claim-order.ts isConstrained): those that leave the window at most
+ * half used, and the last two windows together (2 × `periodMs`) at most
+ * one window's `limit`. A limit that binds has no slack (its last two
+ * windows hold about 2 × `limit`), nor one that starts binding past half
+ * its window.
+ */
+export function rateSlack(log: StartLog, limit: number, periodMs: number, now: number): number {
+  const end = windowEnd(log, now);
+  const left = limit - startsInWindow(log, end, periodMs);
+  return Math.max(0, Math.min(left - Math.ceil(limit / 2), limit - startsInWindow(log, end, 2 * periodMs)));
+}
+
+/** The log text after `count` starts at `now` (at `windowEnd`): the entries that left the last two windows (see rateSlack) dropped. */
 export function logStarts(log: StartLog, now: number, count: number, periodMs: number): string {
   now = windowEnd(log, now);
-  const kept = log.filter(([at]) => now - at < periodMs);
+  const kept = log.filter(([at]) => now - at < 2 * periodMs);
   if (count > 0) {
     const last = kept[kept.length - 1];
     if (last && last[0] === now) last[1] += count;

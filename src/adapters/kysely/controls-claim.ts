@@ -17,7 +17,7 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
-import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, type HeldLimit } from "./rate-limits.ts";
+import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, slackOf, type HeldLimit } from "./rate-limits.ts";
 import { claimedAt, delayingLimit, readStarts, type RateScope } from "../../core/rate-limit.ts";
 import { labelComment, labelled } from "./labels.ts";
 import { locksAreLocal, writeGuards } from "./guard-writes.ts";
@@ -90,7 +90,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const hold = (held: HeldLimit | null, scope: RateScope, map: Map<string, number>) => {
       if (held === null) return;
       const initial = roomOf(held, params.now);
-      holdRate(rates, scope, held.name, initial, held.limit.limit);
+      holdRate(rates, scope, held.name, initial, slackOf(held, params.now));
       limits.push({ held, scope, map, initial });
     };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.

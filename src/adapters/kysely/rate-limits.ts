@@ -7,7 +7,7 @@
  * core's; this module reads and writes rows.
  */
 import type { NewJob } from "../../core/adapter.ts";
-import { logStarts, nextRoomAt, rateRoom, readStarts, type RateLimit } from "../../core/rate-limit.ts";
+import { logStarts, nextRoomAt, rateRoom, rateSlack, readStarts, type RateLimit } from "../../core/rate-limit.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { rateLimitOf, upsert, type RateColumns } from "./controls.ts";
@@ -69,6 +69,11 @@ export function heldLimit(table: string, row: RateColumns & { name: string }): H
 /** Starts left at `now`. */
 export function roomOf(held: HeldLimit, now: number): number {
   return rateRoom(readStarts(held.starts), held.limit.limit, held.limit.periodMs, now);
+}
+
+/** Starts a claim may take unconstrained at `now` (see core rateSlack). */
+export function slackOf(held: HeldLimit, now: number): number {
+  return rateSlack(readStarts(held.starts), held.limit.limit, held.limit.periodMs, now);
 }
 
 /** When a limit without room next has some. */

@@ -10,7 +10,7 @@
 import type { ClaimParams } from "../../core/adapter.ts";
 import { byClaimOrder, claimedOrder, claimLimits, holdRate, isConstrained, rateRoomOf, takeWithinCaps, type ClaimCandidate, type ClaimRoom } from "../../core/claim-order.ts";
 import { IMPLICIT_FAIR_KEY, byFairOrder, mergeByHeads, withinKeys, type FairCandidate } from "../../core/fairness.ts";
-import { claimedAt, delayingLimit, logStarts, nextRoomAt, rateRoom, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
+import { claimedAt, delayingLimit, logStarts, nextRoomAt, rateRoom, rateSlack, type RateLimit, type RateScope } from "../../core/rate-limit.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { applyTransition, guardHolds, stageDue } from "./guarded-write.ts";
 import { copy, type MemoryState } from "./state.ts";
@@ -29,7 +29,8 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   const meet = (scope: RateScope, name: string, limit: RateLimit | null | undefined, map: Map<string, number>) => {
     if (!limit || map.has(name)) return;
     const id = `${scope}:${name}`;
-    holdRate(rates, scope, name, rateRoom(state.rateLogs.get(id) ?? [], limit.limit, limit.periodMs, params.now), limit.limit);
+    const log = state.rateLogs.get(id) ?? [];
+    holdRate(rates, scope, name, rateRoom(log, limit.limit, limit.periodMs, params.now), rateSlack(log, limit.limit, limit.periodMs, params.now));
     limits.set(id, { limit, map, scope, name, heldUntil: state.rateHeldUntil.get(id) ?? null });
   };
   for (const q of queues) {

@@ -166,7 +166,7 @@ export const rateLimitCases: ConformanceCase[] = [
   },
   ...(["queue", "task"] as const).map(
     (scope): ConformanceCase => ({
-      name: `rate limits › a ${scope} limit's slack (the starts beyond half the limit) is taken without room for constrained jobs, returned after the constrained jobs; the rest only with room; the limit holds either way`,
+      name: `rate limits › a ${scope} limit's slack (up to half the window, while the last two windows hold at most one) is taken without room for constrained jobs, returned after the constrained jobs; the rest only with room; the limit holds either way`,
       async run(t) {
         const limit = { limit: 4, periodMs: 60_000 };
         if (scope === "queue") await t.adapter.setQueueControl({ queue: "q", rateLimit: limit });
@@ -182,6 +182,10 @@ export const rateLimitCases: ConformanceCase[] = [
         assert.equal((await ids(1)).length, 1);
         assert.equal((await ids(5)).length, 1, "the limit's last start");
         assert.deepEqual(await ids(5), [], "4 starts in the window");
+        t.clock.advance(60_000);
+        assert.deepEqual(await ids(0), [], "a window later, the last two windows hold a full window: the limit binds, no slack");
+        t.clock.advance(60_000);
+        assert.equal((await ids(0)).length, 2, "two windows later, slack again: the 2 jobs left");
       },
     }),
   ),
