@@ -118,7 +118,7 @@ export function jobList(jobs: Job[], filter: JobFilter, pageSize: number, v: Vie
   const form = html`<form method="get" action="${v.base}jobs" id="filter">state <select name="state" aria-label="state">${options(ALL_STATES, filter.state)}</select>
  queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> key <input name="key" value="${filter.key ?? ""}" size="14" aria-label="concurrency key">
  last error contains <input name="errorContains" value="${filter.errorContains ?? ""}" size="20" maxlength="${MAX_SEARCH_LENGTH}" aria-label="last error contains" aria-describedby="error-search-help"> <button>Filter</button>
- <small id="error-search-help" class="muted">(searched in ${ERROR_SEARCH_STATES[0]} jobs unless the state is ${ERROR_SEARCH_STATES.slice(1).join(", ")})</small></form>`;
+ <small id="error-search-help" class="muted">(searched in ${ERROR_SEARCH_STATES[0]} jobs unless the state is ${ERROR_SEARCH_STATES.slice(1, -1).join(", ")} or ${ERROR_SEARCH_STATES.at(-1)})</small></form>`;
   const searching = filter.errorContains !== undefined;
   const rows = jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.state}</td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${j.concurrencyKey ?? "–"}</td><td>${time(j.runAt)}</td><td>${time(j.updatedAt)}</td>${searching ? html`<td class="last-error"><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>` : ""}</tr>`);
   const next = jobs.length === pageSize ? html`<p><a id="next" href="${jobsHref(v.base, filter, jobs[jobs.length - 1]!.id)}">Next ${pageSize} →</a></p>` : "";

@@ -19,8 +19,9 @@ async function failWith(queue: string, errors: string[], retry = false): Promise
   const now = Date.now();
   const leaseToken = `search-${queue}`;
   const claimed = await docket.adapter.claim({ queues: [queue], limit: errors.length, now, leaseToken, leaseExpiresAt: now + 60_000 });
-  expect(claimed.map((j) => j.id)).toEqual(jobs.map((j) => j.id));
-  await docket.adapter.settle({ items: claimed.map((j, i) => ({ kind: "fail" as const, id: j.id, leaseToken, now, error: errors[i]!, retryAt: retry ? now + 3_600_000 : null })) });
+  expect(claimed.map((j) => j.id).sort((a, b) => a - b)).toEqual(jobs.map((j) => j.id));
+  const errorOf = (id: number) => errors[jobs.findIndex((j) => j.id === id)]!;
+  await docket.adapter.settle({ items: claimed.map((j) => ({ kind: "fail" as const, id: j.id, leaseToken, now, error: errorOf(j.id), retryAt: retry ? now + 3_600_000 : null })) });
   return jobs;
 }
 
