@@ -11,7 +11,7 @@ import { InvalidArgumentError, NotFoundError, WaitTimeoutError } from "../core/e
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { shown } from "../core/shown.ts";
 import { JOB_STATES, TERMINAL_STATES, isJobState, type JobState } from "../core/states.ts";
-import { MAX_DELAY_MS, checkKeys, validateInteger, validateName } from "../core/validate.ts";
+import { MAX_DELAY_MS, checkKeys, validateInteger, validateName, validateSearchText } from "../core/validate.ts";
 
 /** With a typed Docket, `task` is one of its tasks. */
 export interface ListOptions<T extends TaskMap = TaskMap> {
@@ -20,6 +20,13 @@ export interface ListOptions<T extends TaskMap = TaskMap> {
   task?: keyof T & string;
   /** Only jobs of this concurrency key: its holders (ready, running) and the jobs it blocks. */
   concurrencyKey?: string;
+  /**
+   * Only jobs whose last error contains this text (1 to 200 characters),
+   * matched literally (`%`, `_` and `\` are plain characters) and
+   * case-sensitively; jobs with no last error never match. Give a state too
+   * (e.g. "dead"): the jobs the other filters leave are scanned.
+   */
+  errorContains?: string;
   afterId?: number;
   /** Default 100, at most 10 000. */
   limit?: number;
@@ -50,7 +57,7 @@ export async function getByIdempotencyKey(adapter: DocketAdapter, key: string): 
 
 /** A page of jobs, oldest id first (see ListOptions). */
 export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, options: ListOptions<T>): Promise<Job[]> {
-  checkKeys(options, ["state", "queue", "task", "concurrencyKey", "afterId", "limit"], "list(options)");
+  checkKeys(options, ["state", "queue", "task", "concurrencyKey", "errorContains", "afterId", "limit"], "list(options)");
   const limit = validateInteger(options.limit ?? 100, "limit", 1, 10_000);
   if (options.state !== undefined && !isJobState(options.state)) {
     throw new InvalidArgumentError(`state must be one of ${JOB_STATES.join(", ")}, got ${shown(options.state)}`);
@@ -61,6 +68,7 @@ export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, option
     queue: options.queue === undefined ? undefined : validateName(options.queue, "queue"),
     task: options.task === undefined ? undefined : validateName(options.task, "task"),
     concurrencyKey: options.concurrencyKey === undefined ? undefined : validateName(options.concurrencyKey, "concurrencyKey"),
+    errorContains: options.errorContains === undefined ? undefined : validateSearchText(options.errorContains, "errorContains"),
     afterId: options.afterId === undefined ? undefined : validateInteger(options.afterId, "afterId", 0, Number.MAX_SAFE_INTEGER),
   });
   return records.map((r) => toJob(r));

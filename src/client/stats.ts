@@ -66,6 +66,9 @@ export interface KeyStats {
   limit: number | null;
   /** Jobs holding a slot (ready or running). */
   holders: number;
+  /** Of the holders, those running (the others are ready). */
+  running: number;
+  /** Jobs waiting for a slot. */
   blocked: number;
 }
 

@@ -835,8 +835,12 @@ export interface StoredStats {
   counts: { queue: string; task: string; state: JobState; count: number }[];
   oldestReady: { queue: string; runAt: number }[];
   running: JobRecord[];
-  /** `limit` is null for a key with no stored limit row (which docket never leaves behind). */
-  keys: { key: string; limit: number | null; holders: number; blocked: number }[];
+  /**
+   * `limit` is null for a key with no stored limit row (which docket never
+   * leaves behind); `holders` are its ready and running jobs, `running` those
+   * of them running.
+   */
+  keys: { key: string; limit: number | null; holders: number; running: number; blocked: number }[];
   finished: { state: JobState; bucket: number; count: number }[];
   /**
    * Every queue and task rate limit, and the rate keys with ready jobs (then
@@ -868,6 +872,13 @@ export interface ListParams {
   task?: string;
   /** Only jobs of this concurrency key. */
   concurrencyKey?: string;
+  /**
+   * Only jobs whose last error contains this text (1 to MAX_SEARCH_LENGTH
+   * characters): every character literal (a LIKE wildcard matches only
+   * itself), case-sensitive. Jobs without a last error never match. No index
+   * serves it: the rows the other filters leave are scanned.
+   */
+  errorContains?: string;
   afterId?: number;
   /** Only these jobs (at most LIST_IDS_MAX ids; those that do not exist are left out). */
   ids?: readonly number[];

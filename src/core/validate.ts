@@ -3,6 +3,8 @@ import { kindOf, shown } from "./shown.ts";
 
 /** Longest task or queue name; the MySQL index limits it. */
 export const MAX_NAME_LENGTH = 191;
+/** Longest text searched for in stored text (e.g. `list({ errorContains })`). */
+export const MAX_SEARCH_LENGTH = 200;
 export const MIN_PRIORITY = -1_000_000;
 export const MAX_PRIORITY = 1_000_000;
 export const MAX_ATTEMPTS_LIMIT = 1_000_000;
@@ -47,6 +49,16 @@ export function validateName(value: unknown, what: string): string {
   if (value.endsWith(" ")) {
     throw new InvalidArgumentError(`${what} ends with a space, got ${shown(value)}: MariaDB ignores trailing spaces when comparing, so it would match the name without them`);
   }
+  return value;
+}
+
+/** Text to search for: 1 to MAX_SEARCH_LENGTH UTF-16 units, well-formed, no NUL (so every adapter can send it). */
+export function validateSearchText(value: unknown, what: string): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_SEARCH_LENGTH) {
+    throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${MAX_SEARCH_LENGTH} characters, got ${shown(value)}`);
+  }
+  const why = unstorable(value);
+  if (why !== null) throw new InvalidArgumentError(`${what} ${why}`);
   return value;
 }
 

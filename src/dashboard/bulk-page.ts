@@ -8,24 +8,24 @@ import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
 import { isJobState } from "../core/states.ts";
 import type { DashboardAction } from "./actions.ts";
 import { html, type Html } from "./html.ts";
-import { filterQuery, jobsHref, type JobFilter, type View } from "./pages.ts";
+import { FILTER_PARAMS, filterQuery, jobsHref, type JobFilter, type View } from "./pages.ts";
 
 /** The permission each bulk action asks `authorize` for. */
 export const BULK_PERMISSION: Record<BulkAction, DashboardAction> = { cancel: "cancel", delete: "delete", "run-now": "run-now", replay: "replay-all" };
 const LABEL: Record<BulkAction, string> = { cancel: "Cancel", delete: "Delete", "run-now": "Run now", replay: "Replay" };
 
-/** The job list's filter as a bulk filter; null without a state (a bulk action needs one). */
+/** The job list's filter as a bulk filter; null without a state (a bulk action needs one) or with an error search (a bulk action cannot take one). */
 export function bulkFilter(f: JobFilter): BulkFilter | null {
-  if (f.state === undefined || !isJobState(f.state)) return null;
+  if (f.state === undefined || !isJobState(f.state) || f.errorContains !== undefined) return null;
   return { state: f.state, ...(f.queue === undefined ? {} : { queue: f.queue }), ...(f.task === undefined ? {} : { task: f.task }), ...(f.key === undefined ? {} : { concurrencyKey: f.key }) };
 }
 
-/** The filter a bulk form or link carries (state, queue, task, key), read from `params`. */
+/** The job list's filter (or the one a bulk form or link carries), read from `params`: blank values left out; names trimmed, the error text kept as typed. */
 export function filterFrom(params: URLSearchParams): JobFilter {
   const filter: JobFilter = {};
-  for (const k of ["state", "queue", "task", "key"] as const) {
-    const value = (params.get(k) ?? "").trim();
-    if (value !== "") filter[k] = value;
+  for (const k of FILTER_PARAMS) {
+    const raw = params.get(k) ?? "";
+    if (raw.trim() !== "") filter[k] = k === "errorContains" ? raw : raw.trim();
   }
   return filter;
 }

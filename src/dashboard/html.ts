@@ -78,7 +78,7 @@ export function page(l: Layout): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${l.title} · docket</title><style>${new Html(STYLE)}</style>${l.refresh && l.refresh.seconds > 0 ? html`<meta http-equiv="refresh" content="${l.refresh.seconds}">` : ""}</head>
-<body><header><strong>docket</strong><a href="${l.base}">Overview</a><a href="${l.base}jobs">Jobs</a><a href="${l.base}workers">Workers</a><a href="${l.base}dead">Dead letters</a>
+<body><header><strong>docket</strong><a href="${l.base}">Overview</a><a href="${l.base}jobs">Jobs</a><a href="${l.base}workers">Workers</a><a href="${l.base}controls">Controls</a><a href="${l.base}dead">Dead letters</a>
 <form class="inline" method="get" action="${l.base}lookup"><input name="q" value="${l.query ?? ""}" placeholder="job id or idempotency key" size="28" aria-label="lookup"> <button>Find</button></form>${l.refresh ? refreshSwitch(l.refresh) : ""}</header>
 <main>${l.notice ? html`<div class="notice" role="status">${l.notice}</div>` : ""}${l.error ? html`<div class="notice error" role="alert">${l.error}</div>` : ""}
 <h1 style="font-size:18px">${l.title}</h1>${l.body}</main></body></html>`.text;

@@ -10,8 +10,9 @@ import type { Schedule } from "../core/schedules.ts";
 import { DEFAULT_MAX_BODY_BYTES, readForm } from "./form.ts";
 import { REFRESH_CHOICES, html, page, type Html } from "./html.ts";
 import { readMessages, withMessage } from "./messages.ts";
-import { confirmReplayAll, deadLetters, jobDetail, jobList, jobsHref, overview, refusal, type View } from "./pages.ts";
+import { ERROR_SEARCH_STATES, confirmReplayAll, deadLetters, jobDetail, jobList, jobsHref, overview, refusal, type View } from "./pages.ts";
 import { workersPage } from "./workers-page.ts";
+import { controlsPage } from "./controls-page.ts";
 import { HostList, Signer, normalizeBasePath, originChecker } from "./security.ts";
 
 import { MUTATIONS, type DashboardAction } from "./actions.ts";
@@ -19,6 +20,8 @@ import { MUTATIONS, type DashboardAction } from "./actions.ts";
 export type { DashboardAction } from "./actions.ts";
 /** Jobs per page of the job list. */
 const JOBS_PAGE = 100;
+/** Most concurrency keys the controls page lists. */
+const KEYS_SHOWN = 100;
 
 export interface DashboardOptions {
   /** The path the dashboard is mounted at, "/ops" or "/ops/" (both serve /ops and /ops/). Default "/". */
@@ -60,7 +63,7 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
 
 /** What the dashboard reads and does: a narrow view of a Docket (every Docket is one). */
 export interface DashboardSource {
-  stats(): Promise<DocketStats>;
+  stats(options?: { keysLimit?: number }): Promise<DocketStats>;
   readonly schedules: { list(): Promise<Schedule[]>; runNow(name: string): Promise<Job>; pause(name: string): Promise<Schedule>; resume(name: string): Promise<Schedule> };
   readonly deadLetters: {
     list(options: { limit: number }): Promise<Job[]>;
@@ -70,7 +73,7 @@ export interface DashboardSource {
   get(id: number): Promise<Job | null>;
   dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }>;
   getByIdempotencyKey(key: string): Promise<Job | null>;
-  list(options: { state?: JobState; queue?: string; task?: string; concurrencyKey?: string; afterId?: number; limit?: number }): Promise<Job[]>;
+  list(options: { state?: JobState; queue?: string; task?: string; concurrencyKey?: string; errorContains?: string; afterId?: number; limit?: number }): Promise<Job[]>;
   pauseQueue(queue: string): Promise<unknown>;
   resumeQueue(queue: string): Promise<unknown>;
   cancel(id: number): Promise<unknown>;
@@ -161,6 +164,7 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
           return render("Dead letters", deadLetters(jobs, Math.max(total, jobs.length), view), url);
         }
         if (path === "workers") return render("Workers", workersPage(await docket.workers(), Date.now()), url);
+        if (path === "controls") return render("Controls", controlsPage(await docket.stats({ keysLimit: KEYS_SHOWN }), KEYS_SHOWN, view), url);
         if (path === "dead/replay-all") {
           if (!can.has("replay-all")) return refuse(403, "Replaying all dead jobs is not allowed for you here.", `${base}dead`);
           return render("Replay all dead jobs", confirmReplayAll(await deadTotal(), view), url);
@@ -170,7 +174,7 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
           const shown = filterFrom(url.searchParams);
           const filter = bulkFilter(shown);
           if (!isBulkAction(action) || filter === null || !(BULK_ACTIONS[action] as readonly string[]).includes(filter.state)) {
-            return refuse(400, "A bulk action needs an action its jobs' state allows, and a state.", `${base}jobs`);
+            return refuse(400, "A bulk action needs an action its jobs' state allows, and a state (and no error search).", `${base}jobs`);
           }
           if (!can.has(BULK_PERMISSION[action])) return refuse(403, "This action is not allowed for you here.", `${base}jobs`);
           return render("Confirm a bulk action", confirmBulk(action, shown, await docket.bulk.count(filter), view), url);
@@ -178,10 +182,20 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         if (path === "jobs") {
           const filter = filterFrom(url.searchParams);
           if (filter.state !== undefined && !isJobState(filter.state)) return refuse(400, `No such state: ${filter.state}.`, `${base}jobs`);
+          if (filter.errorContains !== undefined) {
+            filter.state ??= ERROR_SEARCH_STATES[0];
+            if (!(ERROR_SEARCH_STATES as readonly string[]).includes(filter.state)) return refuse(400, `An error search looks in ${ERROR_SEARCH_STATES.join(", ")} jobs, not ${filter.state} ones.`, `${base}jobs`);
+          }
           const after = Number(url.searchParams.get("after") ?? 0);
           const { key, ...rest } = filter;
-          const jobs = await docket.list({ ...(rest as { state?: JobState }), ...(key === undefined ? {} : { concurrencyKey: key }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
-          const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`, key && `under key ${key}`].filter(Boolean).join(" ");
+          let jobs: Job[];
+          try {
+            jobs = await docket.list({ ...(rest as { state?: JobState }), ...(key === undefined ? {} : { concurrencyKey: key }), afterId: Number.isSafeInteger(after) && after > 0 ? after : undefined, limit: JOBS_PAGE });
+          } catch (error) {
+            if (error instanceof InvalidArgumentError) return refuse(400, error.message, `${base}jobs`);
+            throw error;
+          }
+          const title = ["Jobs", filter.state, filter.queue && `in ${filter.queue}`, filter.task && `of ${filter.task}`, key && `under key ${key}`, filter.errorContains !== undefined && `whose last error contains “${filter.errorContains}”`].filter(Boolean).join(" ");
           return render(title, html`${jobs.length === 0 ? "" : bulkLinks(filter, view)}${jobList(jobs, filter, JOBS_PAGE, view)}`, url);
         }
         const job = /^jobs\/(\d+)$/.exec(path);

@@ -2,6 +2,7 @@ import { attemptRuntime, type Job } from "../core/job.ts";
 import { MISSED_COUNT_CAP, type Schedule } from "../core/schedules.ts";
 import type { DocketStats } from "../client/stats.ts";
 import { TERMINAL_STATES } from "../core/states.ts";
+import { MAX_SEARCH_LENGTH } from "../core/validate.ts";
 import { Html, action, duration, html, time } from "./html.ts";
 import { dependencyGraph } from "./graph.ts";
 import type { DashboardAction } from "./actions.ts";
@@ -75,7 +76,7 @@ function missedText(x: Schedule): string {
 }
 
 /** The dead jobs shown (at most a page of them), and how many there are in all. */
-/** The job list's address for `filter` (state, queue, task) from `after` on. */
+/** The job list's address for `filter` from `after` on. */
 export function jobsHref(base: string, filter: JobFilter, after?: number): string {
   const q = filterQuery(filter);
   if (after !== undefined) q.set("after", String(after));
@@ -83,10 +84,10 @@ export function jobsHref(base: string, filter: JobFilter, after?: number): strin
   return `${base}jobs${query === "" ? "" : `?${query}`}`;
 }
 
-/** `filter` as query parameters (state, queue, task, key), after `first` (pairs that lead the query). */
+/** `filter` as query parameters (state, queue, task, key, errorContains), after `first` (pairs that lead the query). */
 export function filterQuery(filter: JobFilter, first: Record<string, string> = {}): URLSearchParams {
   const q = new URLSearchParams(first);
-  for (const k of ["state", "queue", "task", "key"] as const) if (filter[k] !== undefined) q.set(k, filter[k]!);
+  for (const k of FILTER_PARAMS) if (filter[k] !== undefined) q.set(k, filter[k]!);
   return q;
 }
 
@@ -96,7 +97,15 @@ export interface JobFilter {
   task?: string;
   /** A concurrency key. */
   key?: string;
+  /** Text the last error contains (ListOptions.errorContains), kept as typed. */
+  errorContains?: string;
 }
+
+/** The job list's query parameters, named as JobFilter's fields. */
+export const FILTER_PARAMS = ["state", "queue", "task", "key", "errorContains"] as const;
+
+/** The states an error search looks in (the default first): jobs that failed, are retrying after a failure, or finished after one. */
+export const ERROR_SEARCH_STATES = ["dead", "scheduled", "cancelled", "succeeded"] as const;
 
 /**
  * One page of jobs matching `filter`, oldest id first (keyset: the next
@@ -107,16 +116,20 @@ export function jobList(jobs: Job[], filter: JobFilter, pageSize: number, v: Vie
   const options = (values: readonly string[], selected: string | undefined) =>
     [html`<option value="">any</option>`, ...values.map((x) => html`<option value="${x}" ${x === selected ? new Html("selected") : ""}>${x}</option>`)];
   const form = html`<form method="get" action="${v.base}jobs" id="filter">state <select name="state" aria-label="state">${options(ALL_STATES, filter.state)}</select>
- queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> key <input name="key" value="${filter.key ?? ""}" size="14" aria-label="concurrency key"> <button>Filter</button></form>`;
-  const rows = jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.state}</td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${j.concurrencyKey ?? "–"}</td><td>${time(j.runAt)}</td><td>${time(j.updatedAt)}</td></tr>`);
+ queue <input name="queue" value="${filter.queue ?? ""}" size="14" aria-label="queue"> task <input name="task" value="${filter.task ?? ""}" size="14" aria-label="task"> key <input name="key" value="${filter.key ?? ""}" size="14" aria-label="concurrency key">
+ last error contains <input name="errorContains" value="${filter.errorContains ?? ""}" size="20" maxlength="${MAX_SEARCH_LENGTH}" aria-label="last error contains" aria-describedby="error-search-help"> <button>Filter</button>
+ <small id="error-search-help" class="muted">(searched in ${ERROR_SEARCH_STATES[0]} jobs unless the state is ${ERROR_SEARCH_STATES.slice(1, -1).join(", ")} or ${ERROR_SEARCH_STATES.at(-1)})</small></form>`;
+  const searching = filter.errorContains !== undefined;
+  const rows = jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.state}</td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${j.concurrencyKey ?? "–"}</td><td>${time(j.runAt)}</td><td>${time(j.updatedAt)}</td>${searching ? html`<td class="last-error"><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>` : ""}</tr>`);
   const next = jobs.length === pageSize ? html`<p><a id="next" href="${jobsHref(v.base, filter, jobs[jobs.length - 1]!.id)}">Next ${pageSize} →</a></p>` : "";
-  return html`${form}${jobs.length === 0 ? html`<p class="muted">No jobs match.</p>` : html`<table id="jobs"><tr><th>job</th><th>state</th><th>task</th><th>queue</th><th>attempts</th><th>key</th><th>due</th><th>last change</th></tr>${rows}</table>`}${next}`;
+  return html`${form}${jobs.length === 0 ? html`<p class="muted">No jobs match.</p>` : html`<table id="jobs"><tr><th>job</th><th>state</th><th>task</th><th>queue</th><th>attempts</th><th>key</th><th>due</th><th>last change</th>${searching ? html`<th>last error</th>` : ""}</tr>${rows}</table>`}${next}`;
 }
 
 export function deadLetters(jobs: Job[], total: number, v: View): Html {
   if (jobs.length === 0) return html`<p class="muted">No dead jobs.</p>`;
   const replay = v.can.has("replay");
   return html`<p id="dead-count">${total} dead job(s)${total > jobs.length ? `, the ${jobs.length} most recent shown` : ""}.</p>
+<form method="get" action="${v.base}jobs" id="dead-search"><input type="hidden" name="state" value="dead">last error contains <input name="errorContains" size="24" maxlength="${MAX_SEARCH_LENGTH}" aria-label="last error contains"> <button>Search dead jobs</button></form>
 ${v.can.has("replay-all") ? html`<p><a id="replay-all" href="${v.base}dead/replay-all">Replay all ${total}…</a></p>` : ""}
 <table id="dead"><tr><th>job</th><th>task</th><th>queue</th><th>attempts</th><th>died</th><th>last error</th>${replay ? html`<th></th>` : ""}</tr>
 ${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}">#${j.id}</a></td><td>${j.task}</td><td>${j.queue}</td><td class="n">${j.attempt}/${j.maxAttempts}</td><td>${time(j.finishedAt)}</td><td><pre>${(j.lastError ?? "").split("\n")[0]}</pre></td>${replay ? html`<td>${action(v.base, `dead/${j.id}/replay`, v.csrf, "Replay", "replay")}</td>` : ""}</tr>`)}</table>`;

@@ -78,7 +78,7 @@ describe("cli", () => {
       expect(q("email").ready).toBe(2);
       expect(q("sync")).toMatchObject({ ready: 1, blocked: 1 });
       expect(q("billing").dead).toBe(1);
-      expect(stats.keys).toEqual([{ key: "account-7", limit: 1, holders: 1, blocked: 1 }]);
+      expect(stats.keys).toEqual([{ key: "account-7", limit: 1, holders: 1, running: 0, blocked: 1 }]);
       expect((await run("status")).stdout).toMatch(/email\s+2\s+0\s+0\s+0/);
 
       const listed = await run("jobs", "list", "--queue", "email");

@@ -45,7 +45,7 @@ interface Violation {
 }
 
 describe("dashboard accessibility (axe-core)", () => {
-  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss, a refusal, workers and a bulk confirmation: no serious or critical violation", async (ctx) => {
+  it("overview, job list, job, dead letters, replay-all confirmation, lookup miss, a refusal, workers, a bulk confirmation, controls and an error search: no serious or critical violation", async (ctx) => {
     if (!browser || !target) return ctx.skip();
     const store = await target.open();
     const adapter = await store.connect();
@@ -53,6 +53,7 @@ describe("dashboard accessibility (axe-core)", () => {
     const docket = new Docket({ adapter, retry: { baseMs: 5, jitter: 0 } });
     const job = await docket.enqueue("email", { to: "a@example.com" }, { queue: "mail", concurrency: { key: "account-7", limit: 1 } });
     await docket.setQueueCap("mail", 3);
+    await docket.setTaskCap("email", 2);
     await docket.schedules.put("nightly", { cron: "0 3 * * *", task: "report" });
     const dead = await docket.enqueue("charge", {}, { queue: "billing", maxAttempts: 1 });
     const w = docket.worker({ queues: ["billing"], pollMs: 20, logger: null, handlers: { charge: () => Promise.reject(new Error("declined")) } });
@@ -67,9 +68,9 @@ describe("dashboard accessibility (axe-core)", () => {
     const page = await context.newPage();
     const found: string[] = [];
     try {
-      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus", "workers", "jobs?state=dead", "jobs/bulk?action=replay&state=dead"]) {
+      for (const path of ["", "jobs", "jobs?state=ready&queue=mail", `jobs/${job.id}`, `jobs/${dead.id}`, "dead", "dead/replay-all", "lookup?q=nothing", "jobs?state=bogus", "workers", "jobs?state=dead", "jobs/bulk?action=replay&state=dead", "controls", "jobs?errorContains=declined"]) {
         await page.goto(`${url}${path}`);
-        const shot = { workers: "workers", "jobs/bulk?action=replay&state=dead": "bulk-confirmation", [`jobs/${dead.id}`]: "job-actions" }[path];
+        const shot = { workers: "workers", "jobs/bulk?action=replay&state=dead": "bulk-confirmation", [`jobs/${dead.id}`]: "job-actions", "jobs?errorContains=declined": "error-search" }[path];
         if (shot) {
           mkdirSync("test-artifacts", { recursive: true });
           await page.screenshot({ path: `test-artifacts/dashboard-sqlite-${shot}.png`, fullPage: true });

@@ -143,6 +143,52 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       }
     }, 120_000);
 
+    it("the controls page: a key's blocked count opens its blocked jobs, a cap's running count its running job; the job list's search box finds dead jobs by error text", async (ctx) => {
+      if (!target || !browser) return ctx.skip();
+      const store = await target.open();
+      const adapter = await store.connect();
+      await adapter.migrate();
+      const docket = new Docket({ adapter });
+      const keyed = [];
+      for (let i = 0; i < 3; i++) keyed.push(await docket.enqueue("sync", {}, { queue: "sync", concurrency: { key: "account-7", limit: 1 } }));
+      await docket.setQueueCap("sync", 2);
+      const now = Date.now();
+      expect((await adapter.claim({ queues: ["sync"], limit: 1, now, leaseToken: "browser-sync", leaseExpiresAt: now + 600_000 })).map((j) => j.id)).toEqual([keyed[0]!.id]);
+      const charges = await docket.enqueueMany([{ task: "charge", payload: {}, options: { queue: "billing" } }, { task: "charge", payload: {}, options: { queue: "billing" } }]);
+      const claimed = await adapter.claim({ queues: ["billing"], limit: 2, now, leaseToken: "browser-billing", leaseExpiresAt: now + 600_000 });
+      expect(claimed).toHaveLength(2);
+      await adapter.settle({ items: claimed.map((j) => ({ kind: "fail" as const, id: j.id, leaseToken: "browser-billing", now, error: j.id === charges[0]!.id ? "card declined: 100% of limit" : "card declined: 100 of limit", retryAt: null })) });
+
+      const { server, url } = await serveOnNode(docket.dashboard(), 0);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      try {
+        await page.goto(url);
+        await page.click('header a[href$="/controls"]');
+        expect(await page.textContent("h1")).toBe("Controls");
+        expect(await page.textContent("#control-keys tr[data-key=account-7]")).toMatch(/account-7\s*1\s*1\s*1\s*0\s*2/);
+        expect(await page.textContent("#queue-caps tr[data-queue=sync]")).toMatch(/sync\s*2\s*1\s*1\s*0/);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-controls.png`, fullPage: true });
+        await page.click('#control-keys tr[data-key=account-7] a[href$="jobs?state=blocked&key=account-7"]');
+        expect(await page.textContent("h1")).toBe("Jobs blocked under key account-7");
+        expect(await page.$$eval("#jobs tr[data-job]", (rows) => rows.map((r) => Number(r.getAttribute("data-job"))))).toEqual([keyed[1]!.id, keyed[2]!.id]);
+        await page.goBack();
+        await page.click('#queue-caps tr[data-queue=sync] a[href$="jobs?state=running&queue=sync"]');
+        expect(await page.$$eval("#jobs tr[data-job]", (rows) => rows.map((r) => Number(r.getAttribute("data-job"))))).toEqual([keyed[0]!.id]);
+
+        await page.goto(`${url}jobs`);
+        await page.fill("#filter input[name=errorContains]", "100%");
+        await page.click("#filter button");
+        expect(await page.textContent("h1")).toBe("Jobs dead whose last error contains “100%”");
+        expect(await page.$$eval("#jobs tr[data-job]", (rows) => rows.map((r) => Number(r.getAttribute("data-job"))))).toEqual([charges[0]!.id]);
+        expect(await page.textContent("#jobs td.last-error")).toBe("card declined: 100% of limit");
+      } finally {
+        await page.close();
+        await new Promise<void>((r) => server.close(() => r()));
+        await adapter.close();
+        await store.close();
+      }
+    }, 120_000);
+
     it("mutations are POST-only, need the CSRF token and a same-site origin, and are refused unless authorize allows them or when read-only", async (ctx) => {
       if (!target) return ctx.skip();
       const store = await target.open();

@@ -79,6 +79,13 @@ export interface Engine {
    * `attempt` or `worker` (an engine may evaluate SETs left to right).
    */
   appendAttemptError(entry: { at: number; error: string }, keep: number): RawBuilder<string>;
+  /**
+   * A WHERE condition: `column` contains `text`, every character of it
+   * literal, case-sensitively (NULL never does). Optional: absent, `column
+   * LIKE pattern ESCAPE '!'` (see reads.ts), case-sensitive where the
+   * column's collation is (PostgreSQL's default; utf8mb4_bin on MariaDB).
+   */
+  containsText?(column: string, text: string): RawBuilder<boolean>;
   /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
   shareLock<Q>(query: Q): Q;
   /**

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { CountParams, ListExpiredParams, ListParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
@@ -26,9 +27,20 @@ export async function countJobs(ctx: StoreContext, params: CountParams): Promise
   return Number(row?.n ?? 0);
 }
 
+/** `text` as a LIKE pattern under `ESCAPE '!'` that matches it anywhere, literally: each `%`, `_` and `!` escaped (a backslash is a plain character). */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[%_!]/g, "!$&")}%`;
+}
+
+/** The jobs whose last error contains `text` (see ListParams.errorContains), in the engine's way or by LIKE. */
+function lastErrorContains(ctx: StoreContext, text: string) {
+  return ctx.engine.containsText?.("last_error", text) ?? sql<boolean>`last_error like ${containsPattern(text)} escape '!'`;
+}
+
 /** See DocketAdapter.list. */
 export async function listJobs(ctx: StoreContext, params: ListParams): Promise<JobRecord[]> {
   let q = filtered(ctx.db.selectFrom(ctx.tables.jobs).selectAll(), params);
+  if (params.errorContains !== undefined) q = q.where(lastErrorContains(ctx, params.errorContains));
   if (params.afterId !== undefined) q = q.where("id", ">", params.afterId);
   if (params.ids !== undefined) {
     if (params.ids.length === 0) return [];

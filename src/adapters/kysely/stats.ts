@@ -47,8 +47,8 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
     .orderBy("id")
     .limit(params.runningLimit)
     .execute()) as JobRow[];
-  // Keys: slots in use and blocked jobs per key, one query per state (each served by that state's index), merged here.
-  const perKey = new Map<string, { holders: number; blocked: number }>();
+  // Keys: slots in use (and of them, running) and blocked jobs per key, one query per state (each served by that state's index), merged here.
+  const perKey = new Map<string, { holders: number; running: number; blocked: number }>();
   for (const state of [...SLOT_HOLDING_STATES, "blocked" as const]) {
     const rows = (await db
       .selectFrom(tables.jobs)
@@ -58,9 +58,10 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
       .groupBy("concurrency_key")
       .execute()) as { key: string; n: number | string }[];
     for (const r of rows) {
-      const k = perKey.get(r.key) ?? { holders: 0, blocked: 0 };
+      const k = perKey.get(r.key) ?? { holders: 0, running: 0, blocked: 0 };
       if (state === "blocked") k.blocked += Number(r.n);
       else k.holders += Number(r.n);
+      if (state === "running") k.running += Number(r.n);
       perKey.set(r.key, k);
     }
   }

@@ -39,6 +39,7 @@ export function listJobs(state: MemoryState, p: ListParams): JobRecord[] {
     if (p.queue !== undefined && j.queue !== p.queue) continue;
     if (p.task !== undefined && j.task !== p.task) continue;
     if (p.concurrencyKey !== undefined && j.concurrencyKey !== p.concurrencyKey) continue;
+    if (p.errorContains !== undefined && !(j.lastError ?? "").includes(p.errorContains)) continue;
     if (p.afterId !== undefined && j.id <= p.afterId) continue;
     out.push(copy(j));
     if (out.length >= p.limit) break;
@@ -60,7 +61,7 @@ export function listExpired(state: MemoryState, p: { now: number; limit: number 
 export function readStats(state: MemoryState, p: StatsParams): StoredStats {
   const counts = new Map<string, { queue: string; task: string; state: JobState; count: number }>();
   const oldest = new Map<string, number>();
-  const perKey = new Map<string, { holders: number; blocked: number }>();
+  const perKey = new Map<string, { holders: number; running: number; blocked: number }>();
   const finished = new Map<string, { state: JobState; bucket: number; count: number }>();
   const running: JobRecord[] = [];
   const bucketMs = Math.trunc(p.bucketMs);
@@ -77,9 +78,10 @@ export function readStats(state: MemoryState, p: StatsParams): StoredStats {
     if (j.state === "ready") oldest.set(j.queue, Math.min(oldest.get(j.queue) ?? Infinity, j.runAt));
     if (j.state === "running") running.push(j);
     if (j.concurrencyKey !== null && (SLOT_HOLDING_STATES.includes(j.state) || j.state === "blocked")) {
-      const k = perKey.get(j.concurrencyKey) ?? { holders: 0, blocked: 0 };
+      const k = perKey.get(j.concurrencyKey) ?? { holders: 0, running: 0, blocked: 0 };
       if (j.state === "blocked") k.blocked++;
       else k.holders++;
+      if (j.state === "running") k.running++;
       perKey.set(j.concurrencyKey, k);
     }
     if (terminal && j.finishedAt !== null && j.finishedAt >= p.since) {

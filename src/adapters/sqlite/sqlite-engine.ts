@@ -97,6 +97,8 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
       const stored = sql`coalesce(errors, '[]')`;
       return sql<string>`json_insert(case when json_array_length(${stored}) >= ${keep} then json_remove(${stored}, '$[0]') else ${stored} end, '$[#]', json_object('attempt', attempt, 'at', ${at}, 'error', ${error}, 'worker', worker))`;
     },
+    // SQLite's LIKE ignores the case of ASCII letters; instr compares exactly, and has no wildcards.
+    containsText: (column, text) => sql<boolean>`instr(${sql.ref(column)}, ${text}) > 0`,
     // Other connections' commits, seen by polling the file's data version (SQLite has no NOTIFY).
     ...(options.commits ? { onReady: (listener) => options.commits!.subscribe(listener), close: async () => options.commits!.close() } : {}),
     // SQLITE_CONSTRAINT_UNIQUE "UNIQUE constraint failed: …" (better-sqlite3 and node:sqlite alike).

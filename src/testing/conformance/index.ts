@@ -18,6 +18,7 @@ import { deadLetterCases } from "./dead-letters.ts";
 import { idempotencyCases } from "./idempotency.ts";
 import { debounceCases } from "./debounce.ts";
 import { jobActionCases } from "./job-actions.ts";
+import { listErrorCases } from "./list-errors.ts";
 import { workerRegistryCases } from "./workers.ts";
 import { bulkCases } from "./bulk.ts";
 import { maintenanceCases } from "./maintenance.ts";
@@ -58,6 +59,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...idempotencyCases,
     ...debounceCases,
     ...jobActionCases,
+    ...listErrorCases,
     ...workerRegistryCases,
     ...bulkCases,
     ...maintenanceCases,

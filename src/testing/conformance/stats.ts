@@ -41,7 +41,7 @@ export const statsCases: ConformanceCase[] = [
       assert.deepEqual(s.running, [
         { id: running.id, task: "sms", queue: "c", attempt: 1, concurrencyKey: null, worker: null, leaseExpiresAt: now + LEASE_MS, leaseExpiresInMs: LEASE_MS },
       ]);
-      assert.deepEqual(s.keys, [{ key: "user-1", limit: 1, holders: 1, blocked: 1 }]);
+      assert.deepEqual(s.keys, [{ key: "user-1", limit: 1, holders: 1, running: 0, blocked: 1 }]);
     },
   },
   {
@@ -79,6 +79,17 @@ export const statsCases: ConformanceCase[] = [
       const all = s.queues.find((q) => q.queue === "default")!.counts;
       // Succeeded and cancelled count the window (the minute-100 job is not in it); dead counts every dead job.
       assert.deepEqual({ succeeded: all.succeeded, dead: all.dead, cancelled: all.cancelled }, { succeeded: 2, dead: 1, cancelled: 1 });
+    },
+  },
+  {
+    name: "stats › a key's holders count its ready and running jobs, and of them the running ones apart",
+    async run(t) {
+      const d = t.docket();
+      for (let i = 0; i < 4; i++) await d.enqueue("sync", {}, { queue: "keyed", concurrency: { key: "account-1", limit: 3 } });
+      const now = t.clock.now();
+      const claimed = await t.adapter.claim({ queues: ["keyed"], limit: 2, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      assert.equal(claimed.length, 2);
+      assert.deepEqual((await d.stats()).keys, [{ key: "account-1", limit: 3, holders: 3, running: 2, blocked: 1 }]);
     },
   },
   {
