@@ -744,8 +744,13 @@ export interface ReleasedChild {
   runAt: number;
 }
 
-/** One outcome for `settle`, by `kind` (see `settle` for what each writes). */
-export type SettleItem = (CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" });
+/**
+ * One outcome for `settle`, by `kind` (see `settle` for what each writes).
+ * `queue` and `task`, when given, are the job's as claimed: an adapter may
+ * announce the queue to other processes when the outcome frees a slot of a
+ * capped queue or task (ReadyNotice), so their idle workers claim it.
+ */
+export type SettleItem = ((CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" })) & { queue?: string; task?: string };
 
 export interface SettleParams {
   items: readonly SettleItem[];

@@ -179,12 +179,12 @@ export class Completer {
 
   /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
   #settleItem(record: JobRecord, outcome: Outcome, now: number): SettleItem {
-    const { id, concurrencyKey } = record;
+    const { id, concurrencyKey, queue, task } = record;
     const leaseToken = record.leaseToken!;
-    if (outcome.kind === "succeeded") return { kind: "complete", id, leaseToken, now, concurrencyKey, result: outcome.result };
-    if (outcome.kind === "released") return { kind: "release", id, leaseToken, now, concurrencyKey };
+    if (outcome.kind === "succeeded") return { kind: "complete", id, leaseToken, now, concurrencyKey, result: outcome.result, queue, task };
+    if (outcome.kind === "released") return { kind: "release", id, leaseToken, now, concurrencyKey, queue, task };
     const plan = this.#parts.host.planFailure(record, now);
-    return { kind: "fail", id, leaseToken, now, concurrencyKey, error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null };
+    return { kind: "fail", id, leaseToken, now, concurrencyKey, error: outcome.error, retryAt: plan.kind === "retry" ? plan.runAt : null, queue, task };
   }
 
   /**

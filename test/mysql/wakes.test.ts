@@ -7,7 +7,7 @@ import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { MYSQL_URL, REQUIRE_ALL } from "../support/targets.ts";
 import { until } from "../support/until.ts";
-import { idleWorkerWakesForOtherConnection } from "../support/wake.ts";
+import { idleWorkerWakesForFreedCapSlot, idleWorkerWakesForOtherConnection } from "../support/wake.ts";
 
 const mysql = (await import("mysql2/promise")).default;
 const mysqlCallbackPool = (await import("mysql2")).default;
@@ -104,6 +104,11 @@ describe.skipIf(!url)("mysql: other connections' commits wake idle workers (wake
   it("an idle worker with an hour's poll starts a job enqueued, and a job replayed, through another connection", () =>
     withTwoStores(async (consumer, producer) => {
       await idleWorkerWakesForOtherConnection(consumer, producer);
+    }));
+
+  it("an idle worker with an hour's poll starts a capped queue's job when another connection's worker frees the cap's slot", () =>
+    withTwoStores(async (consumer, producer) => {
+      await idleWorkerWakesForFreedCapSlot(consumer, producer);
     }));
 
   it("start latency of a job another process enqueues, to an idle worker (default pollMs 1 s): p50 well under the poll", () =>

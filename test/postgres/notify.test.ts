@@ -4,7 +4,7 @@ import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
-import { idleWorkerWakesForOtherConnection } from "../support/wake.ts";
+import { idleWorkerWakesForFreedCapSlot, idleWorkerWakesForOtherConnection } from "../support/wake.ts";
 
 const created = await createPgTestDatabase("docket_notify", "the postgres LISTEN/NOTIFY tests");
 const url = created?.url ?? null;
@@ -34,6 +34,19 @@ describe.skipIf(!url)("postgres: LISTEN/NOTIFY wake-ups", () => {
       unsubscribe();
 
       await idleWorkerWakesForOtherConnection(new Docket({ adapter: a }), producer);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 30_000);
+
+  it("an idle worker with an hour's poll starts a capped queue's job when another connection's worker frees the cap's slot", async () => {
+    const a = postgresAdapter({ connectionString: url!, tablePrefix: "n2_" });
+    const b = postgresAdapter({ connectionString: url!, tablePrefix: "n2_" });
+    try {
+      const producer = new Docket({ adapter: b });
+      await producer.migrate();
+      await idleWorkerWakesForFreedCapSlot(new Docket({ adapter: a }), producer);
     } finally {
       await a.close();
       await b.close();

@@ -6,7 +6,7 @@ import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import type { ReadyNotice } from "../../src/core/adapter.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { until } from "../support/until.ts";
-import { idleWorkerWakesForOtherConnection } from "../support/wake.ts";
+import { idleWorkerWakesForFreedCapSlot, idleWorkerWakesForOtherConnection } from "../support/wake.ts";
 
 /** Two stores on one fresh file, as two processes would open it: `worker` side and `producer` side. */
 async function withTwoStores(fn: (consumer: Docket, producer: Docket, file: string) => Promise<void>, commitCheckMs?: number): Promise<void> {
@@ -47,6 +47,11 @@ describe("sqlite: other connections' commits wake idle workers", () => {
   it("an idle worker with an hour's poll starts a job enqueued, and a job replayed, through another connection", () =>
     withTwoStores(async (consumer, producer) => {
       await idleWorkerWakesForOtherConnection(consumer, producer);
+    }));
+
+  it("an idle worker with an hour's poll starts a capped queue's job when another connection's worker frees the cap's slot", () =>
+    withTwoStores(async (consumer, producer) => {
+      await idleWorkerWakesForFreedCapSlot(consumer, producer);
     }));
 
   it("commitCheckMs 0 turns the checks off; a bad value is refused", async () => {

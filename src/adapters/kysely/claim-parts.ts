@@ -5,8 +5,9 @@
  * claim writes.
  */
 import { sql, type ExpressionBuilder } from "kysely";
-import type { ClaimParams } from "../../core/adapter.ts";
+import type { ClaimParams, SettleItem } from "../../core/adapter.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
+import type { StoreContext } from "./context.ts";
 import type { JobRow } from "./row.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
@@ -21,10 +22,29 @@ export interface ClaimMemory {
   untaggedLookedAt: number;
   /** Queues read with a rate limit and no cap: a claim with no room for constrained jobs locks them exclusively, to take their slack (see isConstrained). */
   rateQueues: Set<string>;
+  /** Queues and tasks read with a cap: an outcome that frees one of their slots is announced (see announceFreedSlots). */
+  capped: { queues: Set<string>; tasks: Set<string> };
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set() };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() } };
+}
+
+/**
+ * Announces to other processes (ReadyNotice, not due) the queue of each
+ * written outcome (`results[i]` not null) whose job's queue or task this
+ * store knows capped (`memory.capped`): the slot it freed may let a ready
+ * job there start, and an idle worker elsewhere would otherwise wait for
+ * its next poll. One notice per queue.
+ */
+export async function announceFreedSlots(ctx: StoreContext, memory: ClaimMemory, items: readonly SettleItem[], results: readonly unknown[]): Promise<void> {
+  if (memory.capped.queues.size === 0 && memory.capped.tasks.size === 0) return;
+  const queues = new Set<string>();
+  items.forEach((item, i) => {
+    if (results[i] === null || item.queue === undefined) return;
+    if (memory.capped.queues.has(item.queue) || (item.task !== undefined && memory.capped.tasks.has(item.task))) queues.add(item.queue);
+  });
+  if (queues.size > 0) await ctx.engine.announceReady(ctx.db, [...queues].map((queue) => ({ queue, due: false })));
 }
 
 /** A queue or task control row with a control a claim counts under the row's exclusive lock: a cap or a rate limit. */

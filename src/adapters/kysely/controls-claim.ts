@@ -94,6 +94,10 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       limits.push({ held, scope, map, initial });
     };
     // Counted apart from the candidate read, which then locks only as many of the queue's jobs as it may take.
+    for (const r of queueRows) {
+      if (r.max_running !== null) memory.capped.queues.add(r.name);
+      else memory.capped.queues.delete(r.name);
+    }
     for (const r of capped) {
       const rateOnly = r.max_running === null && r.rate_limit !== null;
       if (rateOnly) memory.rateQueues.add(r.name);
@@ -179,7 +183,10 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       if (candidates.length === 0) break;
       const unseen = [...new Set(candidates.map((c) => c.task))].filter((t) => !checkedTasks.has(t) && cappedTasks.has(t));
       const tasksRoom = await taskRoom(ctx, db, unseen, !spent);
-      for (const [task, left] of tasksRoom.caps) room.tasks.set(task, left);
+      for (const [task, left] of tasksRoom.caps) {
+        room.tasks.set(task, left);
+        memory.capped.tasks.add(task);
+      }
       for (const [task, held] of tasksRoom.limits) {
         if (held === null) rates.tasks.set(task, 0);
         else hold(held, "task", rates.tasks);

@@ -50,6 +50,7 @@ import { tableNames } from "./identifiers.ts";
 import { migrate } from "./schema.ts";
 import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
+import { announceFreedSlots } from "./claim-parts.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
 import { dependenciesOf } from "./dependencies.ts";
@@ -110,7 +111,14 @@ export class KyselyStore implements DocketAdapter {
     if (engine.onReady) this.onReady = (listener) => engine.onReady!(listener);
     if (engine.health) this.health = () => this.#run(() => engine.health!(this.#ctx.db, Object.values(this.#ctx.tables)));
     // Only where the engine hands off in one statement: elsewhere a worker's outcome writes stay plain settles.
-    if (handsOffInOneStatement(engine.capabilities)) this.settleAndHandOff = (params) => this.#run(() => settleAndHandOff(this.#ctx, this.#claims, params));
+    if (handsOffInOneStatement(engine.capabilities)) {
+      this.settleAndHandOff = (params) =>
+        this.#run(async () => {
+          const written = await settleAndHandOff(this.#ctx, this.#claims, params);
+          await announceFreedSlots(this.#ctx, this.#claims, params.items, written.settled);
+          return written;
+        });
+    }
     if (engine.maxStatementBytes) {
       this.payloadLimit = (params) =>
         this.#run(async () => {
@@ -130,6 +138,9 @@ export class KyselyStore implements DocketAdapter {
     this.#ctx = { ...this.#ctx, fairQueues: new FairQueues() };
     this.#claims.capsSeenAt = Number.NEGATIVE_INFINITY;
     this.#claims.untaggedLookedAt = Number.NEGATIVE_INFINITY;
+    this.#claims.rateQueues.clear();
+    this.#claims.capped.queues.clear();
+    this.#claims.capped.tasks.clear();
   }
 
   migrate(): Promise<MigrateResult> {
@@ -202,7 +213,11 @@ export class KyselyStore implements DocketAdapter {
   }
 
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
-    return this.#run(() => settle(this.#ctx, params));
+    return this.#run(async () => {
+      const results = await settle(this.#ctx, params);
+      await announceFreedSlots(this.#ctx, this.#claims, params.items, results);
+      return results;
+    });
   }
 
   listExpired(params: ListExpiredParams): Promise<JobRecord[]> {
