@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { EnqueuedRecord } from "../../core/adapter.ts";
 import { DEBOUNCE_PENDING_STATES, mergedRunAt, type DebounceSpec } from "../../core/debounce.ts";
+import { TRANSITIONS } from "../../core/transitions.ts";
 import { AdapterError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb } from "./engine.ts";
@@ -81,4 +82,54 @@ async function pendingJob(ctx: StoreContext, db: AnyDb, row: Record<string, unkn
   if (ctx.engine.capabilities.rowLocks) find = find.forUpdate();
   const found = (await labelled(find, "debounce-find").executeTakeFirst()) as JobRow | undefined;
   return found ? rowToRecord(found) : null;
+}
+
+/** The column of `upsertDebounced`'s RETURNING that holds the engine's inserted flag. */
+const INSERTED = "docket_inserted";
+
+/**
+ * A debounced job's enqueue in ONE statement, where the engine tells an
+ * inserted row from an updated one (`Engine.insertedFlag`): `INSERT … ON
+ * CONFLICT` on the unique index of pending debounce keys `DO UPDATE` with
+ * the `debounce` write (the core's guard on the pending row's state, the
+ * new job's payload and options, run time `mergedRunAt` in SQL). R22 in the
+ * database: a claim holding the pending row makes the statement wait for it;
+ * once the claim committed, the row is no longer pending (it left the
+ * partial index), so the statement inserts the key's next job; a merge
+ * that commits first is what the claim then reads. Returns null, having
+ * written nothing, when the pending job is in a state the merge may not
+ * move (the caller then takes `mergeOrInsert`).
+ */
+export async function upsertDebounced(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, spec: DebounceSpec, now: number): Promise<EnqueuedRecord | null> {
+  const { engine, tables } = ctx;
+  const pendingStates = DEBOUNCE_PENDING_STATES.map((s) => sql.lit(s));
+  const merged = sql.ref(`${tables.jobs}.created_at`);
+  const runAt = spec.maxWaitMs === null ? sql`${now + spec.delayMs}` : sql`least(${now + spec.delayMs}, ${merged} + ${spec.maxWaitMs})`;
+  const upsert = db
+    .insertInto(tables.jobs)
+    .values(row)
+    .onConflict((oc) =>
+      oc
+        .columns(["queue", "task", "debounce_key"])
+        .where("debounce_key", "is not", null)
+        .where("state", "in", pendingStates)
+        .doUpdateSet((eb) => ({
+          payload: eb.ref("excluded.payload"),
+          priority: eb.ref("excluded.priority"),
+          max_attempts: eb.ref("excluded.max_attempts"),
+          backoff: eb.ref("excluded.backoff"),
+          timeout_ms: eb.ref("excluded.timeout_ms"),
+          trace_context: eb.ref("excluded.trace_context"),
+          run_at: runAt,
+          state: sql.lit(TRANSITIONS.debounce.to),
+          updated_at: now,
+        }))
+        .where(sql.ref(`${tables.jobs}.state`), "in", TRANSITIONS.debounce.from.map((s) => sql.lit(s))),
+    )
+    .returningAll()
+    .returning(engine.insertedFlag!.as(INSERTED));
+  const found = (await labelled(upsert, "enqueue").executeTakeFirst()) as (JobRow & { [INSERTED]: boolean }) | undefined;
+  if (!found) return null;
+  const { [INSERTED]: inserted, ...stored } = found;
+  return { ...rowToRecord(stored as JobRow), created: inserted === true };
 }

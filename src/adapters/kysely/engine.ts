@@ -156,6 +156,14 @@ export interface Engine {
    */
   readonly debouncePendingColumn?: string;
   /**
+   * An expression that, in the RETURNING of an `INSERT … ON CONFLICT … DO
+   * UPDATE`, is true for the row the statement inserted and false for the
+   * row it updated (PostgreSQL: `xmax = 0`). Optional: with it, a debounced
+   * enqueue merges or inserts in that one statement (debounce.ts
+   * `upsertDebounced`); without it, in a transaction (`mergeOrInsert`).
+   */
+  readonly insertedFlag?: RawBuilder<boolean>;
+  /**
    * True where a row lock guards only on the server that holds it (MariaDB
    * Galera Cluster certifies a commit against the rows other servers'
    * transactions wrote, never the rows they locked). Then a transaction that

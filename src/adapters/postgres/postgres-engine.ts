@@ -73,6 +73,8 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
       await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
     },
+    // A row an upsert inserted has no deleting transaction yet; the row it updated was locked by it (xmax set).
+    insertedFlag: sql<boolean>`xmax = 0`,
     statementNotice: {
       payload: (notice) => readyPayload(notice.queue, notice.due),
       expression: (payload) => sql`pg_notify(${channel}, ${payload})`,

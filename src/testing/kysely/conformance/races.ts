@@ -377,9 +377,12 @@ const HELD_RACES: HeldRace[] = [
     // row lock, session 2 passes J over (or waits for it) and the merge moves J into the future: nothing claimed,
     // J pending with the last payload. Without the lock and the guard, session 2 runs J with the old payload and
     // the merge then writes into the running job: the burst's last payload never runs.
+    // The jobs carry a rate key too: a debounced job with another control merges in the transaction (mergeOrInsert) on
+    // every engine; alone, on an engine with an upsert, it takes one statement (the race's next case).
     async scenario({ t, hook, s1, s2 }) {
       const debounce = { key: "burst", delayMs: 1_000, maxWaitMs: null };
-      const job = (payload: string, at: number) => newJob({ state: "scheduled", runAt: at + 1_000, payload, debounce });
+      const rateLimit = { key: "r22", limit: 1_000, periodMs: 60_000 };
+      const job = (payload: string, at: number) => newJob({ state: "scheduled", runAt: at + 1_000, payload, debounce, rateLimit });
       const t0 = t.clock.now();
       await t.adapter.enqueue({ jobs: [job('{"n":1}', t0)], now: t0 });
       const now = t.clock.advance(1_000);
@@ -402,6 +405,54 @@ const HELD_RACES: HeldRace[] = [
       const [next] = pending;
       if (!next || next.id !== merged!.id || next.payload !== '{"n":2}' || next.attempt !== 0) {
         return `the last payload is neither claimed nor pending: claimed ${JSON.stringify(claimed.map((c) => [c.id, c.payload]))}, pending ${JSON.stringify(pending.map((j) => [j.id, j.payload, j.attempt]))}, merge returned #${merged!.id}`;
+      }
+      return null;
+    },
+  },
+  {
+    id: "R22",
+    name: "(one statement) an enqueue upserting into a debounced job that a claim holds: it waits for the claim, then stores the key's next job; the claimed job keeps its payload",
+    guard: "the unique index of pending debounce keys (its state predicate: a claimed job leaves it) and ON CONFLICT's wait and re-check of the conflicting row (debounce.ts upsertDebounced)",
+    // The guard is the database's own: no rewrite of the statement removes it and leaves a statement PostgreSQL accepts
+    // (an ON CONFLICT target must match the partial index). The case checks the outcome on the engines with the upsert.
+    mutant: noTransaction,
+    mutantApplies: () => false,
+    applies: ({ s1 }) => (s1 as { name?: string }).name === "postgres",
+    // A cap sends the claim through the transaction that applies controls: session 1 is held after its claim UPDATE,
+    // the pending job J running and uncommitted. Session 2's debounced enqueue conflicts with J on the pending index and
+    // waits; once session 1 commits, J is no longer pending and the enqueue inserts the key's next job.
+    async scenario({ t, hook, s1, s2 }) {
+      await t.adapter.setQueueControl({ queue: "default", maxRunning: 100 });
+      const debounce = { key: "burst", delayMs: 1_000, maxWaitMs: null };
+      const job = (payload: string, at: number) => newJob({ state: "scheduled", runAt: at + 1_000, payload, debounce });
+      const t0 = t.clock.now();
+      const [pending] = await t.adapter.enqueue({ jobs: [job('{"n":1}', t0)], now: t0 });
+      const now = t.clock.advance(1_000);
+      let held = hook.holdAfter("claim");
+      const claim = s1.claim({ queues: ["default"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+      // A one-statement claim tried first (WITH …) is let through; the controlled claim's UPDATE is held.
+      for (;;) {
+        const sql = await held.reached;
+        if (!/^\s*with\b/i.test(sql)) break;
+        const passed = held;
+        held = hook.holdAfter("claim");
+        passed.release();
+      }
+      const merge = s2.enqueue({ jobs: [job('{"n":2}', now)], now });
+      await settle(merge);
+      held.release();
+      const [c, m] = await Promise.allSettled([claim, merge]);
+      for (const r of [c, m]) if (r.status === "rejected") return `a caller failed: ${String((r.reason as Error)?.message ?? r.reason)}`;
+      const claimed = (c as PromiseFulfilledResult<Awaited<typeof claim>>).value;
+      const [merged] = (m as PromiseFulfilledResult<Awaited<typeof merge>>).value;
+      const j = claimed.find((x) => x.id === pending!.id);
+      if (!j) return `session 1 did not claim the pending job #${pending!.id} (claimed ${claimed.map((x) => x.id)})`;
+      const stored = await t.adapter.get({ id: j.id });
+      if (stored?.payload !== '{"n":1}') return `the enqueue wrote into job #${j.id}, which session 1 claimed: its payload is ${stored?.payload}`;
+      if (merged!.id === j.id || !merged!.created) return `the enqueue returned the claimed job #${j.id} (created ${merged!.created}): the burst's last payload never runs`;
+      const pendingNow = (await t.adapter.list({ limit: 100 })).filter((x) => x.debounceKey === "burst" && ["scheduled", "ready", "blocked"].includes(x.state));
+      if (pendingNow.length !== 1 || pendingNow[0]!.id !== merged!.id || pendingNow[0]!.payload !== '{"n":2}') {
+        return `pending jobs for the key: ${JSON.stringify(pendingNow.map((x) => [x.id, x.state, x.payload]))}; the enqueue returned #${merged!.id}`;
       }
       return null;
     },
