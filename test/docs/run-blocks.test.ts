@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { plannedBlocks, runBlocks, summary } from "./run-blocks.ts";
+import { checkShellBlocks, plannedBlocks, runBlocks, summary } from "./run-blocks.ts";
 
 /**
  * Every ```ts / ```typescript block of README.md and docs/*.md runs (see
@@ -16,5 +16,11 @@ describe("documentation code blocks", () => {
     console.log(summary(results));
     const failed = results.filter((r) => r.outcome === "failed").map((r) => `${r.block.where}: ${r.detail}`);
     expect(failed).toEqual([]);
+  });
+
+  it("every npm script, and every repository file given to tsx or deno, that a shell block names exists", () => {
+    const { checked, problems } = checkShellBlocks();
+    expect(checked).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
   });
 });

@@ -28,7 +28,7 @@
  * - `sqlite`, `postgres`, `mysql`: the prelude's database.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TS_LANGS, entryPoints, rewriteImports } from "./code-blocks.ts";
@@ -75,18 +75,22 @@ export function plannedBlocks(): PlannedBlock[] {
   const planned: PlannedBlock[] = [];
   for (const file of docFiles()) {
     for (const block of codeBlocks(readDoc(file))) {
-      if (!TS_LANGS.has(block.lang)) continue;
-      const runtime = IMPORTS("@docket/docket").test(block.code) ? "deno" : "node";
-      let target: Target = "sqlite";
-      if (IMPORTS("docket/postgres|pg").test(block.code)) target = "postgres";
-      else if (IMPORTS("docket/mysql|mysql2").test(block.code)) target = "mysql";
-      const plan: PlannedBlock = { where: `${file}:${block.line}`, code: block.code, runtime, target, startOnlyMs: null, skip: null, invalid: null };
-      const marker = block.comment === null ? null : /^run\s*:\s*([\s\S]*)$/.exec(block.comment);
-      if (marker) applyMarker(plan, marker[1]!.trim());
-      planned.push(plan);
+      if (TS_LANGS.has(block.lang)) planned.push(planBlock(`${file}:${block.line}`, block.code, block.comment));
     }
   }
   return planned;
+}
+
+/** How the block `code` at `where` is run, given the HTML comment before its fence (CodeBlock.comment). */
+export function planBlock(where: string, code: string, comment: string | null): PlannedBlock {
+  const runtime = IMPORTS("@docket/docket").test(code) ? "deno" : "node";
+  let target: Target = "sqlite";
+  if (IMPORTS("docket/postgres|pg").test(code)) target = "postgres";
+  else if (IMPORTS("docket/mysql|mysql2").test(code)) target = "mysql";
+  const plan: PlannedBlock = { where, code, runtime, target, startOnlyMs: null, skip: null, invalid: null };
+  const marker = comment === null ? null : /^run\s*:\s*([\s\S]*)$/.exec(comment);
+  if (marker) applyMarker(plan, marker[1]!.trim());
+  return plan;
 }
 
 function applyMarker(plan: PlannedBlock, text: string): void {
@@ -234,4 +238,55 @@ export function summary(results: BlockResult[]): string {
   const failed = results.filter((r) => r.outcome === "failed").length;
   const reasons = skipped.length === 0 ? "" : ` (${skipped.map((r) => `${r.block.where}: ${r.detail}`).join("; ")})`;
   return `docs code blocks: ${ran} run, ${skipped.length} skipped${reasons}${failed > 0 ? `, ${failed} FAILED` : ""}`;
+}
+
+/** The fence languages of shell blocks. */
+const SHELL_LANGS = new Set(["sh", "bash", "shell", "console"]);
+/** npm's own commands the documentation uses (anything else must be a script of package.json, run with `npm run`). */
+const NPM_COMMANDS = new Set(["ci", "i", "install", "pack", "test"]);
+
+/**
+ * The commands of the documentation's shell blocks that name something of
+ * this repository, checked without running them: `npm run <script>` (and
+ * `npm test`) names a script of package.json, `npm <command>` one of
+ * NPM_COMMANDS, and a path argument of `npx tsx`, `deno run` or `deno test`
+ * that has a directory in it names a file of the repository. In a block with
+ * `$ ` prompts only the prompted lines are commands (the rest is output).
+ * Returns how many commands were checked and what is wrong.
+ */
+export function checkShellBlocks(): { checked: number; problems: string[] } {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+  const problems: string[] = [];
+  let checked = 0;
+  for (const file of docFiles()) {
+    for (const block of codeBlocks(readDoc(file))) {
+      if (!SHELL_LANGS.has(block.lang)) continue;
+      const lines = block.code.split("\n");
+      const prompted = lines.some((l) => l.startsWith("$ "));
+      lines.forEach((text, i) => {
+        if (prompted && !text.startsWith("$ ")) return;
+        const where = `${file}:${block.line + i}`;
+        const line = text.replace(/^\$ /, "").replace(/(^|\s)#.*$/, "");
+        for (const command of line.split(/&&|\|\||[;|]/)) {
+          const words = command.trim().split(/\s+/).filter((w) => w !== "");
+          if (words[0] === "npm") {
+            checked++;
+            if (words[1] === "run") {
+              if (!words[2] || !(words[2] in pkg.scripts)) problems.push(`${where}: npm run ${words[2] ?? ""}: no such script in package.json`);
+            } else if (!NPM_COMMANDS.has(words[1] ?? "")) {
+              problems.push(`${where}: npm ${words[1] ?? ""}: not an npm command the docs are known to use (${[...NPM_COMMANDS].join(", ")})`);
+            } else if (words[1] === "test" && !("test" in pkg.scripts)) {
+              problems.push(`${where}: npm test: package.json has no test script`);
+            }
+          } else if ((words[0] === "npx" && words[1] === "tsx") || (words[0] === "deno" && (words[1] === "run" || words[1] === "test"))) {
+            checked++;
+            for (const arg of words.slice(2)) {
+              if (!arg.startsWith("-") && arg.includes("/") && !existsSync(join(ROOT, arg))) problems.push(`${where}: ${words.slice(0, 2).join(" ")} ${arg}: no such file`);
+            }
+          }
+        }
+      });
+    }
+  }
+  return { checked, problems };
 }
