@@ -18,8 +18,9 @@
  * started get a grace period to finish the jobs they can take (up to
  * GRACE_MS), then every worker and scheduler made through a Docket is
  * stopped and every adapter used closed (unless the block closed it), and
- * the runner prints RUNNER_DONE and exits 0. Anything thrown, or an
- * unhandled rejection, exits non-zero.
+ * the runner prints RUNNER_DONE and exits 0. Anything thrown, an unhandled
+ * rejection, or trouble on a Docket the block used (a job retried, dead,
+ * lost or reclaimed; an error a worker survived) exits non-zero.
  */
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -166,8 +167,8 @@ for (;;) {
 for (const w of made.workers) if (w.started) await w.worker.stop();
 for (const s of made.schedulers) await s.stop();
 for (const s of servers) s.close();
-for (const a of adapters) if (!closed.has(a) && a !== adapter) await a.close();
-await adapter.close();
+adapters.add(adapter);
+for (const a of adapters) if (!closed.has(a)) await a.close();
 await db.destroy();
 if (troubles.length > 0) {
   console.error(`the block's jobs or workers ran into trouble:\n  ${troubles.join("\n  ")}`);
