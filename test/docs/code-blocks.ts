@@ -13,7 +13,8 @@ import { ROOT, codeBlocks, docFiles, readDoc } from "./markdown.ts";
 
 export const PROJECT = join(ROOT, "test-artifacts/docs-code-blocks");
 
-const TS_LANGS = new Set(["ts", "typescript"]);
+/** The fence languages of TypeScript blocks. */
+export const TS_LANGS = new Set(["ts", "typescript"]);
 
 /** Where one generated module came from. */
 export interface BlockSource {
@@ -23,7 +24,7 @@ export interface BlockSource {
 }
 
 /** The package's entry points, by the name an application imports, as repository paths of their sources. */
-function entryPoints(): Map<string, string> {
+export function entryPoints(): Map<string, string> {
   const entries = new Map<string, string>();
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { exports: Record<string, { default: string }> };
   for (const [subpath, target] of Object.entries(pkg.exports)) {
@@ -39,6 +40,14 @@ function entryPoints(): Map<string, string> {
 
 const SPECIFIER = /(\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(["'])([^"']+)\2/g;
 
+/** `code` with each import of one of docket's package names rewritten to `to(source)`, `source` the repository path of the entry point's source. */
+export function rewriteImports(code: string, entries: Map<string, string>, to: (source: string) => string): string {
+  return code.replace(SPECIFIER, (whole, keyword: string, quote: string, specifier: string) => {
+    const source = entries.get(specifier);
+    return source === undefined ? whole : `${keyword}${quote}${to(source)}${quote}`;
+  });
+}
+
 /** Writes the project (replacing any earlier one); returns each module's source and the tsconfig's path. */
 export function writeBlockProject(): { tsconfig: string; sources: Map<string, BlockSource> } {
   rmSync(PROJECT, { recursive: true, force: true });
@@ -49,10 +58,7 @@ export function writeBlockProject(): { tsconfig: string; sources: Map<string, Bl
     for (const block of codeBlocks(readDoc(file))) {
       if (!TS_LANGS.has(block.lang)) continue;
       const name = `${file.replace(/\.md$/, "").replace(/\//g, "--")}--L${block.line}.ts`;
-      const code = block.code.replace(SPECIFIER, (whole, keyword: string, quote: string, specifier: string) => {
-        const source = entries.get(specifier);
-        return source === undefined ? whole : `${keyword}${quote}${relative(PROJECT, join(ROOT, source))}${quote}`;
-      });
+      const code = rewriteImports(block.code, entries, (source) => relative(PROJECT, join(ROOT, source)));
       writeFileSync(join(PROJECT, name), `${code}\nexport {};\n`);
       sources.set(name, { file, line: block.line });
     }

@@ -4,6 +4,8 @@
  * README.md and docs/*.md). A fragment's own imports and declarations
  * shadow these. Payloads are typed loosely (`DocTasks`): the fragments name
  * many tasks between them, and what they check is docket's API.
+ * test/docs/block-runner.ts defines each of them for real when
+ * test/docs/run-blocks.test.ts runs the blocks: keep the two in step.
  *
  * A script (no import or export): its declarations are global.
  */

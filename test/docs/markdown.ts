@@ -27,6 +27,8 @@ export interface CodeBlock {
   /** 1-based line of the block's first code line in its file. */
   line: number;
   code: string;
+  /** The text inside an HTML comment (`<!-- … -->`, on one line) that is the last non-blank line before the fence, trimmed; null when there is none. */
+  comment: string | null;
 }
 
 const FENCE = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)/;
@@ -46,7 +48,10 @@ export function codeBlocks(text: string): CodeBlock[] {
       if (close) break;
       body.push(lines[j]!.startsWith(indent!) ? lines[j]!.slice(indent!.length) : lines[j]!);
     }
-    blocks.push({ lang: lang!.toLowerCase(), line: i + 2, code: body.join("\n") });
+    let k = i - 1;
+    while (k >= 0 && lines[k]!.trim() === "") k--;
+    const comment = k >= 0 ? /^\s*<!--([\s\S]*?)-->\s*$/.exec(lines[k]!) : null;
+    blocks.push({ lang: lang!.toLowerCase(), line: i + 2, code: body.join("\n"), comment: comment ? comment[1]!.trim() : null });
     i = j;
   }
   return blocks;
