@@ -31,7 +31,11 @@ export interface BulkHost extends JobActionHost {
 const PAGE = 500;
 
 export class BulkActions {
-  constructor(readonly host: BulkHost) {}
+  /** @internal `docket.bulk` is the docket's own. */
+  constructor(
+    /** @internal What the actions need of their docket. */
+    readonly host: BulkHost,
+  ) {}
 
   /** How many jobs `filter` selects now (the exact number to confirm before `apply`). Reads only. */
   async count(filter: BulkFilter): Promise<number> {

@@ -38,9 +38,9 @@ export type { BackoffOptions, EnqueueItem, EnqueueOptions, TaskConcurrency, Task
 export type { EnqueuedJob, EnqueueTracing, InTransaction } from "./enqueue.ts";
 export type { DocketOptions, RetentionOptions } from "./options.ts";
 export type { ReclaimResult } from "./sweeper.ts";
-export type { DeadLetterFilter } from "./dead-letters.ts";
-export type { BulkAction, BulkFilter } from "./bulk.ts";
-export type { ListOptions, WorkerInfo } from "./reads.ts";
+export type { DeadLetterFilter, DeadLetterListOptions, DeadLetters } from "./dead-letters.ts";
+export type { BulkAction, BulkActions, BulkFilter } from "./bulk.ts";
+export type { ListOptions, WaitOptions, WorkerInfo } from "./reads.ts";
 
 /**
  * The queue: validates input, plans every transition with the core policy

@@ -74,6 +74,7 @@ export async function listJobs<T extends TaskMap>(adapter: DocketAdapter, option
   return records.map((r) => toJob(r));
 }
 
+/** `docket.waitFor`'s options (see Docket.waitFor). */
 export interface WaitOptions {
   signal?: AbortSignal;
   timeoutMs?: number;

@@ -109,11 +109,12 @@ export interface StatsOptions {
   keysLimit?: number;
 }
 
+/** @internal A zero for every state. */
 export function emptyCounts(): StateCounts {
   return Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
 }
 
-/** The operator's view of what the adapter read: grouped per queue and task, controls joined, throughput zero-filled. */
+/** @internal The operator's view of what the adapter read: grouped per queue and task, controls joined, throughput zero-filled. */
 export function shapeStats(
   stored: StoredStats,
   controls: { queues: QueueControl[]; tasks: TaskControl[] },

@@ -11,6 +11,10 @@ export const BULK_ACTIONS = {
   replay: ["dead"],
 } as const satisfies Record<string, readonly JobState[]>;
 
+/**
+ * A bulk action's name: cancel (live states), delete (finished states), run-now (scheduled) or replay (dead).
+ * @useDeclaredType
+ */
 export type BulkAction = keyof typeof BULK_ACTIONS;
 
 export function isBulkAction(value: unknown): value is BulkAction {

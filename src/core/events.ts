@@ -9,6 +9,11 @@ import type { Job } from "./job.ts";
 /** Every event type, in the order of a job's life. `DocketEvent` has exactly these. */
 export const EVENT_TYPES = ["enqueued", "started", "succeeded", "retried", "dead", "released", "cancelled", "reclaimed", "replayed", "lost", "keyRepaired", "error"] as const;
 
+/**
+ * The name of an event, one per member of DocketEvent (`docket.on(type, listener)`);
+ * EVENT_TYPES lists them in the order of a job's life.
+ * @useDeclaredType
+ */
 export type DocketEventType = (typeof EVENT_TYPES)[number];
 
 /** Whether `type` names an event (one of EVENT_TYPES). */
@@ -57,7 +62,7 @@ const eventsMatchTheList: Same<DocketEvent["type"], DocketEventType> = true;
 void eventsMatchTheList;
 
 /** The events only a Docket reports (a worker's `onEvent` never sees them). */
-type DocketOnlyEventType = "enqueued" | "cancelled" | "reclaimed" | "replayed";
+export type DocketOnlyEventType = "enqueued" | "cancelled" | "reclaimed" | "replayed";
 
 /** An event's name on a worker's own `onEvent`: `retried` is `retry` there; every other name is the same. */
 export type WorkerEventName<E extends DocketEventType> = E extends "retried" ? "retry" : E;

@@ -9,5 +9,7 @@ export { DEBOUNCE_PENDING_STATES, mergedRunAt, validateDebounce, type DebounceSp
 export { MAX_FAIR_WEIGHT, type FairnessSpec } from "./fairness.ts";
 export * from "./job.ts";
 export type * from "./adapter.ts";
-export type { DocketEvent, DocketEventType, EventOf, EventOperation } from "./events.ts";
+export type { DocketEvent, DocketEventType, DocketOnlyEventType, EventOf, EventOperation, WorkerEventName } from "./events.ts";
+export type { ParentRef } from "./dependencies.ts";
+export type { Step } from "./steps.ts";
 export { parseCron, latestTick, nextTick, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "./schedules.ts";

@@ -1,3 +1,8 @@
+/**
+ * `docket/dashboard/node`: serves the dashboard's web-standard handler
+ * (`docket.dashboard(options)`) on `node:http` or Express.
+ * @module docket/dashboard/node
+ */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { InvalidArgumentError } from "../core/errors.ts";

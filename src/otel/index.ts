@@ -17,6 +17,8 @@
  * writes nothing (none was set: the API's default is a no-op), docket writes
  * the W3C `traceparent` itself, and reads it back the same way, so the link
  * holds either way (trace-context.ts).
+ *
+ * @module docket/otel
  */
 import {
   ROOT_CONTEXT,

@@ -4,6 +4,7 @@
  * the reference model, the invariants and the statement scheduler of the
  * property suite. Adapters built on docket's SQL store add the kit's SQL
  * entry beside this one (package.json "exports").
+ * @module docket/testing
  */
 export * from "./harness.ts";
 export { conformanceCases } from "./conformance/index.ts";

@@ -60,6 +60,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #passes = new Set<Promise<void>>();
   #unsubscribe: (() => void) | null = null;
 
+  /** @internal Use `docket.worker(options)`: the host is the docket's. */
   constructor(host: WorkerHost, options: WorkerOptions<T>) {
     const config = resolveOptions(host, options);
     this.#host = host;

@@ -76,7 +76,7 @@ export class MemoryAdapter implements DocketAdapter {
   readonly #listeners = new Set<(notice: ReadyNotice) => void>();
   #closed = false;
 
-  /** Use `memoryAdapter()`, or `connect()` for another handle on the same state. */
+  /** @internal Use `memoryAdapter()`, or `connect()` for another handle on the same state. */
   constructor(state: MemoryState = emptyState()) {
     this.#state = state;
   }

@@ -5,6 +5,7 @@
  * kysely-only cases, the statement hooks, taps and counters on a kysely
  * driver, the scheduled dialect of the property suite, and the mutations
  * that remove one guard each. The portable kit is docket/testing.
+ * @module docket/testing/kysely
  */
 export * from "./harness.ts";
 export { kyselyConformanceCases } from "./conformance/index.ts";
@@ -14,3 +15,4 @@ export * from "./tapped-driver.ts";
 export * from "./scheduled-dialect.ts";
 export * from "./mutations.ts";
 export type { StatementLabel } from "../../adapters/kysely/labels.ts";
+export type { AnyDb, Capabilities, Engine, InstrumentOptions, Migration } from "../../adapters/kysely/engine.ts";

@@ -193,7 +193,8 @@ export function fairOrderIgnored(): KyselyPlugin {
 /** Claim's control reads: queue controls (`name IN`, locked) and task caps. */
 const isControlRead = (n: SelectQueryNode) => (isTable(fromTable(n), "queues") || isTable(fromTable(n), "tasks")) && hasPredicate(n.where, NAME_IN);
 
-interface Rewrite {
+/** What `rewritePlugin` does to each SELECT, UPDATE and INSERT it sees (nested ones too); a missing member leaves that kind of statement as it is. */
+export interface Rewrite {
   select?: (n: SelectQueryNode) => SelectQueryNode;
   update?: (n: UpdateQueryNode) => UpdateQueryNode;
   insert?: (n: InsertQueryNode) => InsertQueryNode;
