@@ -746,14 +746,21 @@ export interface ReleasedChild {
 
 /**
  * One outcome for `settle`, by `kind` (see `settle` for what each writes).
- * `queue` and `task`, when given, are the job's as claimed: an adapter may
- * announce the queue to other processes when the outcome frees a slot of a
- * capped queue or task (ReadyNotice), so their idle workers claim it.
+ * `queue` and `task`, when given, are the job's as claimed (see
+ * SettleParams.announceFreed).
  */
 export type SettleItem = ((CompleteParams & { kind: "complete" }) | (FencedParams & { kind: "release" }) | (FailParams & { kind: "fail" })) & { queue?: string; task?: string };
 
 export interface SettleParams {
   items: readonly SettleItem[];
+  /**
+   * The caller will not claim the slots these outcomes free (its last claim
+   * found nothing to claim): an adapter may announce to other processes
+   * (ReadyNotice) the queue of each item that frees a slot of a capped
+   * queue or task, so their idle workers claim it instead of waiting for a
+   * poll. Default false: the caller claims the slots itself.
+   */
+  announceFreed?: boolean;
 }
 
 /** See `settleAndHandOff`: the outcomes, and the claim that takes the capped slots they free. */

@@ -37,7 +37,7 @@ export interface CompleterParts {
   /** A retry was scheduled at `at`: the claim loop should stage it then. */
   readonly requestStage: (at: number) => void;
   /** The claim loop's room for constrained jobs, for hand-offs (see Producer.reserveConstrained). */
-  readonly handOff: Pick<Producer, "reserveConstrained" | "release" | "accept" | "handOffClaim">;
+  readonly handOff: Pick<Producer, "reserveConstrained" | "release" | "accept" | "handOffClaim" | "idle">;
   /** Reports attempts lost (see LeaseKeeper.reportLost). Never rejects. */
   readonly reportLost: (records: readonly JobRecord[], reason: string | null) => Promise<void>;
 }
@@ -140,7 +140,7 @@ export class Completer {
     try {
       if (reserved > 0) {
         const writing = (async () => {
-          const written = await host.adapter.settleAndHandOff!({ items, handOff: handOff.handOffClaim(reserved, now) });
+          const written = await host.adapter.settleAndHandOff!({ items, handOff: handOff.handOffClaim(reserved, now), ...this.#announce() });
           handOff.accept(written.claimed, reserved);
           accepted = true;
           return written;
@@ -156,7 +156,7 @@ export class Completer {
           p.attempt.handedOff = true;
           handed--;
         });
-      } else results = await host.adapter.settle({ items });
+      } else results = await host.adapter.settle({ items, ...this.#announce() });
     } catch (error) {
       if (reserved > 0 && !accepted) handOff.release(reserved);
       this.#recording -= batch.length;
@@ -175,6 +175,11 @@ export class Completer {
         p.written();
       } else void this.#parts.reportLost([p.attempt.record], null).then(p.written);
     });
+  }
+
+  /** Whether the adapter should announce the cap slots an outcome write frees: when this worker's last claim found nothing, it will not take them. */
+  #announce(): { announceFreed?: true } {
+    return this.#parts.handOff.idle ? { announceFreed: true } : {};
   }
 
   /** What the adapter writes for `outcome` of the attempt claimed as `record`, at `now`. */
@@ -204,7 +209,7 @@ export class Completer {
       }
       const now = host.clock.now();
       try {
-        const [settled] = await host.adapter.settle({ items: [this.#settleItem(record, outcome, now)] });
+        const [settled] = await host.adapter.settle({ items: [this.#settleItem(record, outcome, now)], ...this.#announce() });
         let result: JobRecord | null = settled ? { ...record, ...settled } : null;
         if (settled?.released) this.#parts.childrenReleased(settled.released);
         // After a failed try, the earlier write may have committed without its answer reaching us.

@@ -7,7 +7,6 @@
 import { sql, type ExpressionBuilder } from "kysely";
 import type { ClaimParams, SettleItem } from "../../core/adapter.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
-import type { StoreContext } from "./context.ts";
 import type { JobRow } from "./row.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
@@ -22,7 +21,7 @@ export interface ClaimMemory {
   untaggedLookedAt: number;
   /** Queues read with a rate limit and no cap: a claim with no room for constrained jobs locks them exclusively, to take their slack (see isConstrained). */
   rateQueues: Set<string>;
-  /** Queues and tasks read with a cap: an outcome that frees one of their slots is announced (see announceFreedSlots). */
+  /** Queues and tasks read with a cap: an outcome that frees one of their slots may be announced (see freedCapQueues). */
   capped: { queues: Set<string>; tasks: Set<string> };
 }
 
@@ -31,20 +30,21 @@ export function claimMemory(): ClaimMemory {
 }
 
 /**
- * Announces to other processes (ReadyNotice, not due) the queue of each
- * written outcome (`results[i]` not null) whose job's queue or task this
- * store knows capped (`memory.capped`): the slot it freed may let a ready
- * job there start, and an idle worker elsewhere would otherwise wait for
- * its next poll. One notice per queue.
+ * The queues whose cap slots written outcomes freed: the queue of each
+ * outcome written (`results[i]` not null) whose job's queue or task this
+ * store knows capped (`memory.capped`), less the slots a hand-off took
+ * again in the same write (`reused`: jobs it claimed, by queue). Other
+ * processes' idle workers should hear of these (see FreedSlotNotices).
  */
-export async function announceFreedSlots(ctx: StoreContext, memory: ClaimMemory, items: readonly SettleItem[], results: readonly unknown[]): Promise<void> {
-  if (memory.capped.queues.size === 0 && memory.capped.tasks.size === 0) return;
-  const queues = new Set<string>();
+export function freedCapQueues(memory: ClaimMemory, items: readonly SettleItem[], results: readonly unknown[], reused: readonly { queue: string }[] = []): string[] {
+  if (memory.capped.queues.size === 0 && memory.capped.tasks.size === 0) return [];
+  const freed = new Map<string, number>();
   items.forEach((item, i) => {
     if (results[i] === null || item.queue === undefined) return;
-    if (memory.capped.queues.has(item.queue) || (item.task !== undefined && memory.capped.tasks.has(item.task))) queues.add(item.queue);
+    if (memory.capped.queues.has(item.queue) || (item.task !== undefined && memory.capped.tasks.has(item.task))) freed.set(item.queue, (freed.get(item.queue) ?? 0) + 1);
   });
-  if (queues.size > 0) await ctx.engine.announceReady(ctx.db, [...queues].map((queue) => ({ queue, due: false })));
+  for (const job of reused) if (freed.has(job.queue)) freed.set(job.queue, freed.get(job.queue)! - 1);
+  return [...freed].filter(([, n]) => n > 0).map(([queue]) => queue);
 }
 
 /** A queue or task control row with a control a claim counts under the row's exclusive lock: a cap or a rate limit. */

@@ -50,7 +50,8 @@ import { tableNames } from "./identifiers.ts";
 import { migrate } from "./schema.ts";
 import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
-import { announceFreedSlots } from "./claim-parts.ts";
+import { freedCapQueues } from "./claim-parts.ts";
+import { FreedSlotNotices } from "./freed-slots.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
 import { dependenciesOf } from "./dependencies.ts";
@@ -99,6 +100,10 @@ export class KyselyStore implements DocketAdapter {
   readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
   readonly #background = new Set<Promise<void>>();
+  readonly #freedSlots = new FreedSlotNotices(
+    (queues) => this.#ctx.engine.announceReady(this.#ctx.db, queues.map((queue) => ({ queue, due: false }))),
+    (work) => this.#inBackground(work),
+  );
   readonly settleAndHandOff?: (params: SettleAndHandOffParams) => Promise<{ settled: (SettledJob | null)[]; claimed: JobRecord[] }>;
 
   constructor(options: StoreOptions) {
@@ -115,7 +120,7 @@ export class KyselyStore implements DocketAdapter {
       this.settleAndHandOff = (params) =>
         this.#run(async () => {
           const written = await settleAndHandOff(this.#ctx, this.#claims, params);
-          await announceFreedSlots(this.#ctx, this.#claims, params.items, written.settled);
+          if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, written.settled, written.claimed));
           return written;
         });
     }
@@ -215,7 +220,7 @@ export class KyselyStore implements DocketAdapter {
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
     return this.#run(async () => {
       const results = await settle(this.#ctx, params);
-      await announceFreedSlots(this.#ctx, this.#claims, params.items, results);
+      if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, results));
       return results;
     });
   }
@@ -329,6 +334,7 @@ export class KyselyStore implements DocketAdapter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#freedSlots.clear();
     // Notices still being sent go out before the connections close.
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     if (this.#ownsDb) await this.#ctx.db.destroy();
