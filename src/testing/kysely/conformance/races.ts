@@ -15,7 +15,7 @@ import type { InstrumentOptions } from "../../../adapters/kysely/engine.ts";
 import { LEASE_MS, insert, jobInState, newJob, token } from "../../conformance/helpers.ts";
 import { KEY, SEQUENCED_RACES, fenced, keyViolation, runningJob, settle, type Race, type Sessions } from "../../conformance/races-sequenced.ts";
 import type { KyselyCaseContext, KyselyConformanceCase, KyselyTestStore } from "../harness.ts";
-import { StatementHook } from "../statement-hook.ts";
+import { StatementHook, type HeldStatement } from "../statement-hook.ts";
 import { childlessFenceDropped, debounceUnguarded, engineWithoutTransactions, waitCountsUnlocked, fairOrderIgnored, handOffUnboundedByFreed, holdersCountedIn, idempotencyConflictsUnhandled, mutationById, replayUnlockedUnguarded, runningCountedInAnyState } from "../mutations.ts";
 import { extendLease, settleOne } from "../../lease-writes.ts";
 
@@ -65,19 +65,29 @@ const holdersIn = (states: string[]): Mutant => ({ instrument: { plugins: [holde
 async function claimsHeldAtUpdate({ t, hook, s1, s2 }: HeldSessions, first: number, second: number) {
   const now = t.clock.now();
   const claim = (a: DocketAdapter, limit: number) => a.claim({ queues: ["q"], limit, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-  let held = hook.holdNext("claim");
-  const one = claim(s1, first);
-  for (;;) {
-    const sql = await held.reached;
-    if (!/^\s*with\b/i.test(sql)) break;
-    const passed = held;
-    held = hook.holdNext("claim");
-    passed.release();
-  }
+  const { held, started: one } = await holdControlledClaim(hook, "before", () => claim(s1, first));
   const two = claim(s2, second);
   await settle(two);
   held.release();
   return Promise.all([one, two]);
+}
+
+/**
+ * Starts session 1's claim (`start`) and holds its claim UPDATE in the
+ * transaction that applies controls, `before` it is sent or `after` it ran
+ * (uncommitted); a one-statement claim tried first (`WITH …`) is let through.
+ */
+async function holdControlledClaim<T>(hook: StatementHook, when: "before" | "after", start: () => Promise<T>): Promise<{ held: HeldStatement; started: Promise<T> }> {
+  const arm = () => (when === "before" ? hook.holdNext("claim") : hook.holdAfter("claim"));
+  let held = arm();
+  const started = start();
+  for (;;) {
+    const sql = await held.reached;
+    if (!/^\s*with\b/i.test(sql)) return { held, started };
+    const passed = held;
+    held = arm();
+    passed.release();
+  }
 }
 
 const HELD_RACES: HeldRace[] = [
@@ -428,16 +438,7 @@ const HELD_RACES: HeldRace[] = [
       const t0 = t.clock.now();
       const [pending] = await t.adapter.enqueue({ jobs: [job('{"n":1}', t0)], now: t0 });
       const now = t.clock.advance(1_000);
-      let held = hook.holdAfter("claim");
-      const claim = s1.claim({ queues: ["default"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
-      // A one-statement claim tried first (WITH …) is let through; the controlled claim's UPDATE is held.
-      for (;;) {
-        const sql = await held.reached;
-        if (!/^\s*with\b/i.test(sql)) break;
-        const passed = held;
-        held = hook.holdAfter("claim");
-        passed.release();
-      }
+      const { held, started: claim } = await holdControlledClaim(hook, "after", () => s1.claim({ queues: ["default"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS }));
       const merge = s2.enqueue({ jobs: [job('{"n":2}', now)], now });
       await settle(merge);
       held.release();
