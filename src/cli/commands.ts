@@ -11,6 +11,8 @@ export interface Flags {
   queue?: string;
   task?: string;
   key?: string;
+  /** `jobs list`: only jobs whose last error contains this text (list's errorContains). */
+  error?: string;
   /** `jobs bulk`: the count confirmed (what --dry-run printed). */
   expect?: string;
   limit?: string;
@@ -39,6 +41,7 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
   // Ignoring --dry-run would do for real what was asked for as a rehearsal.
   if (flags.dryRun && name !== "dlq purge" && name !== "dlq replay-all" && name !== "jobs bulk") throw new UsageError("--dry-run is supported by dlq purge, dlq replay-all and jobs bulk only");
   if (flags.all && name !== "dlq purge") throw new UsageError("--all is an option of dlq purge only");
+  if (flags.error !== undefined && name !== "jobs list") throw new UsageError("--error is an option of jobs list only");
   switch (name) {
     case "migrate": {
       const r = await docket.migrate();
@@ -54,6 +57,7 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
         ...filter,
         ...(flags.state === undefined ? {} : { state: flags.state }),
         ...(flags.key === undefined ? {} : { concurrencyKey: flags.key }),
+        ...(flags.error === undefined ? {} : { errorContains: flags.error }),
         limit: parseCount(flags.limit, "--limit", 50),
         ...(flags.after === undefined ? {} : { afterId: parseId(flags.after) }),
       });

@@ -27,8 +27,9 @@ Usage: docket <command> [arguments] --url <url> [--prefix <table prefix>] [--jso
 Commands:
   migrate                                  bring the schema up to date
   status [--window 15m]                    queues, tasks, running jobs, keys, throughput
-  jobs list [--state S] [--queue Q] [--task T] [--key K] [--limit N] [--after ID]
-                                           --key: a concurrency key's holders and blocked jobs
+  jobs list [--state S] [--queue Q] [--task T] [--key K] [--error TEXT] [--limit N] [--after ID]
+                                           --key: a concurrency key's holders and blocked jobs;
+                                           --error: jobs whose last error contains TEXT (give --state dead)
   jobs show <id>                           one job: payload, result, attempts, errors, steps
   jobs cancel <id>
   jobs retry <id>                          a dead job: replay it; a scheduled one: make it due now

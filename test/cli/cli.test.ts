@@ -92,6 +92,10 @@ describe("cli", () => {
       expect(JSON.parse((await run("jobs", "list", "--key", "account-7", "--json")).stdout).map((j: { state: string }) => j.state)).toEqual(["cancelled", "ready"]);
 
       expect((await run("dlq", "list")).stdout).toContain("card declined");
+      const byError = (text: string) => run("jobs", "list", "--state", "dead", "--error", text, "--json").then((r) => JSON.parse(r.stdout).map((j: { id: number }) => j.id));
+      expect(await byError("card declined")).toEqual([ids.dead]);
+      expect(await byError("Card declined")).toEqual([]);
+      expect((await run("jobs", "cancel", "1", "--error", "x")).code).toBe(2);
       const deadJob = (await run("jobs", "show", String(ids.dead))).stdout;
       expect(deadJob).toMatch(/worker\s+billing-1/);
       expect(deadJob).toMatch(/attempt 1 failed\s+\S+ on billing-1: Error: card declined/);

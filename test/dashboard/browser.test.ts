@@ -189,6 +189,60 @@ for (const name of ["sqlite", "postgres", "mysql"] as TargetName[]) {
       }
     }, 120_000);
 
+    it("a job's run now, cancel and delete; the workers page; a bulk cancel through its exact-count confirmation; a schedule's pause, resume and run now", async (ctx) => {
+      if (!target || !browser) return ctx.skip();
+      const store = await target.open();
+      const adapter = await store.connect();
+      await adapter.migrate();
+      const docket = new Docket({ adapter });
+      const delayed = await docket.enqueue("send", { to: "a" }, { queue: "actions", delay: 3_600_000 });
+      const bulk = await docket.enqueueMany([1, 2, 3].map((i) => ({ task: "send", payload: { i }, options: { queue: "bulk" } })));
+      await docket.schedules.put("nightly", { cron: "0 3 * * *", task: "report", options: { queue: "reports" } });
+      const worker = docket.worker({ name: "browser-1", queues: ["idle"], concurrency: 3, pollMs: 20, logger: null, handlers: { idle: () => undefined } });
+      await worker.start();
+      const { server, url } = await serveOnNode(docket.dashboard({ authorize: () => true }), 0);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      try {
+        await page.goto(`${url}jobs/${delayed.id}`);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-job-actions.png`, fullPage: true });
+        await page.click("button[data-action=run-now]");
+        expect(await page.textContent("[role=status]")).toBe("due now: the next claim takes it");
+        expect((await docket.get(delayed.id))!.runAt).toBeLessThanOrEqual(Date.now());
+        await page.click("button[data-action=cancel]");
+        expect((await docket.get(delayed.id))!.state).toBe("cancelled");
+        await page.click("button[data-action=delete]");
+        expect(await page.textContent("[role=status]")).toBe(`job ${delayed.id} deleted`);
+        expect(await docket.get(delayed.id)).toBeNull();
+
+        await page.click('header a[href$="/workers"]');
+        expect(await page.textContent("#workers")).toMatch(/browser-1.*idle\s*3\s*0/s);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-workers.png`, fullPage: true });
+
+        await page.goto(`${url}jobs?state=ready&queue=bulk`);
+        await page.click("#bulk a[data-bulk=cancel]");
+        expect(await page.textContent("#confirm")).toMatch(/^Cancel all 3 job\(s\) that are ready in queue bulk\?/);
+        await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-bulk-confirmation.png`, fullPage: true });
+        await page.click("button[data-action=bulk-cancel]");
+        expect((await Promise.all(bulk.map((j) => docket.get(j.id)))).map((j) => j!.state)).toEqual(["cancelled", "cancelled", "cancelled"]);
+
+        await page.goto(url);
+        await page.click("#schedules tr[data-schedule=nightly] button[data-action=pause-schedule]");
+        expect(await page.textContent("[role=status]")).toBe("schedule nightly paused");
+        expect(await page.textContent("#schedules tr[data-schedule=nightly]")).toContain("paused");
+        await page.click("#schedules tr[data-schedule=nightly] button[data-action=resume-schedule]");
+        expect((await docket.schedules.list()).find((x) => x.name === "nightly")!.paused).toBe(false);
+        await page.click("#schedules tr[data-schedule=nightly] button[data-action=run-schedule]");
+        expect(await page.textContent("[role=status]")).toMatch(/^schedule nightly: job \d+ enqueued/);
+        expect((await docket.list({ queue: "reports" })).map((j) => [j.task, j.state])).toEqual([["report", "ready"]]);
+      } finally {
+        await page.close();
+        await new Promise<void>((r) => server.close(() => r()));
+        await worker.stop();
+        await adapter.close();
+        await store.close();
+      }
+    }, 120_000);
+
     it("mutations are POST-only, need the CSRF token and a same-site origin, and are refused unless authorize allows them or when read-only", async (ctx) => {
       if (!target) return ctx.skip();
       const store = await target.open();
