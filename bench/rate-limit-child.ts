@@ -1,7 +1,7 @@
 /**
  * One worker process of the rate-limit benchmark (bench/rate-limit.ts):
  * prints {ready} once its worker runs; each handler records the job's claim
- * time (`job.updatedAt`, the start a rate limit counts) and its own
+ * time (`job.startedAt`, the start a rate limit counts) and its own
  * wall-clock start; on {stop} stops the worker and prints {done, claims,
  * starts}.
  *
@@ -22,8 +22,8 @@ const worker = new Docket({ adapter }).worker({
   concurrency: Number(concurrencyArg),
   logger: null,
   handlers: {
-    call: async (_payload: unknown, ctx: { job: { updatedAt: number } }) => {
-      claims.push(ctx.job.updatedAt);
+    call: async (_payload: unknown, ctx: { job: { startedAt: number | null } }) => {
+      claims.push(ctx.job.startedAt!);
       starts.push(wallNow());
       await new Promise((r) => setTimeout(r, handlerMs));
     },

@@ -87,7 +87,8 @@ export function windowEnd(log: StartLog, now: number): number {
 }
 
 /**
- * The time a claim at `now` stamps on the jobs it took (their startedAt):
+ * The time a claim at `now` stamps as the start of the jobs it took (their
+ * startedAt; their updatedAt stays the claim's `now`):
  * the latest `windowEnd` of the logs of the limits it took starts of (each
  * log as read, before the claim's own starts), so a job's recorded start is
  * the time its limit logged it, never earlier.

@@ -56,7 +56,7 @@ export const countedControl = (eb: ExpressionBuilder<any, any>) => eb.or([eb("ma
  * started at the claim's time, and no longer holding a debounce key (a merge never reaches a job that ran, also once it is retried,
  * released or replayed: see NewJob.debounce).
  */
-function claimedValues(params: ClaimParams) {
+function claimedValues(params: ClaimParams, startedAt: number) {
   return {
     state: TRANSITIONS.claim.to,
     debounce_key: null,
@@ -64,18 +64,18 @@ function claimedValues(params: ClaimParams) {
     lease_expires_at: params.leaseExpiresAt,
     worker: params.worker ?? null,
     updated_at: params.now,
-    started_at: params.now,
+    started_at: startedAt,
   };
 }
 
 /** A claim's SET: `claimedValues` and attempt + 1. */
-export function claimSet(params: ClaimParams): Record<string, unknown> {
-  return { ...claimedValues(params), attempt: sql`attempt + 1` };
+export function claimSet(params: ClaimParams, startedAt = params.now): Record<string, unknown> {
+  return { ...claimedValues(params, startedAt), attempt: sql`attempt + 1` };
 }
 
 /** The row a claim's SET makes of `row`, read under this transaction's lock before the UPDATE. */
-export function claimedRow(row: JobRow, params: ClaimParams): JobRow {
-  return { ...row, ...claimedValues(params), attempt: Number(row.attempt) + 1 };
+export function claimedRow(row: JobRow, params: ClaimParams, startedAt = params.now): JobRow {
+  return { ...row, ...claimedValues(params, startedAt), attempt: Number(row.attempt) + 1 };
 }
 
 /**

@@ -199,9 +199,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       for (const retag of retags) await writeTags(ctx, db, retag(new Set(chosen)));
       if (!passedOver) break;
     }
-    // The claimed jobs' start is when their limits log it (see claimedAt); the rest of the claim keeps params.now.
-    const at = claimedAt(limits.map((l) => ({ log: readStarts(l.held.starts), count: l.initial - l.map.get(l.held.name)! })), params.now);
-    const stamped = at === params.now ? params : { ...params, now: at };
+    // The claimed jobs' start (startedAt) is when their limits log it (see claimedAt); the rest of the claim keeps params.now.
+    const startedAt = claimedAt(limits.map((l) => ({ log: readStarts(l.held.starts), count: l.initial - l.map.get(l.held.name)! })), params.now);
     await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
     if (local) {
@@ -210,7 +209,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       await writeGuards(ctx, db, tables.queues, "name", chosen.map((id) => placeOf.get(id)!.queue));
       await writeGuards(ctx, db, tables.tasks, "name", chosen.map((id) => placeOf.get(id)!.task));
     }
-    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(stamped)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
+    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params, startedAt)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];
@@ -219,7 +218,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       // The chosen rows are locked by this transaction since they were read: the UPDATE moved each of them as read.
       rows =
         readWhole && updated === chosen.length
-          ? chosen.map((id) => claimedRow(whole.get(id)!, stamped))
+          ? chosen.map((id) => claimedRow(whole.get(id)!, params, startedAt))
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
     const records = rows.map(rowToRecord);

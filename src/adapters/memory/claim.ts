@@ -101,7 +101,7 @@ export function claim(state: MemoryState, params: ClaimParams): JobRecord[] {
   const claimed: JobRecord[] = [];
   for (const id of chosen) {
     const set = (job: JobRecord) => ({ attempt: job.attempt + 1, leaseToken: params.leaseToken, leaseExpiresAt: params.leaseExpiresAt, worker: params.worker ?? null, debounceKey: null, startedAt: at });
-    const moved = applyTransition(state, "claim", { id, now: at }, set);
+    const moved = applyTransition(state, "claim", { id, now: params.now }, set);
     if (!moved) continue;
     const record = copy(moved);
     const delayedBy = delayingLimit(record, [...limits.values()]);
