@@ -497,8 +497,8 @@ async function workload(scenario: Scenario, store: Store, dir: string): Promise<
       else if (prev.attempt <= plan.get(id)!.failFirst) reexecutions.plannedRetries++;
       // A workflow job's step or transaction failed (the connection was killed, the server restarted): retried as any failure.
       else if (plan.get(id)!.workflow && failed.has(`${id}:${prev.attempt}`)) reexecutions.afterFailedWrite++;
-      // Otherwise the previous holder's lease must have expired first: it ran at least LEASE_MS past its claim,
-      // less the time the job may have waited in its worker's buffer (well under LEASE_MS / 2).
+      // Otherwise the previous holder's lease must have expired first: a handler starts only with at least
+      // LEASE_MS / 2 of its lease left (Executor.startBuffered), so the next start comes at least that much later.
       else if (next.t - prev.t < LEASE_MS / 2) violation(`job ${id} ran again ${next.t - prev.t} ms after attempt ${prev.attempt} started (pid ${prev.pid}), before its lease could expire`);
       else if ((killedAt.get(prev.pid) ?? -1) >= prev.t) reexecutions.afterKill++;
       else if (lostBy.has(`${id}:${prev.pid}`) || scenario !== "kill") reexecutions.afterLostLease++;

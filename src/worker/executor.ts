@@ -103,6 +103,12 @@ export interface ExecutorParts {
   readonly reserved: () => number;
   /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
   readonly record: (attempt: Attempt, outcome: AttemptEnd) => Promise<void>;
+  /**
+   * Extends the leases of the attempts in flight now (a heartbeat, at most
+   * one under way), then calls `startBuffered` again. Called when the oldest
+   * buffered attempt's lease is too short to start it (see `startBuffered`).
+   */
+  readonly renew: () => void;
 }
 
 export interface ExecutorConfig {
@@ -111,6 +117,8 @@ export interface ExecutorConfig {
   /** The default time limit of an attempt, or null. */
   readonly timeoutMs: number | null;
   readonly concurrency: number;
+  /** The lease length: a handler starts only while its attempt holds at least half of it (see `startBuffered`). */
+  readonly leaseMs: number;
   /** Whether claims may overlap outcome writes (the adapter does not block the thread). */
   readonly overlap: boolean;
 }
@@ -137,12 +145,26 @@ export class Executor {
     return this.#config.concurrency - this.#active;
   }
 
-  /** Starts buffered jobs, oldest claim first, while handlers are free (and the buffer is open). */
+  /**
+   * Starts buffered jobs, oldest claim first, while handlers are free (and
+   * the buffer is open). A handler starts only while its attempt's lease,
+   * as the write that set it computed it, has at least `leaseMs / 2` left by
+   * this worker's clock: a claim or heartbeat that took longer (a stalled
+   * database, a buffered job whose heartbeats failed) renews the leases
+   * first (`renew`), and an attempt whose renewal misses is lost, never
+   * started. So another attempt of the job can start no sooner than
+   * `leaseMs / 2` after this one started (it needs the lease expired).
+   */
   startBuffered(): void {
     const buffer = this.#parts.buffer;
     while (this.#active < this.#config.concurrency - this.#parts.reserved()) {
-      const attempt = buffer.take();
+      const attempt = buffer.peek();
       if (attempt === undefined) return;
+      if (this.#parts.inFlight.get(attempt.key) === attempt && attempt.leaseExpiresAt - this.#parts.host.clock.now() < this.#config.leaseMs / 2) {
+        this.#parts.renew();
+        return;
+      }
+      buffer.take();
       this.#run(attempt);
     }
   }

@@ -28,19 +28,23 @@ export class LeaseKeeper {
     this.#leaseMs = leaseMs;
   }
 
-  /** Extends the lease of every attempt whose handler has not settled, and of every outcome write being retried. Never rejects. */
-  async heartbeat(): Promise<void> {
+  /**
+   * Extends the lease of every attempt whose handler has not settled, and of
+   * every outcome write being retried. Resolves to false when the write
+   * failed (nothing was learned), true otherwise. Never rejects.
+   */
+  async heartbeat(): Promise<boolean> {
     const now = this.#host.clock.now();
     const leaseExpiresAt = now + this.#leaseMs;
     const attempts = [...this.#inFlight.values()].filter((a) => a.phase !== "settling");
-    if (attempts.length === 0) return;
+    if (attempts.length === 0) return true;
     let kept: Set<string>;
     try {
       const items = attempts.map((a) => ({ id: a.record.id, leaseToken: a.record.leaseToken! }));
       kept = new Set((await this.#host.adapter.extendLeases({ items, now, leaseExpiresAt })).map(attemptKey));
     } catch (error) {
       this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" });
-      return;
+      return false;
     }
     const missed = new Set<Attempt>();
     for (const attempt of attempts) {
@@ -50,6 +54,7 @@ export class LeaseKeeper {
     // Lost only while the handler still runs (or waits in the buffer): a completion that committed
     // while this heartbeat was in flight also makes it miss, and a retried write finds out itself.
     await this.abortLost((a) => missed.has(a), null);
+    return true;
   }
 
   /**

@@ -89,6 +89,11 @@ export class LocalBuffer {
     this.#attempts.unshift(...attempts);
   }
 
+  /** The oldest buffered attempt, left in place; undefined when empty or not open. */
+  peek(): Attempt | undefined {
+    return this.#mode === "open" ? this.#attempts[0] : undefined;
+  }
+
   /** The oldest buffered attempt, removed; undefined when empty or not open. */
   take(): Attempt | undefined {
     return this.#mode === "open" ? this.#attempts.shift() : undefined;

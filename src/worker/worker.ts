@@ -58,6 +58,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   #timers: ReturnType<typeof setInterval>[] = [];
   /** Timer passes under way (stop() waits for them). */
   readonly #passes = new Set<Promise<void>>();
+  #renewing = false;
+  #renewFailedAt = Number.NEGATIVE_INFINITY;
   #unsubscribe: (() => void) | null = null;
 
   /** @internal Use `docket.worker(options)`: the host is the docket's. */
@@ -101,8 +103,8 @@ export class Worker<T extends TaskMap = TaskMap> {
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));
     this.#executor = new Executor(
-      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o) },
-      { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, overlap },
+      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o), renew: () => this.#renew() },
+      { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, leaseMs: config.leaseMs, overlap },
     );
   }
 
@@ -129,7 +131,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const register = () => this.#pass(() => this.#registration.put().catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" })));
     register();
     this.#timers = [
-      setInterval(() => this.#pass(() => this.#leases.heartbeat()), config.heartbeatMs),
+      setInterval(() => this.#pass(() => this.#leases.heartbeat().then(() => this.#executor.startBuffered())), config.heartbeatMs),
       setInterval(register, config.heartbeatMs),
       setInterval(() => this.#pass(() => this.#sweeps.pass()), config.reclaimMs),
       setInterval(() => this.#pass(() => this.#leases.checkLeases()), Math.min(config.pollMs, LEASE_CHECK_MAX_MS)),
@@ -223,6 +225,27 @@ export class Worker<T extends TaskMap = TaskMap> {
   }
 
   /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
+  /**
+   * A heartbeat now, for a buffered attempt whose lease is too short to
+   * start (Executor.startBuffered), then the buffer is tried again. At most
+   * one under way; after a failed one, none until heartbeatMs later (the
+   * periodic heartbeat carries on meanwhile), so a database that refuses
+   * writes is not asked in a loop.
+   */
+  #renew(): void {
+    if (this.#renewing || this.#life.state !== "running") return;
+    if (this.#host.clock.now() - this.#renewFailedAt < this.#config.heartbeatMs) return;
+    this.#renewing = true;
+    this.#pass(async () => {
+      try {
+        if (!(await this.#leases.heartbeat())) this.#renewFailedAt = this.#host.clock.now();
+      } finally {
+        this.#renewing = false;
+      }
+      this.#executor.startBuffered();
+    });
+  }
+
   #pass(run: () => Promise<void>): void {
     const pass: Promise<void> = run()
       .catch(() => undefined)
