@@ -25,6 +25,10 @@ export interface Attempt {
   phase: "buffered" | "running" | "settling" | "retrying";
   /** When the lease ends unless a heartbeat extends it, as last written. */
   leaseExpiresAt: number;
+  /** When the heartbeat that last extended the lease began (0: none yet, the claim's lease). */
+  renewedAt: number;
+  /** When the buffer first found the lease too short to start the handler (null: not found so). See Executor.startBuffered. */
+  staleAt: number | null;
   /** Its outcome's write handed the slot it freed to another job of this worker (see Completer): no claim needs to follow. */
   handedOff?: boolean;
 }
@@ -66,6 +70,8 @@ export function track(inFlight: InFlight, record: JobRecord): Attempt {
     done: Promise.resolve(),
     phase: "buffered",
     leaseExpiresAt: record.leaseExpiresAt ?? 0,
+    renewedAt: 0,
+    staleAt: null,
   };
   inFlight.set(attempt.key, attempt);
   return attempt;

@@ -88,6 +88,9 @@ export class JobTimeoutError extends Error {
   }
 }
 
+/** A renewal of buffered leases covers at least this many of the oldest (see Executor.startBuffered). */
+const RENEW_AHEAD = 100;
+
 export interface ExecutorParts {
   readonly host: WorkerHost;
   readonly life: Lifecycle;
@@ -104,11 +107,12 @@ export interface ExecutorParts {
   /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
   readonly record: (attempt: Attempt, outcome: AttemptEnd) => Promise<void>;
   /**
-   * Extends the leases of the attempts in flight now (a heartbeat, at most
-   * one under way), then calls `startBuffered` again. Called when the oldest
-   * buffered attempt's lease is too short to start it (see `startBuffered`).
+   * Extends the leases of `attempts` (at most one such write under way),
+   * then calls `startBuffered` again. Called with the buffered attempts
+   * about to start when the oldest one's lease is too short (see
+   * `startBuffered`).
    */
-  readonly renew: () => void;
+  readonly renew: (attempts: readonly Attempt[]) => void;
 }
 
 export interface ExecutorConfig {
@@ -147,26 +151,42 @@ export class Executor {
 
   /**
    * Starts buffered jobs, oldest claim first, while handlers are free (and
-   * the buffer is open). A handler starts only while its attempt's lease,
-   * as the write that set it computed it, has at least `leaseMs / 2` left by
-   * this worker's clock: a claim or heartbeat that took longer (a stalled
-   * database, a buffered job whose heartbeats failed) renews the leases
-   * first (`renew`), and an attempt whose renewal misses is lost, never
-   * started. So another attempt of the job can start no sooner than
-   * `leaseMs / 2` after this one started (it needs the lease expired).
+   * the buffer is open). A handler starts only while its attempt holds its
+   * lease by this worker's clock (counted from when the write that set it
+   * began) with at least `leaseMs / 2` left: a claim or heartbeat that took
+   * longer (a stalled database, a buffered job whose heartbeats failed)
+   * renews the leases of the attempts about to start first (`renew`: the
+   * oldest RENEW_AHEAD or `concurrency`, whichever is more), and an attempt whose renewal misses
+   * is lost, never started. So another attempt of the job can start no
+   * sooner than `leaseMs / 2` after this one started (it needs the lease
+   * expired), unless the database is so slow that a renewal begun after the
+   * lease was found short itself takes over `leaseMs / 2`: then the handler
+   * starts on what that renewal left, if anything (the worker makes
+   * progress whenever a write takes less than `leaseMs`).
    */
   startBuffered(): void {
     const buffer = this.#parts.buffer;
     while (this.#active < this.#config.concurrency - this.#parts.reserved()) {
       const attempt = buffer.peek();
       if (attempt === undefined) return;
-      if (this.#parts.inFlight.get(attempt.key) === attempt && attempt.leaseExpiresAt - this.#parts.host.clock.now() < this.#config.leaseMs / 2) {
-        this.#parts.renew();
+      if (this.#parts.inFlight.get(attempt.key) === attempt && !this.#fresh(attempt)) {
+        // Renew the ones the handlers will start next (at least RENEW_AHEAD): a bounded write, whatever the buffer holds.
+        const next = buffer.peekFirst(Math.max(RENEW_AHEAD, this.#config.concurrency - this.#parts.reserved() - this.#active));
+        this.#parts.renew(next.filter((a) => this.#parts.inFlight.get(a.key) === a && !this.#fresh(a)));
         return;
       }
       buffer.take();
       this.#run(attempt);
     }
+  }
+
+  /** Whether `attempt`'s handler may start now (see startBuffered); notes when its lease was first found short. */
+  #fresh(attempt: Attempt): boolean {
+    const now = this.#parts.host.clock.now();
+    const left = attempt.leaseExpiresAt - now;
+    if (left >= this.#config.leaseMs / 2) return true;
+    attempt.staleAt ??= now;
+    return left > 0 && attempt.renewedAt >= attempt.staleAt;
   }
 
   #run(attempt: Attempt): void {

@@ -33,10 +33,20 @@ export class LeaseKeeper {
    * every outcome write being retried. Resolves to false when the write
    * failed (nothing was learned), true otherwise. Never rejects.
    */
-  async heartbeat(): Promise<boolean> {
+  heartbeat(): Promise<boolean> {
+    return this.extend([...this.#inFlight.values()].filter((a) => a.phase !== "settling"));
+  }
+
+  /**
+   * Extends the leases of `attempts` (those still in flight and not
+   * settling): a heartbeat of only these, as for buffered jobs about to
+   * start (see Executor.startBuffered). Resolves to false when the write
+   * failed, true otherwise. Never rejects.
+   */
+  async extend(which: readonly Attempt[]): Promise<boolean> {
     const now = this.#host.clock.now();
     const leaseExpiresAt = now + this.#leaseMs;
-    const attempts = [...this.#inFlight.values()].filter((a) => a.phase !== "settling");
+    const attempts = which.filter((a) => a.phase !== "settling" && this.#inFlight.get(a.key) === a);
     if (attempts.length === 0) return true;
     let kept: Set<string>;
     try {
@@ -48,7 +58,10 @@ export class LeaseKeeper {
     }
     const missed = new Set<Attempt>();
     for (const attempt of attempts) {
-      if (kept.has(attempt.key)) attempt.leaseExpiresAt = leaseExpiresAt;
+      if (kept.has(attempt.key)) {
+        attempt.leaseExpiresAt = leaseExpiresAt;
+        attempt.renewedAt = now;
+      }
       else missed.add(attempt);
     }
     // Lost only while the handler still runs (or waits in the buffer): a completion that committed

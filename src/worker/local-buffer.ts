@@ -94,6 +94,11 @@ export class LocalBuffer {
     return this.#mode === "open" ? this.#attempts[0] : undefined;
   }
 
+  /** The `n` oldest buffered attempts, left in place; none when not open. */
+  peekFirst(n: number): Attempt[] {
+    return this.#mode === "open" ? this.#attempts.slice(0, n) : [];
+  }
+
   /** The oldest buffered attempt, removed; undefined when empty or not open. */
   take(): Attempt | undefined {
     return this.#mode === "open" ? this.#attempts.shift() : undefined;

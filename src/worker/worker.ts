@@ -8,7 +8,7 @@ import { InvalidArgumentError } from "../core/errors.ts";
 import { shown } from "../core/shown.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { checkKeys, validateInteger } from "../core/validate.ts";
-import type { InFlight } from "./attempt.ts";
+import type { Attempt, InFlight } from "./attempt.ts";
 import { Completer } from "./completer.ts";
 import { Emitter } from "./emitter.ts";
 import { Executor } from "./executor.ts";
@@ -59,6 +59,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** Timer passes under way (stop() waits for them). */
   readonly #passes = new Set<Promise<void>>();
   #renewing = false;
+  #beating = false;
   #renewFailedAt = Number.NEGATIVE_INFINITY;
   #unsubscribe: (() => void) | null = null;
 
@@ -103,7 +104,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));
     this.#executor = new Executor(
-      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o), renew: () => this.#renew() },
+      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o), renew: (attempts) => this.#renew(attempts) },
       { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, leaseMs: config.leaseMs, overlap },
     );
   }
@@ -131,7 +132,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const register = () => this.#pass(() => this.#registration.put().catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" })));
     register();
     this.#timers = [
-      setInterval(() => this.#pass(() => this.#leases.heartbeat().then(() => this.#executor.startBuffered())), config.heartbeatMs),
+      setInterval(() => this.#heartbeat(), config.heartbeatMs),
       setInterval(register, config.heartbeatMs),
       setInterval(() => this.#pass(() => this.#sweeps.pass()), config.reclaimMs),
       setInterval(() => this.#pass(() => this.#leases.checkLeases()), Math.min(config.pollMs, LEASE_CHECK_MAX_MS)),
@@ -226,19 +227,37 @@ export class Worker<T extends TaskMap = TaskMap> {
 
   /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
   /**
-   * A heartbeat now, for a buffered attempt whose lease is too short to
-   * start (Executor.startBuffered), then the buffer is tried again. At most
-   * one under way; after a failed one, none until heartbeatMs later (the
-   * periodic heartbeat carries on meanwhile), so a database that refuses
-   * writes is not asked in a loop.
+   * The periodic heartbeat: skipped while the last one is still under way
+   * (a slow database is not sent a pile of overlapping writes of the same
+   * rows), then the buffer is tried again, its leases fresh.
    */
-  #renew(): void {
+  #heartbeat(): void {
+    if (this.#beating) return;
+    this.#beating = true;
+    this.#pass(async () => {
+      try {
+        await this.#leases.heartbeat();
+      } finally {
+        this.#beating = false;
+      }
+      this.#executor.startBuffered();
+    });
+  }
+
+  /**
+   * A heartbeat now of `attempts`, buffered ones whose leases are too short
+   * to start (Executor.startBuffered), then the buffer is tried again. At
+   * most one under way; after a failed one, none until heartbeatMs later
+   * (the periodic heartbeat carries on meanwhile), so a database that
+   * refuses writes is not asked in a loop.
+   */
+  #renew(attempts: readonly Attempt[]): void {
     if (this.#renewing || this.#life.state !== "running") return;
     if (this.#host.clock.now() - this.#renewFailedAt < this.#config.heartbeatMs) return;
     this.#renewing = true;
     this.#pass(async () => {
       try {
-        if (!(await this.#leases.heartbeat())) this.#renewFailedAt = this.#host.clock.now();
+        if (!(await this.#leases.extend(attempts))) this.#renewFailedAt = this.#host.clock.now();
       } finally {
         this.#renewing = false;
       }

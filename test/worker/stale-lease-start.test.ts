@@ -13,7 +13,7 @@ import type { ClaimParams, DocketAdapter, ExtendLeasesParams } from "../../src/c
  */
 const LEASE_MS = 400;
 
-function heldClaims(inner: DocketAdapter) {
+function heldClaims(inner: DocketAdapter, extendDelayMs = 0) {
   let holdNext = false;
   let entered!: () => void;
   const claimEntered = new Promise<void>((r) => (entered = r));
@@ -36,6 +36,7 @@ function heldClaims(inner: DocketAdapter) {
       }
       if (prop === "extendLeases") {
         return async (params: ExtendLeasesParams) => {
+          if (extendDelayMs > 0) await new Promise((r) => setTimeout(r, extendDelayMs));
           const kept = await target.extendLeases(params);
           renewals.push(kept.map((k) => k.id));
           return kept;
@@ -71,6 +72,27 @@ describe("a claim that returns late", () => {
       expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
       expect(starts).toHaveLength(1);
       expect(starts[0]!.renewedBefore, "the handler started on a lease with less than half left, unrenewed").toBe(true);
+    } finally {
+      await worker.stop();
+      await docket.close();
+    }
+  });
+
+  it("past half its lease, with heartbeats that themselves take over half the lease: the handler starts on what the renewal left (no livelock)", async () => {
+    const held = heldClaims(memoryAdapter(), LEASE_MS * 0.6);
+    const docket = new Docket({ adapter: held.adapter });
+    await docket.migrate();
+    let starts = 0;
+    const worker = docket.worker({ pollMs: 20, leaseMs: LEASE_MS, heartbeatMs: LEASE_MS - 1, reclaimMs: 3_600_000, logger: null, handlers: { t: async () => void starts++ } });
+    held.hold();
+    const job = await docket.enqueue("t", null);
+    await worker.start();
+    try {
+      await held.claimEntered;
+      await new Promise((r) => setTimeout(r, LEASE_MS * 0.7));
+      held.release();
+      expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
+      expect(starts).toBe(1);
     } finally {
       await worker.stop();
       await docket.close();
