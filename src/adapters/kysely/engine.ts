@@ -95,6 +95,14 @@ export interface Engine {
    */
   consecutiveInsertIds(db: AnyDb): Promise<number | null>;
   /**
+   * Without `capabilities.returning`: whether `INSERT … RETURNING` works all
+   * the same (MariaDB 10.5 and later have it for INSERT, not for UPDATE):
+   * a batch is then inserted by one multi-row statement per chunk that
+   * returns its rows, whatever the engine's id allocation. Read once per
+   * engine. Optional: absent, no.
+   */
+  insertReturning?(db: AnyDb): Promise<boolean>;
+  /**
    * For an engine whose driver sends parameters inlined as escaped literals:
    * the largest statement, in bytes, the server accepts (it refuses a longer
    * one, and may close the connection). Read once. Optional: without it a

@@ -351,9 +351,10 @@ async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, u
   const rows: JobRow[] = [];
   // Runs of rows that fit in one statement each (see Engine.maxStatementBytes).
   const chunks = chunkRows(values, BATCH_ROWS, engine.maxStatementBytes ? await engine.maxStatementBytes(db) : null);
-  if (engine.capabilities.returning) {
+  if (engine.capabilities.returning || (await engine.insertReturning?.(db))) {
     for (const chunk of chunks) {
-      const inserted = (await labelled(db.insertInto(tables.jobs).values(chunk).returningAll(), "enqueue").execute()) as JobRow[];
+      // Sent as a query (not through kysely's insert, which drops RETURNING's rows on a dialect without it everywhere).
+      const inserted = (await db.executeQuery(labelled(db.insertInto(tables.jobs).values(chunk).returningAll(), "enqueue").compile())).rows as JobRow[];
       rows.push(...inserted.sort((a, b) => Number(a.id) - Number(b.id)));
     }
   } else {

@@ -46,6 +46,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   // On docket's own pool every session is READ COMMITTED already: BEGIN alone, one round trip less per transaction.
   const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
   let insertStep: Promise<number | null> | null = null;
+  let returningInsert: Promise<boolean> | null = null;
   let packet: Promise<number> | null = null;
   // Whether the server is a Galera node: null until read (once per engine, before its first transaction).
   let galera: boolean | null = null;
@@ -169,6 +170,20 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
           throw error;
         });
       return insertStep;
+    },
+    /** MariaDB 10.5 and later (`version()` names MariaDB): INSERT … RETURNING. MySQL has none. */
+    insertReturning(db) {
+      returningInsert ??= sql<{ v: string }>`select version() as v`
+        .execute(db)
+        .then((r) => {
+          const m = /^(\d+)\.(\d+)\..*mariadb/i.exec(String(r.rows[0]?.v ?? ""));
+          return m !== null && (Number(m[1]) > 10 || (Number(m[1]) === 10 && Number(m[2]) >= 5));
+        })
+        .catch((error) => {
+          returningInsert = null;
+          throw error;
+        });
+      return returningInsert;
     },
     /** mysql2 inlines parameters: a statement is one packet, at most `max_allowed_packet` bytes (read once per engine). */
     maxStatementBytes(db) {
