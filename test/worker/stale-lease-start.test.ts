@@ -49,83 +49,58 @@ function heldClaims(inner: DocketAdapter, extendDelayMs = 0) {
   return { adapter, hold: () => (holdNext = true), claimEntered, release: () => openGate(), renewals };
 }
 
+/**
+ * One job whose claim is held for `holdMs` after it returned (then `meanwhile`
+ * runs), with heartbeats `extendDelayMs` slow; resolves once the job
+ * succeeded, with each handler start's attempt and whether a renewal had
+ * kept the job's lease before it.
+ */
+async function lateClaim(options: { holdMs: number; extendDelayMs?: number; meanwhile?: (docket: Docket) => Promise<void> }) {
+  const held = heldClaims(memoryAdapter(), options.extendDelayMs);
+  const docket = new Docket({ adapter: held.adapter });
+  await docket.migrate();
+  const starts: { attempt: number; renewedBefore: boolean }[] = [];
+  const worker = docket.worker({
+    pollMs: 20,
+    leaseMs: LEASE_MS,
+    heartbeatMs: LEASE_MS - 1,
+    reclaimMs: 3_600_000,
+    logger: null,
+    handlers: { t: async (_p, ctx) => void starts.push({ attempt: ctx.job.attempt, renewedBefore: held.renewals.some((ids) => ids.includes(ctx.job.id)) }) },
+  });
+  held.hold();
+  const job = await docket.enqueue("t", null);
+  await worker.start();
+  try {
+    await held.claimEntered;
+    await new Promise((r) => setTimeout(r, options.holdMs));
+    await options.meanwhile?.(docket);
+    held.release();
+    expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
+    return starts;
+  } finally {
+    await worker.stop();
+    await docket.close();
+  }
+}
+
 describe("a claim that returns late", () => {
   it("past half its lease: the lease is renewed before the handler starts, and the job runs once", async () => {
-    const held = heldClaims(memoryAdapter());
-    const docket = new Docket({ adapter: held.adapter });
-    await docket.migrate();
-    const starts: { at: number; renewedBefore: boolean }[] = [];
-    const worker = docket.worker({
-      pollMs: 20,
-      leaseMs: LEASE_MS,
-      heartbeatMs: LEASE_MS - 1,
-      logger: null,
-      handlers: { t: async () => void starts.push({ at: Date.now(), renewedBefore: held.renewals.some((ids) => ids.includes(job.id)) }) },
-    });
-    held.hold();
-    const job = await docket.enqueue("t", null);
-    await worker.start();
-    try {
-      await held.claimEntered;
-      await new Promise((r) => setTimeout(r, LEASE_MS * 0.7));
-      held.release();
-      expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
-      expect(starts).toHaveLength(1);
-      expect(starts[0]!.renewedBefore, "the handler started on a lease with less than half left, unrenewed").toBe(true);
-    } finally {
-      await worker.stop();
-      await docket.close();
-    }
+    const starts = await lateClaim({ holdMs: LEASE_MS * 0.7 });
+    expect(starts).toHaveLength(1);
+    expect(starts[0]!.renewedBefore, "the handler started on a lease with less than half left, unrenewed").toBe(true);
   });
 
   it("past half its lease, with heartbeats that themselves take over half the lease: the handler starts on what the renewal left (no livelock)", async () => {
-    const held = heldClaims(memoryAdapter(), LEASE_MS * 0.6);
-    const docket = new Docket({ adapter: held.adapter });
-    await docket.migrate();
-    let starts = 0;
-    const worker = docket.worker({ pollMs: 20, leaseMs: LEASE_MS, heartbeatMs: LEASE_MS - 1, reclaimMs: 3_600_000, logger: null, handlers: { t: async () => void starts++ } });
-    held.hold();
-    const job = await docket.enqueue("t", null);
-    await worker.start();
-    try {
-      await held.claimEntered;
-      await new Promise((r) => setTimeout(r, LEASE_MS * 0.7));
-      held.release();
-      expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
-      expect(starts).toBe(1);
-    } finally {
-      await worker.stop();
-      await docket.close();
-    }
+    expect(await lateClaim({ holdMs: LEASE_MS * 0.7, extendDelayMs: LEASE_MS * 0.6 })).toHaveLength(1);
   });
 
   it("past its whole lease, swept meanwhile: the stale attempt never starts; the job runs once, in its next attempt", async () => {
-    const held = heldClaims(memoryAdapter());
-    const docket = new Docket({ adapter: held.adapter });
-    await docket.migrate();
-    const starts: number[] = [];
-    const worker = docket.worker({
-      pollMs: 20,
-      leaseMs: LEASE_MS,
-      heartbeatMs: LEASE_MS - 1,
-      reclaimMs: 3_600_000,
-      logger: null,
-      handlers: { t: async (_p, ctx) => void starts.push(ctx.job.attempt) },
-    });
-    held.hold();
-    const job = await docket.enqueue("t", null);
-    await worker.start();
-    try {
-      await held.claimEntered;
-      await new Promise((r) => setTimeout(r, LEASE_MS + 50));
+    const starts = await lateClaim({
+      holdMs: LEASE_MS + 50,
       // Another process's sweep finds the lease expired: the job is ready again, its first attempt spent.
-      expect((await docket.reclaimExpired()).retried).toBe(1);
-      held.release();
-      expect((await docket.waitFor(job.id, { timeoutMs: 5_000, pollMs: 5 })).state).toBe("succeeded");
-      expect(starts, "attempt 1 started on a lease a sweep had taken").toEqual([2]);
-    } finally {
-      await worker.stop();
-      await docket.close();
-    }
+      meanwhile: async (docket) => expect((await docket.reclaimExpired()).retried).toBe(1),
+    });
+    expect(starts.map((s) => s.attempt), "attempt 1 started on a lease a sweep had taken").toEqual([2]);
   });
 });
