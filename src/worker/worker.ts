@@ -58,8 +58,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   #timers: ReturnType<typeof setInterval>[] = [];
   /** Timer passes under way (stop() waits for them). */
   readonly #passes = new Set<Promise<void>>();
-  #renewing = false;
-  #beating = false;
+  /** The kinds of lease write under way (see #leaseWrite). */
+  readonly #leaseWrites = new Set<"heartbeat" | "renewal">();
   #renewFailedAt = Number.NEGATIVE_INFINITY;
   #unsubscribe: (() => void) | null = null;
 
@@ -225,46 +225,45 @@ export class Worker<T extends TaskMap = TaskMap> {
     });
   }
 
-  /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
   /**
    * The periodic heartbeat: skipped while the last one is still under way
    * (a slow database is not sent a pile of overlapping writes of the same
-   * rows), then the buffer is tried again, its leases fresh.
+   * rows).
    */
   #heartbeat(): void {
-    if (this.#beating) return;
-    this.#beating = true;
-    this.#pass(async () => {
-      try {
-        await this.#leases.heartbeat();
-      } finally {
-        this.#beating = false;
-      }
-      this.#executor.startBuffered();
-    });
+    this.#leaseWrite("heartbeat", () => this.#leases.heartbeat());
   }
 
   /**
    * A heartbeat now of `attempts`, buffered ones whose leases are too short
-   * to start (Executor.startBuffered), then the buffer is tried again. At
-   * most one under way; after a failed one, none until heartbeatMs later
-   * (the periodic heartbeat carries on meanwhile), so a database that
-   * refuses writes is not asked in a loop.
+   * to start (Executor.startBuffered). At most one under way; after a failed
+   * one, none until heartbeatMs later (the periodic heartbeat carries on
+   * meanwhile), so a database that refuses writes is not asked in a loop.
    */
   #renew(attempts: readonly Attempt[]): void {
-    if (this.#renewing || this.#life.state !== "running") return;
-    if (this.#host.clock.now() - this.#renewFailedAt < this.#config.heartbeatMs) return;
-    this.#renewing = true;
+    if (this.#life.state !== "running" || this.#host.clock.now() - this.#renewFailedAt < this.#config.heartbeatMs) return;
+    this.#leaseWrite("renewal", async () => {
+      const written = await this.#leases.extend(attempts);
+      if (!written) this.#renewFailedAt = this.#host.clock.now();
+      return written;
+    });
+  }
+
+  /** Runs lease write `write` as a timer pass unless one of its `kind` is under way, then tries the buffer again (its leases fresh). */
+  #leaseWrite(kind: "heartbeat" | "renewal", write: () => Promise<boolean>): void {
+    if (this.#leaseWrites.has(kind)) return;
+    this.#leaseWrites.add(kind);
     this.#pass(async () => {
       try {
-        if (!(await this.#leases.extend(attempts))) this.#renewFailedAt = this.#host.clock.now();
+        await write();
       } finally {
-        this.#renewing = false;
+        this.#leaseWrites.delete(kind);
       }
       this.#executor.startBuffered();
     });
   }
 
+  /** Runs a timer's pass, tracked until it settles (stop() waits for it). */
   #pass(run: () => Promise<void>): void {
     const pass: Promise<void> = run()
       .catch(() => undefined)

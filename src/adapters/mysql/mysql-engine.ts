@@ -45,9 +45,21 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   const announced = new WeakSet<object>();
   // On docket's own pool every session is READ COMMITTED already: BEGIN alone, one round trip less per transaction.
   const begin = (db: AnyDb) => (options.sessionReadCommitted ? db.transaction() : db.transaction().setIsolationLevel("read committed"));
-  let insertStep: Promise<number | null> | null = null;
-  let returningInsert: Promise<boolean> | null = null;
-  let packet: Promise<number> | null = null;
+  const insertStep = readOnce((db) =>
+    sql<{ mode: number | string; step: number | string }>`select @@innodb_autoinc_lock_mode as mode, @@auto_increment_increment as step`
+      .execute(db)
+      .then((r) => {
+        const row = r.rows[0];
+        return row && Number(row.mode) <= 1 ? Number(row.step) : null;
+      }),
+  );
+  const returningInsert = readOnce((db) =>
+    sql<{ v: string }>`select version() as v`.execute(db).then((r) => {
+      const m = /^(\d+)\.(\d+)\..*mariadb/i.exec(String(r.rows[0]?.v ?? ""));
+      return m !== null && (Number(m[1]) > 10 || (Number(m[1]) === 10 && Number(m[2]) >= 5));
+    }),
+  );
+  const packet = readOnce((db) => sql<{ max: number | string }>`select @@max_allowed_packet as max`.execute(db).then((r) => Number(r.rows[0]?.max)));
   // Whether the server is a Galera node: null until read (once per engine, before its first transaction).
   let galera: boolean | null = null;
   let galeraRead: Promise<void> | null = null;
@@ -158,43 +170,20 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
      * default is 1); mode 2 may interleave them with concurrent inserts, so
      * then each row is inserted on its own. Read once per engine.
      */
-    consecutiveInsertIds(db) {
-      insertStep ??= sql<{ mode: number | string; step: number | string }>`select @@innodb_autoinc_lock_mode as mode, @@auto_increment_increment as step`
-        .execute(db)
-        .then((r) => {
-          const row = r.rows[0];
-          return row && Number(row.mode) <= 1 ? Number(row.step) : null;
-        })
-        .catch((error) => {
-          insertStep = null;
-          throw error;
-        });
-      return insertStep;
-    },
-    /** MariaDB 10.5 and later (`version()` names MariaDB): INSERT … RETURNING. MySQL has none. */
-    insertReturning(db) {
-      returningInsert ??= sql<{ v: string }>`select version() as v`
-        .execute(db)
-        .then((r) => {
-          const m = /^(\d+)\.(\d+)\..*mariadb/i.exec(String(r.rows[0]?.v ?? ""));
-          return m !== null && (Number(m[1]) > 10 || (Number(m[1]) === 10 && Number(m[2]) >= 5));
-        })
-        .catch((error) => {
-          returningInsert = null;
-          throw error;
-        });
-      return returningInsert;
-    },
+    consecutiveInsertIds: insertStep,
+    /** MariaDB 10.5 and later (`version()` names MariaDB): INSERT … RETURNING. MySQL has none. Read once per engine. */
+    insertReturning: returningInsert,
     /** mysql2 inlines parameters: a statement is one packet, at most `max_allowed_packet` bytes (read once per engine). */
-    maxStatementBytes(db) {
-      packet ??= sql<{ max: number | string }>`select @@max_allowed_packet as max`
-        .execute(db)
-        .then((r) => Number(r.rows[0]?.max))
-        .catch((error) => {
-          packet = null;
-          throw error;
-        });
-      return packet;
-    },
+    maxStatementBytes: packet,
   };
+}
+
+/** `read`'s answer, read on the first call and kept for every later one; a read that fails is tried again on the next call. */
+function readOnce<T>(read: (db: AnyDb) => Promise<T>): (db: AnyDb) => Promise<T> {
+  let answer: Promise<T> | null = null;
+  return (db) =>
+    (answer ??= read(db).catch((error) => {
+      answer = null;
+      throw error;
+    }));
 }
