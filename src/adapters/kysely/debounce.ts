@@ -8,6 +8,7 @@ import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { applyTransition } from "./guard.ts";
 import { labelled } from "./labels.ts";
+import { GUARD_COLUMN } from "./guard-writes.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
 /**
@@ -132,4 +133,49 @@ export async function upsertDebounced(ctx: StoreContext, db: AnyDb, row: Record<
   if (!found) return null;
   const { [INSERTED]: inserted, ...stored } = found;
   return { ...rowToRecord(stored as JobRow), created: inserted === true };
+}
+
+/**
+ * `upsertDebounced` where the engine has `INSERT … ON DUPLICATE KEY UPDATE
+ * … RETURNING` instead (Engine.duplicateKeyUpsert): the same one statement,
+ * meeting the one-column unique index of pending debounce keys. Each
+ * assignment of the update is guarded by the core's `debounce` rule on the
+ * pending row's state, read before any assignment moves it (the state is
+ * assigned last), so a pending job the merge may not move is left as it
+ * was, and the call returns null having written nothing (the caller then
+ * takes `mergeOrInsert`). The row is inserted with guard column 0 and a
+ * merge adds one to it: RETURNING's row tells an insert (0) from a merge. R22
+ * as `upsertDebounced`: the duplicate check waits for a claim holding the
+ * pending row; once the claim committed, the row's slot is NULL and the
+ * statement inserts the key's next job.
+ */
+export async function upsertOnDuplicate(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, spec: DebounceSpec, now: number): Promise<EnqueuedRecord | null> {
+  const { tables } = ctx;
+  const movable = sql`${sql.ref("state")} in (${sql.join(TRANSITIONS.debounce.from.map((s) => sql.lit(s)))})`;
+  const merged = (to: unknown, column: string) => sql`if(${movable}, ${to}, ${sql.ref(column)})`;
+  const fromInsert = (column: string) => merged(sql`values(${sql.ref(column)})`, column);
+  const runAt = spec.maxWaitMs === null ? sql`${now + spec.delayMs}` : sql`least(${now + spec.delayMs}, ${sql.ref("created_at")} + ${spec.maxWaitMs})`;
+  const upsert = db
+    .insertInto(tables.jobs)
+    .values({ ...row, [GUARD_COLUMN]: 0 })
+    .onDuplicateKeyUpdate({
+      payload: fromInsert("payload"),
+      priority: fromInsert("priority"),
+      max_attempts: fromInsert("max_attempts"),
+      backoff: fromInsert("backoff"),
+      timeout_ms: fromInsert("timeout_ms"),
+      trace_context: fromInsert("trace_context"),
+      run_at: merged(runAt, "run_at"),
+      updated_at: merged(sql`${now}`, "updated_at"),
+      [GUARD_COLUMN]: merged(sql`${sql.ref(GUARD_COLUMN)} + 1`, GUARD_COLUMN),
+      state: merged(sql.lit(TRANSITIONS.debounce.to), "state"),
+    })
+    .returningAll();
+  // Sent as a query: kysely's insert drops RETURNING's rows on this dialect.
+  const found = (await db.executeQuery(labelled(upsert, "enqueue").compile())).rows[0] as (JobRow & { [GUARD_COLUMN]: unknown }) | undefined;
+  if (!found) throw new AdapterError(`${ctx.engine.name}: a debounced enqueue returned no row`);
+  const { [GUARD_COLUMN]: seq, ...stored } = found;
+  // A row in a state the merge may not move was left as it was (an inserted one is scheduled or ready, a merged one scheduled).
+  if (!(TRANSITIONS.debounce.from as readonly string[]).includes(stored.state as string)) return null;
+  return { ...rowToRecord(stored as JobRow), created: Number(seq) === 0 };
 }

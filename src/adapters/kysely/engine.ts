@@ -172,6 +172,15 @@ export interface Engine {
    */
   readonly insertedFlag?: RawBuilder<boolean>;
   /**
+   * Whether a debounced enqueue may merge or insert in one `INSERT … ON
+   * DUPLICATE KEY UPDATE … RETURNING` (debounce.ts `upsertOnDuplicate`):
+   * the engine has that statement with RETURNING, and the only unique index
+   * a job without an idempotency key can meet is the one of pending debounce
+   * keys (MariaDB 10.5+, migration 21's `debounce_slot`). Read once.
+   * Optional: absent, no.
+   */
+  duplicateKeyUpsert?(db: AnyDb): Promise<boolean>;
+  /**
    * True where a row lock guards only on the server that holds it (MariaDB
    * Galera Cluster certifies a commit against the rows other servers'
    * transactions wrote, never the rows they locked). Then a transaction that

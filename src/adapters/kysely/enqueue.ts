@@ -14,7 +14,7 @@ import { labelled } from "./labels.ts";
 import { arrayRuns, created, insertAdmittedRows, insertUnkeyed } from "./array-insert.ts";
 import { newJobRecord } from "../../core/new-job.ts";
 import { storeRateKeys } from "./rate-limits.ts";
-import { mergeOrInsert, upsertDebounced } from "./debounce.ts";
+import { mergeOrInsert, upsertDebounced, upsertOnDuplicate } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
 import { lockParents, waitingJobs, withDependencyColumns, wireBatch } from "./dependencies.ts";
 import { fairBatchInOneStatement, fairInOneStatement, insertManyFair, insertOneFair } from "./fair-enqueue.ts";
@@ -90,9 +90,10 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     return [created(record)];
   }
   const only = params.jobs[0]!;
-  if (values.length === 1 && engine.insertedFlag && only.debounce && !only.concurrency && !only.idempotencyKey && !only.rateLimit && !only.fairness) {
+  if (values.length === 1 && only.debounce && !only.concurrency && !only.idempotencyKey && !only.rateLimit && !only.fairness) {
     // One debounced job with no other control: one statement merges it or stores it (no ready notice: it is scheduled).
-    const record = await engine.writeStatement(db, (w) => upsertDebounced(ctx, w, values[0]!, only.debounce!, params.now));
+    const upsert = engine.insertedFlag ? upsertDebounced : (await engine.duplicateKeyUpsert?.(db)) ? upsertOnDuplicate : null;
+    const record = upsert && (await engine.writeStatement(db, (w) => upsert(ctx, w, values[0]!, only.debounce!, params.now)));
     if (record) return [record];
   }
   return engine.writeTransaction(db, async (trx) => {

@@ -173,6 +173,8 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     consecutiveInsertIds: insertStep,
     /** MariaDB 10.5 and later (`version()` names MariaDB): INSERT … RETURNING. MySQL has none. Read once per engine. */
     insertReturning: returningInsert,
+    // RETURNING (MariaDB 10.5+) and migration 21's one-column unique index of pending debounce keys.
+    duplicateKeyUpsert: returningInsert,
     /** mysql2 inlines parameters: a statement is one packet, at most `max_allowed_packet` bytes (read once per engine). */
     maxStatementBytes: packet,
   };

@@ -422,12 +422,14 @@ const HELD_RACES: HeldRace[] = [
   {
     id: "R22",
     name: "(one statement) an enqueue upserting into a debounced job that a claim holds: it waits for the claim, then stores the key's next job; the claimed job keeps its payload",
-    guard: "the unique index of pending debounce keys (its state predicate: a claimed job leaves it) and ON CONFLICT's wait and re-check of the conflicting row (debounce.ts upsertDebounced)",
+    guard:
+      "the unique index of pending debounce keys (its state predicate: a claimed job leaves it) and the upsert's wait and re-check of the conflicting row " +
+      "(debounce.ts upsertDebounced: ON CONFLICT; upsertOnDuplicate: ON DUPLICATE KEY UPDATE on MariaDB's debounce_slot)",
     // The guard is the database's own: no rewrite of the statement removes it and leaves a statement PostgreSQL accepts
-    // (an ON CONFLICT target must match the partial index). The case checks the outcome on the engines with the upsert.
+    // (an ON CONFLICT target must match the partial index; MariaDB's is a generated column's). The case checks the outcome on the engines with the upsert.
     mutant: noTransaction,
     mutantApplies: () => false,
-    applies: ({ s1 }) => (s1 as { name?: string }).name === "postgres",
+    applies: ({ s1 }) => ["postgres", "mysql"].includes((s1 as { name?: string }).name ?? ""),
     // A cap sends the claim through the transaction that applies controls: session 1 is held after its claim UPDATE,
     // the pending job J running and uncommitted. Session 2's debounced enqueue conflicts with J on the pending index and
     // waits; once session 1 commits, J is no longer pending and the enqueue inserts the key's next job.
