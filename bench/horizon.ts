@@ -14,11 +14,17 @@
  * or MariaDB's purge backlog; the oldest transaction's age). Each scenario
  * on a fresh store; ratios against `none` of the same run.
  *
- *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans]
+ *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans] [--private-postgres]
+ *
+ * With --private-postgres, PostgreSQL runs on a server this benchmark owns
+ * (initdb on its own port, the defaults a production server starts with,
+ * autovacuum on; fsync off as in the tests' private servers), not the
+ * shared one (whose autovacuum may be off: then even `none` accumulates
+ * every dead row).
  */
 import { parseArgs } from "node:util";
 import { Docket } from "../src/client/docket.ts";
-import { openDatabase, type AdapterName } from "./databases.ts";
+import type { AdapterName } from "./databases.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -26,9 +32,14 @@ const { values: args } = parseArgs({
     minutes: { type: "string", default: "2" },
     rate: { type: "string", default: "1000" },
     scenarios: { type: "string", default: "none,held,scans" },
+    "private-postgres": { type: "boolean", default: false },
   },
   strict: true,
 });
+const privatePg = args["private-postgres"] ? await (await import("../test/support/private-postgres.ts")).startPrivatePostgres() : null;
+if (privatePg) process.env.DOCKET_PG_URL = privatePg.url;
+// Read after DOCKET_PG_URL is set: databases.ts takes the URL when loaded.
+const { openDatabase } = await import("./databases.ts");
 const MINUTES = Number(args.minutes);
 const RATE = Number(args.rate);
 const TICK_MS = 10;
@@ -162,4 +173,16 @@ for (const system of args.adapters.split(",") as AdapterName[]) {
       console.log(`${system} ${scenario} / none, last minute: throughput ${(minutes[k]!.started / base[k]!.started).toFixed(2)}, p50 ${(minutes[k]!.p50 / base[k]!.p50).toFixed(2)}×, p99 ${(minutes[k]!.p99 / base[k]!.p99).toFixed(2)}×`);
     }
   }
+}
+if (privatePg) {
+  const settings = await (async () => {
+    const pg = (await import("pg")).default;
+    const c = new pg.Client({ connectionString: privatePg.url });
+    await c.connect();
+    const r = await c.query("select name, setting from pg_settings where name in ('autovacuum', 'autovacuum_naptime', 'server_version')");
+    await c.end();
+    return r.rows.map((x: { name: string; setting: string }) => `${x.name}=${x.setting}`).join(", ");
+  })();
+  console.log(`(private PostgreSQL server: ${settings})`);
+  await privatePg.destroy();
 }
