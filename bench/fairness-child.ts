@@ -12,21 +12,11 @@ import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
 import { wallNow } from "./children.ts";
+import { timeClaims } from "./claim-timing.ts";
 
 const [specJson, concurrencyArg, pollArg] = process.argv.slice(2);
 const adapter = await openSpec(JSON.parse(specJson!) as StoreSpec);
-const claimMs: number[] = [];
-const claimSizes: number[] = [];
-if (process.env.BENCH_DEBUG) {
-  const claim = adapter.claim.bind(adapter);
-  (adapter as { claim: typeof claim }).claim = async (params) => {
-    const t0 = performance.now();
-    const out = await claim(params);
-    claimMs.push(performance.now() - t0);
-    claimSizes.push(out.length);
-    return out;
-  };
-}
+const timing = process.env.BENCH_DEBUG ? timeClaims(adapter) : null;
 const latencies: number[] = [];
 const splits: [number, number, number][] = [];
 let flood = 0;
@@ -60,8 +50,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     if (process.env.BENCH_DEBUG && splits.length > 0) {
       const med = (k: number) => splits.map((x) => x[k]!).sort((a, b) => a - b)[Math.floor(splits.length / 2)]!.toFixed(1);
       const p99 = (k: number) => splits.map((x) => x[k]!).sort((a, b) => a - b)[Math.floor(splits.length * 0.99)]!.toFixed(1);
-      const q = (xs: number[], p: number) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length * p)]!.toFixed(1);
-      process.stderr.write(`child: ${claimMs.length} claims, ms p50 ${q(claimMs, 0.5)} p99 ${q(claimMs, 0.99)} max ${q(claimMs, 0.9999)}; size p50 ${q(claimSizes, 0.5)} max ${q(claimSizes, 0.9999)}\n`);
+      if (timing) process.stderr.write(`child: ${timing.summary()}\n`);
       process.stderr.write(`child: enqueue-call→created p50 ${med(0)} p99 ${p99(0)}; created→claimed p50 ${med(1)} p99 ${p99(1)}; claimed→start p50 ${med(2)} p99 ${p99(2)} (${splits.length})\n`);
     }
     await adapter.close();

@@ -18,6 +18,7 @@
 import { Docket } from "../src/index.ts";
 import { ADAPTERS, openDatabase, type AdapterName } from "./databases.ts";
 import { startChild } from "./children.ts";
+import { timeClaims } from "./claim-timing.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -84,18 +85,7 @@ async function drain(system: AdapterName, scenario: number, limited: boolean): P
       await docket.enqueueMany(Array.from({ length: Math.min(500, drainJobs - i) }, (_, k) => ({ task: "call", payload: { i: i + k }, options: { queue: "limited" } })));
     }
     if (limited) await docket.setQueueRateLimit("limited", { limit: 100_000, periodMs: 1000 });
-    const claimMs: number[] = [];
-    const sizes: number[] = [];
-    if (process.env.BENCH_DEBUG) {
-      const claim = adapter.claim.bind(adapter);
-      (adapter as { claim: typeof claim }).claim = async (params) => {
-        const t0 = performance.now();
-        const out = await claim(params);
-        claimMs.push(performance.now() - t0);
-        sizes.push(out.length);
-        return out;
-      };
-    }
+    const timing = process.env.BENCH_DEBUG ? timeClaims(adapter) : null;
     let done = 0;
     let finish!: () => void;
     const all = new Promise<void>((r) => (finish = r));
@@ -104,11 +94,7 @@ async function drain(system: AdapterName, scenario: number, limited: boolean): P
     await worker.start();
     await all;
     const rate = drainJobs / ((performance.now() - started) / 1000);
-    if (process.env.BENCH_DEBUG) {
-      const q = (xs: number[], p: number) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length * p)]!.toFixed(2);
-      const total = claimMs.reduce((a, b) => a + b, 0);
-      console.log(`  ${limited ? "limited" : "unlimited"}: ${claimMs.length} claims, ${total.toFixed(0)} ms in claims, ms p50 ${q(claimMs, 0.5)} p90 ${q(claimMs, 0.9)}; size p50 ${q(sizes, 0.5)} p90 ${q(sizes, 0.9)}`);
-    }
+    if (timing) console.log(`  ${limited ? "limited" : "unlimited"}: ${timing.summary()}`);
     await worker.stop();
     await adapter.close();
     return rate;
