@@ -61,6 +61,19 @@ interface LimitInRoom {
   initial: number;
 }
 
+/**
+ * The most jobs a claim takes when it holds a fair queue's row exclusively
+ * (an engine without `exactSkipLocked`, where a fair queue's claims take
+ * turns): the queue's other claimers wait for it, and a job placed at the
+ * queue's head meanwhile waits for the claim after it, so a worker's
+ * prefetch of up to 2,000 jobs held them for seconds. MariaDB,
+ * bench/fairness.ts, 3 runs each (bench/results/session45.txt): small keys'
+ * p99 start latency under the flood ÷ idle 6.1–8.3× with no such bound,
+ * 0.9–1.2× with 200, 1.4–2.0× with 400, 1.8–4.0× with 800; the flood's rate
+ * 0.75–0.84× of the same without keys, 0.73–0.83×, 0.76–1.04×, 0.87–0.97×.
+ */
+const TURN_CLAIM_MAX = 200;
+
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
 const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
 
@@ -84,6 +97,10 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     if ([...fairQueues].some((q) => prioritized.has(q))) memory.capsSeenAt = params.now;
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
     const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
+    // Where a fair queue's claims take turns on its row (see lockQueueControls), one takes at most TURN_CLAIM_MAX
+    // jobs, or as many as the worker has free handlers for (`constrainedLimit`): only its prefetch is cut.
+    const turnMax = Math.max(TURN_CLAIM_MAX, params.constrainedLimit ?? 0);
+    const limit = fairQueues.size > 0 && !engine.capabilities.exactSkipLocked ? Math.min(params.limit, turnMax) : params.limit;
     const rates = rateRoomOf();
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates, takenConstrained: new Set() };
     const limits: LimitInRoom[] = [];
@@ -124,7 +141,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     // The queue and task of each candidate read: where locks are local, those of the chosen jobs are guard-written.
     const placeOf = new Map<number, { queue: string; task: string }>();
     for (;;) {
-      const need = params.limit - chosen.length;
+      const need = limit - chosen.length;
       const spent = room.constrained <= 0;
       if (spent) for (const task of [...room.tasks.keys(), ...rates.tasks.keys()]) if (!((rates.slack.tasks.get(task) ?? 0) > 0)) exhausted.add(task);
       const groups: { queues: string[]; limit: number }[] = [];
@@ -194,7 +211,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       if (tasksRoom.caps.size + tasksRoom.limits.size > 0) memory.capsSeenAt = params.now;
       for (const t of unseen) checkedTasks.add(t);
       for (const held of await lockRateKeys(ctx, db, [...newKeys].sort())) hold(held, "key", rates.keys);
-      const passedOver = takeWithinCaps(candidates, params.limit, room, chosen, exhausted);
+      const passedOver = takeWithinCaps(candidates, limit, room, chosen, exhausted);
       // The tags of the prioritized queues' jobs this pass read, written before the next pass reads them again.
       for (const retag of retags) await writeTags(ctx, db, retag(new Set(chosen)));
       if (!passedOver) break;
