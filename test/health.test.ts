@@ -1,14 +1,18 @@
+import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { Docket } from "../src/client/docket.ts";
-import { openTarget } from "./support/targets.ts";
+import { postgresAdapter } from "../src/adapters/postgres/index.ts";
+import { postgresBinDir, startPrivatePostgres } from "./support/private-postgres.ts";
+import { openTarget, REQUIRE_ALL } from "./support/targets.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `docket.health()`: the oldest open transaction the database shows and the
  * dead row versions of docket's tables (PostgreSQL), or the purge backlog
- * (MariaDB), read while an application session holds a snapshot open; null
- * where the adapter has nothing to report.
+ * (MariaDB), read while an application session holds a snapshot open;
+ * whether autovacuum runs for docket's tables (PostgreSQL); null where the
+ * adapter has nothing to report.
  */
 describe("docket.health()", async () => {
   for (const name of ["postgres", "mysql"] as const) {
@@ -38,8 +42,16 @@ describe("docket.health()", async () => {
             } else {
               expect(held.deadRows).toBeNull();
               expect(held.purgeBacklog).toEqual(expect.any(Number));
+              expect(held.autovacuum).toBeNull();
             }
           });
+          if (name === "postgres") {
+            // The server's switch as the server reports it (this machine's shared server may run without autovacuum), then one table's own.
+            const server = await sql<{ on: boolean }>`select current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean as "on"`.execute(app.db);
+            expect((await docket.health())!.autovacuum).toBe(server.rows[0]!.on);
+            await sql`alter table ${sql.table(`${store.tablePrefix}jobs`)} set (autovacuum_enabled = false)`.execute(app.db);
+            expect((await docket.health())!.autovacuum).toBe(false);
+          }
         } finally {
           await app.close();
           await adapter.close();
@@ -48,6 +60,26 @@ describe("docket.health()", async () => {
       });
     });
   }
+
+  // The shared server may run without autovacuum (this machine's does): on one this test owns, with the defaults, it is on.
+  it.skipIf(!postgresBinDir() && !REQUIRE_ALL)("postgres: autovacuum is reported on with the server's defaults, and off once a docket table turns it off", async () => {
+    const server = await startPrivatePostgres();
+    const adapter = postgresAdapter({ connectionString: server.url, tablePrefix: "h_" });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      expect((await docket.health())!.autovacuum).toBe(true);
+      const pg = (await import("pg")).default;
+      const admin = new pg.Client({ connectionString: server.url });
+      await admin.connect();
+      await admin.query("alter table h_jobs set (autovacuum_enabled = false)");
+      await admin.end();
+      expect((await docket.health())!.autovacuum).toBe(false);
+    } finally {
+      await adapter.close();
+      await server.destroy();
+    }
+  });
 
   it("is null on SQLite and the in-memory adapter", async () => {
     for (const name of ["sqlite", "memory"] as const) {

@@ -834,6 +834,15 @@ export interface StoreHealth {
   deadRows: { table: string; dead: number; live: number }[] | null;
   /** Undo records not yet purged (MariaDB's history list length); null elsewhere. */
   purgeBacklog: number | null;
+  /**
+   * Whether the database removes docket's dead rows on its own: PostgreSQL's
+   * autovacuum runs (the server's `autovacuum` and `track_counts` on) and no
+   * docket table turns it off (`autovacuum_enabled = false`). false: dead
+   * rows pile up until someone runs VACUUM, and claims slow down as they do
+   * (bench/horizon.ts: start p99 39 → 139 ms in 2 minutes at 1,000 jobs/s).
+   * null where the engine has no such switch (MariaDB purges on its own).
+   */
+  autovacuum: boolean | null;
 }
 
 export interface StatsParams {

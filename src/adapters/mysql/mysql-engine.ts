@@ -135,6 +135,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
         oldestTransactionAgeMs: ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
         deadRows: null,
         purgeBacklog: n === undefined ? null : Number(n),
+        autovacuum: null,
       };
     },
     ...(wakes

@@ -83,17 +83,23 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     transactionOnClient,
     onReady: (l: (notice: ReadyNotice) => void) => listener.subscribe(l),
     // The horizon: the oldest transaction holding a snapshot or an xid (any database: a replication slot's or another
-    // database's xmin holds it too), and the dead row versions autovacuum has not yet removed from docket's tables.
+    // database's xmin holds it too), the dead row versions autovacuum has not yet removed from docket's tables, and
+    // whether autovacuum runs for them at all.
     async health(db: AnyDb, tables: readonly string[]) {
       const oldest = await sql<{ ms: string | number | null }>`select (extract(epoch from (clock_timestamp() - min(xact_start))) * 1000)::bigint as ms
         from pg_stat_activity where pid <> pg_backend_pid() and (backend_xid is not null or backend_xmin is not null)`.execute(db);
       const rows = await sql<{ table: string; dead: string | number; live: string | number }>`select relname as "table", n_dead_tup as dead, n_live_tup as live
         from pg_stat_user_tables where schemaname = current_schema() and relname = any(${[...tables]}::text[]) order by relname`.execute(db);
+      // Autovacuum for docket's tables: the server's switches, and any table's own autovacuum_enabled.
+      const vacuum = await sql<{ on: boolean }>`select current_setting('autovacuum')::boolean and current_setting('track_counts')::boolean
+        and not exists (select 1 from pg_class c where c.relnamespace = current_schema()::regnamespace and c.relname = any(${[...tables]}::text[])
+          and 'autovacuum_enabled=false' = any(coalesce(c.reloptions, '{}'::text[]))) as "on"`.execute(db);
       const ms = oldest.rows[0]?.ms;
       return {
         oldestTransactionAgeMs: ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
         deadRows: rows.rows.map((r) => ({ table: r.table, dead: Number(r.dead), live: Number(r.live) })),
         purgeBacklog: null,
+        autovacuum: vacuum.rows[0]?.on === true,
       };
     },
     ...(options.prepared ? { prepare: (sql: string) => options.prepared!.register(sql) } : {}),
