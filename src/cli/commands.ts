@@ -1,7 +1,7 @@
 import { Docket } from "../client/docket.ts";
 import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
-import { jobDetail, jobsTable, statsText, table, time } from "./format.ts";
+import { healthText, jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";
 import { UsageError, parseCount, parseDuration, parseId } from "./usage.ts";
 
@@ -49,7 +49,9 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     }
     case "status": {
       const s = await docket.stats(flags.window === undefined ? {} : { windowMs: parseDuration(flags.window, "--window") });
-      return { text: statsText(s), json: s };
+      // The warnings are text only: --json prints the stats as before (health() is the API for them).
+      const warnings = healthText(await docket.health());
+      return { text: [statsText(s), ...(warnings.length > 0 ? ["", ...warnings] : [])].join("\n"), json: s };
     }
     case "jobs list": {
       if (flags.state !== undefined && !isJobState(flags.state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);

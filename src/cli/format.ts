@@ -1,5 +1,6 @@
 import { attemptRuntime, type Job } from "../core/job.ts";
 import type { DocketStats } from "../client/stats.ts";
+import type { StoreHealth } from "../core/adapter.ts";
 import { oneLine, printable } from "./terminal-text.ts";
 
 /** Left-aligned columns, a header and a rule; each cell on one line, its control characters escaped (see oneLine). */
@@ -106,4 +107,21 @@ export function statsText(s: DocketStats): string {
   const dead = s.throughput.reduce((n, b) => n + b.dead, 0);
   out.push("", `last ${age(s.windowMs)}: ${done} succeeded, ${dead} dead`);
   return out.join("\n");
+}
+
+/** A transaction open this long is named by `healthText`. */
+export const OLD_TRANSACTION_MS = 60_000;
+
+/**
+ * The warnings `docket.health()` gives cause for, one line each, for
+ * `docket status`: autovacuum that does not run for docket's tables, and a
+ * transaction open for OLD_TRANSACTION_MS or more (both keep dead rows
+ * that claims then step over). Empty when there is none, or no reading.
+ */
+export function healthText(h: StoreHealth | null): string[] {
+  if (h === null) return [];
+  const lines: string[] = [];
+  if (h.autovacuum === false) lines.push("warning: autovacuum does not run for docket's tables: their dead rows pile up until VACUUM, and claims slow down");
+  if (h.oldestTransactionAgeMs >= OLD_TRANSACTION_MS) lines.push(`warning: a transaction has been open for ${age(h.oldestTransactionAgeMs)}: dead rows it can still see are kept, and claims slow down`);
+  return lines;
 }

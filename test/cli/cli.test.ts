@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { openUrl } from "../../src/cli/open.ts";
+import { OLD_TRANSACTION_MS, healthText } from "../../src/cli/format.ts";
 import { Docket } from "../../src/client/docket.ts";
 import { AdapterError } from "../../src/core/errors.ts";
 import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
@@ -79,7 +80,12 @@ describe("cli", () => {
       expect(q("sync")).toMatchObject({ ready: 1, blocked: 1 });
       expect(q("billing").dead).toBe(1);
       expect(stats.keys).toEqual([{ key: "account-7", limit: 1, holders: 1, running: 0, blocked: 1 }]);
-      expect((await run("status")).stdout).toMatch(/email\s+2\s+0\s+0\s+0/);
+      const statusText = (await run("status")).stdout;
+      expect(statusText).toMatch(/email\s+2\s+0\s+0\s+0/);
+      // The health warnings as the store reads: PostgreSQL's autovacuum may be off on the server the tests use.
+      const probe = new Docket({ adapter: await openUrl(url!, undefined) });
+      const health = await probe.health().finally(() => probe.close());
+      expect(statusText.includes("warning: autovacuum does not run for docket's tables")).toBe(health?.autovacuum === false);
 
       const listed = await run("jobs", "list", "--queue", "email");
       expect(listed.stdout).toContain(String(ids.mail));
@@ -306,5 +312,18 @@ describe("cli: what it prints and what it touches", () => {
     await expect(adapter.migrate()).rejects.toThrow(`no database file at ${path}`);
     await adapter.close();
     expect(existsSync(path)).toBe(false);
+  });
+});
+
+/** `docket status`'s health warnings (cli/format.ts healthText), from a reading. */
+describe("healthText", () => {
+  const quiet = { oldestTransactionAgeMs: 0, deadRows: [], purgeBacklog: null, autovacuum: true };
+  it("names autovacuum that does not run and a transaction open a minute or more; nothing otherwise", () => {
+    expect(healthText(null)).toEqual([]);
+    expect(healthText(quiet)).toEqual([]);
+    expect(healthText({ ...quiet, autovacuum: null, oldestTransactionAgeMs: OLD_TRANSACTION_MS - 1 })).toEqual([]);
+    expect(healthText({ ...quiet, autovacuum: false })).toEqual(["warning: autovacuum does not run for docket's tables: their dead rows pile up until VACUUM, and claims slow down"]);
+    const [line] = healthText({ ...quiet, oldestTransactionAgeMs: 12 * 60_000 });
+    expect(line).toMatch(/^warning: a transaction has been open for 12 ?m/);
   });
 });
