@@ -69,8 +69,8 @@ interface LimitInRoom {
  * prefetch of up to 2,000 jobs held them for seconds. MariaDB,
  * bench/fairness.ts, 3 runs each (bench/results/session45.txt): small keys'
  * p99 start latency under the flood ÷ idle 6.1–8.3× with no such bound,
- * 0.9–1.2× with 200, 1.4–2.0× with 400, 1.8–4.0× with 800; the flood's rate
- * 0.75–0.84× of the same without keys, 0.73–0.83×, 0.76–1.04×, 0.87–0.97×.
+ * 1.1–1.8× with this one; the flood's rate 0.75–0.84× and 0.70–0.85× of the
+ * same without keys. (A bound of 400 gave 1.4–2.0×, 800 1.8–4.0×.)
  */
 const TURN_CLAIM_MAX = 200;
 
