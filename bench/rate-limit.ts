@@ -111,7 +111,7 @@ for (const system of systems) {
   const a = skipAccuracy ? null : await accuracy(system, scenario++);
   const pairs: { withLimit: number; without: number }[] = [];
   for (let run = 0; run < drainRuns; run++) {
-    const first = run % 2 === 0 ? false : true;
+    const first = run % 2 === 1;
     const one = await drain(system, scenario++, first);
     const other = await drain(system, scenario++, !first);
     pairs.push(first ? { withLimit: one, without: other } : { withLimit: other, without: one });

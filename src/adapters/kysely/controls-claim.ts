@@ -74,6 +74,13 @@ interface LimitInRoom {
  */
 const TURN_CLAIM_MAX = 200;
 
+/**
+ * Whether a fair queue's claims take turns on its control row (locked
+ * exclusively, see lockQueueControls): where a locked read may lock rows it
+ * only scanned (no `exactSkipLocked`: MariaDB).
+ */
+const fairClaimsTakeTurns = (ctx: StoreContext): boolean => !ctx.engine.capabilities.exactSkipLocked;
+
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
 const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
 
@@ -100,7 +107,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     // Where a fair queue's claims take turns on its row (see lockQueueControls), one takes at most TURN_CLAIM_MAX
     // jobs, or as many as the worker has free handlers for (`constrainedLimit`): only its prefetch is cut.
     const turnMax = Math.max(TURN_CLAIM_MAX, params.constrainedLimit ?? 0);
-    const limit = fairQueues.size > 0 && !engine.capabilities.exactSkipLocked ? Math.min(params.limit, turnMax) : params.limit;
+    const limit = fairQueues.size > 0 && fairClaimsTakeTurns(ctx) ? Math.min(params.limit, turnMax) : params.limit;
     const rates = rateRoomOf();
     const room: ClaimRoom = { queues: new Map(), tasks: new Map(), constrained, rates, takenConstrained: new Set() };
     const limits: LimitInRoom[] = [];
@@ -266,7 +273,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * jobs from (guard-writes.ts).
  */
 async function lockQueueControls(ctx: StoreContext, db: AnyDb, queues: readonly string[], mode: "lockCapped" | "expectNoCaps" | "shared"): Promise<QueueRow[]> {
-  const serialFair = !ctx.engine.capabilities.exactSkipLocked;
+  const serialFair = fairClaimsTakeTurns(ctx);
   const local = locksAreLocal(ctx);
   const exclusive = (r: QueueRow) => local || counted(r) || (serialFair && Number(r.fair ?? 0) === 1);
   const read = () =>

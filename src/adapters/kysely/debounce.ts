@@ -11,6 +11,14 @@ import { labelled } from "./labels.ts";
 import { GUARD_COLUMN } from "./guard-writes.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
+/** The columns a merge takes from the last enqueue (besides its run time, `mergedRunAt`). */
+const MERGED_COLUMNS = ["payload", "priority", "max_attempts", "backoff", "timeout_ms", "trace_context"] as const;
+
+/** The core's `mergedRunAt` in SQL, for a merge written in one statement: `createdAt` is the pending row's column. */
+function mergedRunAtSql(spec: DebounceSpec, now: number, createdAt: ReturnType<typeof sql.ref>) {
+  return spec.maxWaitMs === null ? sql`${now + spec.delayMs}` : sql`least(${now + spec.delayMs}, ${createdAt} + ${spec.maxWaitMs})`;
+}
+
 /**
  * A debounced job's enqueue, inside the caller's transaction: finds the
  * pending job of its queue, task and key and locks it (`FOR UPDATE` where
@@ -40,12 +48,7 @@ export async function mergeOrInsert(
     const pending = await pendingJob(ctx, db, row, spec.key);
     if (pending) {
       const merged = await applyTransition(ctx, db, "debounce", { id: pending.id, now }, {
-        payload: row.payload,
-        priority: row.priority,
-        max_attempts: row.max_attempts,
-        backoff: row.backoff,
-        timeout_ms: row.timeout_ms,
-        trace_context: row.trace_context,
+        ...Object.fromEntries(MERGED_COLUMNS.map((c) => [c, row[c]])),
         run_at: mergedRunAt(spec, pending.createdAt, now),
       });
       if (merged) return { ...merged, created: false };
@@ -104,8 +107,6 @@ const INSERTED = "docket_inserted";
 export async function upsertDebounced(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, spec: DebounceSpec, now: number): Promise<EnqueuedRecord | null> {
   const { engine, tables } = ctx;
   const pendingStates = DEBOUNCE_PENDING_STATES.map((s) => sql.lit(s));
-  const merged = sql.ref(`${tables.jobs}.created_at`);
-  const runAt = spec.maxWaitMs === null ? sql`${now + spec.delayMs}` : sql`least(${now + spec.delayMs}, ${merged} + ${spec.maxWaitMs})`;
   const upsert = db
     .insertInto(tables.jobs)
     .values(row)
@@ -114,14 +115,9 @@ export async function upsertDebounced(ctx: StoreContext, db: AnyDb, row: Record<
         .columns(["queue", "task", "debounce_key"])
         .where("debounce_key", "is not", null)
         .where("state", "in", pendingStates)
-        .doUpdateSet((eb) => ({
-          payload: eb.ref("excluded.payload"),
-          priority: eb.ref("excluded.priority"),
-          max_attempts: eb.ref("excluded.max_attempts"),
-          backoff: eb.ref("excluded.backoff"),
-          timeout_ms: eb.ref("excluded.timeout_ms"),
-          trace_context: eb.ref("excluded.trace_context"),
-          run_at: runAt,
+        .doUpdateSet(() => ({
+          ...Object.fromEntries(MERGED_COLUMNS.map((c) => [c, sql.ref(`excluded.${c}`)])),
+          run_at: mergedRunAtSql(spec, now, sql.ref(`${tables.jobs}.created_at`)),
           state: sql.lit(TRANSITIONS.debounce.to),
           updated_at: now,
         }))
@@ -153,19 +149,12 @@ export async function upsertOnDuplicate(ctx: StoreContext, db: AnyDb, row: Recor
   const { tables } = ctx;
   const movable = sql`${sql.ref("state")} in (${sql.join(TRANSITIONS.debounce.from.map((s) => sql.lit(s)))})`;
   const merged = (to: unknown, column: string) => sql`if(${movable}, ${to}, ${sql.ref(column)})`;
-  const fromInsert = (column: string) => merged(sql`values(${sql.ref(column)})`, column);
-  const runAt = spec.maxWaitMs === null ? sql`${now + spec.delayMs}` : sql`least(${now + spec.delayMs}, ${sql.ref("created_at")} + ${spec.maxWaitMs})`;
   const upsert = db
     .insertInto(tables.jobs)
     .values({ ...row, [GUARD_COLUMN]: 0 })
     .onDuplicateKeyUpdate({
-      payload: fromInsert("payload"),
-      priority: fromInsert("priority"),
-      max_attempts: fromInsert("max_attempts"),
-      backoff: fromInsert("backoff"),
-      timeout_ms: fromInsert("timeout_ms"),
-      trace_context: fromInsert("trace_context"),
-      run_at: merged(runAt, "run_at"),
+      ...Object.fromEntries(MERGED_COLUMNS.map((c) => [c, merged(sql`values(${sql.ref(c)})`, c)])),
+      run_at: merged(mergedRunAtSql(spec, now, sql.ref("created_at")), "run_at"),
       updated_at: merged(sql`${now}`, "updated_at"),
       [GUARD_COLUMN]: merged(sql`${sql.ref(GUARD_COLUMN)} + 1`, GUARD_COLUMN),
       state: merged(sql.lit(TRANSITIONS.debounce.to), "state"),
