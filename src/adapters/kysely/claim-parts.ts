@@ -8,6 +8,7 @@ import { sql, type ExpressionBuilder } from "kysely";
 import type { ClaimParams, SettleItem } from "../../core/adapter.ts";
 import { TRANSITIONS } from "../../core/transitions.ts";
 import type { JobRow } from "./row.ts";
+import type { ClaimFloor } from "./claim-floor.ts";
 
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 export const CAPS_MEMORY_MS = 1000;
@@ -23,10 +24,12 @@ export interface ClaimMemory {
   rateQueues: Set<string>;
   /** Queues and tasks read with a cap: an outcome that frees one of their slots may be announced (see freedCapQueues). */
   capped: { queues: Set<string>; tasks: Set<string> };
+  /** The one-statement claims' floors, by queue and task set (see claim-floor.ts). */
+  floors: Map<string, ClaimFloor>;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() } };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() }, floors: new Map() };
 }
 
 /**

@@ -11,6 +11,7 @@ import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, UNTAGGED_LOOK_MS, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 import { claimWithControls } from "./controls-claim.ts";
+import { FLOOR_TUNING, afterClaim, checkFloor, floorOf, type FloorKey, type FloorTuning } from "./claim-floor.ts";
 
 export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
 
@@ -20,9 +21,17 @@ export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory
  * when that finds nothing (or caps apply), with the transaction that applies
  * pause and caps by the core's greedy rule. Either way at most
  * `constrainedLimit` of the jobs are constrained (keyed, or of a capped
- * queue or task).
+ * queue or task). A one-statement claim of one queue (not in fair order)
+ * starts at the claim's floor where the engine can (claim-floor.ts); `spawn`
+ * runs the floor's checks beside the claims.
  */
-export async function claim(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams): Promise<JobRecord[]> {
+export async function claim(
+  ctx: StoreContext,
+  memory: ClaimMemory,
+  params: ClaimParams,
+  spawn?: (work: Promise<void>) => void,
+  tuning: FloorTuning = FLOOR_TUNING,
+): Promise<JobRecord[]> {
   const constrained = claimLimits(params);
   if (params.limit <= 0 || params.queues.length === 0 || params.tasks?.length === 0) return [];
   if (params.stage !== false) await stageDue(ctx, params.now);
@@ -30,7 +39,14 @@ export async function claim(ctx: StoreContext, memory: ClaimMemory, params: Clai
     // One queue this store knows fair and not prioritized: the statement takes its tagged jobs in fair order.
     const only = params.queues.length === 1 ? params.queues[0]! : null;
     const fair = only !== null && ctx.fairQueues.fair.has(only) && !ctx.fairQueues.prioritized.has(only);
-    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair));
+    const floor = only !== null && !fair && spawn && ctx.engine.capabilities.indexedRowBound ? floorOf(memory.floors, JSON.stringify([only, params.tasks ?? null])) : null;
+    const from = floor?.active ? floor.key : null;
+    const started = performance.now();
+    const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair, from));
+    if (floor) {
+      afterClaim(floor, from, performance.now() - started, claimed, constrained > 0, params.now, tuning);
+      checkFloor(ctx, floor, params, tuning, spawn!);
+    }
     if (claimed.length > 0) return claimed;
     // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction,
     // and, at most every UNTAGGED_LOOK_MS, an empty fair queue: its jobs without a tag (enqueued before a store knew it fair).
@@ -91,15 +107,15 @@ async function capsApply(ctx: StoreContext, params: ClaimParams, fair: boolean):
  * new setting); claims never wait for each other. With `constrained` below
  * the limit, it takes at most that many keyed jobs (see `uncappedStatement`).
  */
-async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, fair: boolean): Promise<JobRecord[]> {
+async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, fair: boolean, from: FloorKey | null): Promise<JobRecord[]> {
   // Built and compiled once per queue and task set; the values that change per claim are slots.
   // A prepared statement where the engine has them: its states are literals (see guard), so a plan made
   // without the parameters' values still finds ready jobs through the partial claim index. (With the states
   // as parameters PostgreSQL's generic plan scanned and sorted every ready job: 11.8 ms against 5.7 ms to
   // claim 700 of 20,000, EXPLAIN ANALYZE with plan_cache_mode forced each way; now 5.3 ms against 5.4.)
   const keyed: KeyedPick = constrained >= params.limit ? "any" : constrained === 0 ? "none" : "some";
-  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed, fair]);
-  const values: Record<(typeof CLAIM_SLOTS)[number], unknown> = {
+  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed, fair, from !== null]);
+  const values: Record<string, unknown> = {
     now: params.now,
     limit: params.limit,
     constrainedLimit: constrained,
@@ -107,7 +123,8 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, 
     leaseExpiresAt: params.leaseExpiresAt,
     worker: params.worker ?? null,
   };
-  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair);
+  if (from !== null) Object.assign(values, { floorPriority: from.priority, floorRunAt: from.runAt, floorId: from.id });
+  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair, from !== null);
   const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
   return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => j.concurrencyKey !== null);
@@ -119,6 +136,9 @@ const SLOTTED = Object.fromEntries(CLAIM_SLOTS.map((name) => [name, new Slot(nam
 /** The columns a split claim's picks carry, to be ordered together. */
 const ORDER_COLUMNS = ["id", "priority", "run_at", "fair_tag"];
 
+/** The floor's position in claim order, as a bound the claim index starts at (see claim-floor.ts). */
+const FLOOR_BOUND = sql<boolean>`(${sql.ref("priority")}, ${sql.ref("run_at")}, ${sql.ref("id")}) >= (${new Slot("floorPriority")}, ${new Slot("floorRunAt")}, ${new Slot("floorId")})`;
+
 /** How many keyed jobs a one-statement claim may take: any number (up to `limit`), none, or some (`constrainedLimit`). */
 type KeyedPick = "any" | "none" | "some";
 
@@ -129,9 +149,10 @@ type KeyedPick = "any" | "none" | "some";
  * its own: the first `limit` unkeyed ready jobs, and the first
  * `constrainedLimit` keyed ones among the first `limit` ready jobs (a keyed
  * job behind those could not be among the first `limit` taken). The rows
- * locked but left out are not written and stay ready.
+ * locked but left out are not written and stay ready. With `floored`, only
+ * jobs at or after the claim's floor (slots) are read.
  */
-function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, keyed: KeyedPick, fair: boolean) {
+function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, keyed: KeyedPick, fair: boolean, floored: boolean) {
   const { tables, engine } = ctx;
   const caps = engine.capabilities;
   const queues = [...params.queues];
@@ -171,6 +192,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
         ),
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
+    if (floored) q = q.where(FLOOR_BOUND);
     return ordered(where(q), fair).limit(limit);
   };
   if (keyed !== "some") {

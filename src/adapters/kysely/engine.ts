@@ -1,5 +1,6 @@
 import { Kysely, type Dialect, type KyselyPlugin, type RawBuilder } from "kysely";
 import type { ReadyNotice, StoreHealth } from "../../core/adapter.ts";
+import type { FloorTuning } from "./claim-floor.ts";
 
 // deno-lint-ignore no-explicit-any
 export type AnyDb = Kysely<any>;
@@ -35,6 +36,13 @@ export interface Capabilities {
   readonly arrays: boolean;
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
+  /**
+   * An index scan starts at a row value: `(a, b, c) >= (x, y, z)` with the
+   * index on (…, a, b, c) begins at that position rather than filtering from
+   * the start (PostgreSQL). Claims use it to start past entries an old
+   * snapshot keeps (claim-floor.ts).
+   */
+  readonly indexedRowBound: boolean;
   /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
   readonly blocking: boolean;
 }
@@ -219,6 +227,8 @@ export const ENGINE_DEFAULTS = {
  */
 export interface InstrumentOptions {
   wrapDialect?: (dialect: Dialect) => Dialect;
+  /** The claim floor's thresholds (claim-floor.ts), for tests. */
+  claimFloor?: Partial<FloorTuning>;
   plugins?: KyselyPlugin[];
   wrapEngine?: (engine: Engine) => Engine;
 }

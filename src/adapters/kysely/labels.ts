@@ -32,6 +32,8 @@ export type StatementLabel =
   | "promote-pick"
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
+  /** The unlocked read of a one-queue claim's first ready job below its floor (claim-floor.ts). */
+  | "claim-floor-check"
   /** A schedule's tick write (compare-and-set on last_tick). */
   | "tick"
   /** A claim's lock of the rate keys its candidates name, with their limits and logs. */

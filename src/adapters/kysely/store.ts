@@ -50,6 +50,7 @@ import { tableNames } from "./identifiers.ts";
 import { migrate } from "./schema.ts";
 import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
+import { FLOOR_TUNING, type FloorTuning } from "./claim-floor.ts";
 import { freedCapQueues } from "./claim-parts.ts";
 import { FreedSlotNotices } from "./freed-slots.ts";
 import { transition } from "./guarded-write.ts";
@@ -94,6 +95,7 @@ export class KyselyStore implements DocketAdapter {
   readonly payloadLimit?: (params: PayloadLimitParams) => Promise<number | null>;
   #ctx: StoreContext;
   readonly #claims = claimMemory();
+  readonly #floorTuning: FloorTuning;
   /** The transactions this store opened for `completeInTransaction`: `enqueue` takes them as the caller's. */
   readonly #own = new WeakSet<object>();
   readonly #ownsDb: boolean;
@@ -110,6 +112,7 @@ export class KyselyStore implements DocketAdapter {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
     this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map(), fairQueues: new FairQueues() };
     this.#ownsDb = options.ownsDb;
+    this.#floorTuning = { ...FLOOR_TUNING, ...options.instrument?.claimFloor };
     this.name = engine.name;
     this.capabilities = engine.capabilities;
     this.blocking = engine.capabilities.blocking;
@@ -186,7 +189,7 @@ export class KyselyStore implements DocketAdapter {
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {
-    return this.#run(() => claim(this.#ctx, this.#claims, params));
+    return this.#run(() => claim(this.#ctx, this.#claims, params, (work) => this.#inBackground(work), this.#floorTuning));
   }
 
   extendLeases(params: ExtendLeasesParams): Promise<LeaseKey[]> {

@@ -1,0 +1,105 @@
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
+import type { ClaimParams, DocketAdapter } from "../../src/core/adapter.ts";
+import { Docket } from "../../src/index.ts";
+import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
+
+const created = await createPgTestDatabase("docket_claim_floor", "the claim floor tests");
+const url = created?.url ?? null;
+afterAll(async () => {
+  if (created) await dropPgDatabase(PG_URL, created.database);
+});
+
+let lease = 0;
+const claimOf = (adapter: DocketAdapter, limit: number, extra: Partial<ClaimParams> = {}) =>
+  adapter.claim({ queues: ["q"], limit, constrainedLimit: limit, now: Date.now(), leaseToken: `t${++lease}`, leaseExpiresAt: Date.now() + 60_000, ...extra });
+
+/** A session holding the MVCC horizon back, as a forgotten psql session does. */
+async function holdHorizon(): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: url! });
+  await holder.connect();
+  await holder.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+  await holder.query("SELECT txid_current()");
+  return holder;
+}
+
+/**
+ * The claim floor (src/adapters/kysely/claim-floor.ts) on PostgreSQL, the
+ * engine whose index scans start at a row value. Its thresholds are lowered
+ * so that every claim from the head counts as slow: the floor is on from the
+ * first claim, and checks run every 50 ms.
+ */
+describe.skipIf(!url)("postgres: the claim floor", () => {
+  it("claims start at the floor (the statement carries the bound) and still take every job once, in claim order", async () => {
+    const holder = await holdHorizon();
+    const statements: string[] = [];
+    const pool = recordingPool(statements);
+    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, checkMs: 50, checkFactor: 1 } } });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      const ids = (await docket.enqueueMany(Array.from({ length: 60 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })))).map((j) => j.id);
+      const claimed: number[] = [];
+      for (let k = 0; k < 7; k++) claimed.push(...(await claimOf(adapter, 10)).map((j) => j.id));
+      expect(claimed).toEqual(ids);
+      expect(statements.filter((s) => s.includes("docket:claim") && s.includes('("priority", "run_at", "id") >=')).length).toBeGreaterThan(0);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await adapter.close();
+      await pool.end();
+    }
+  }, 30_000);
+
+  it("a job that becomes ready below the floor (a higher priority, a late commit) is claimed after the floor's check", async () => {
+    const holder = await holdHorizon();
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const other = postgresAdapter({ connectionString: url!, tablePrefix: "f2_" });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      await docket.enqueueMany(Array.from({ length: 200 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+      await claimOf(adapter, 5);
+      await claimOf(adapter, 5); // the floor is now at the backlog's sixth job
+      // Below the floor: a job of a higher priority, and one enqueued in a transaction begun before the backlog's claims (an older run time).
+      const urgent = await new Docket({ adapter: other }).enqueue("t", { urgent: true }, { queue: "q", priority: -1 });
+      const late = await new Docket({ adapter: other }).enqueue("t", { late: true }, { queue: "q", runAt: new Date(Date.now() - 60_000) });
+      const seen: number[] = [];
+      const deadline = Date.now() + 5_000;
+      while (!(seen.includes(urgent.id) && seen.includes(late.id)) && Date.now() < deadline) {
+        seen.push(...(await claimOf(adapter, 1)).map((j) => j.id));
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(seen).toContain(urgent.id);
+      expect(seen).toContain(late.id);
+      // Everything else is still claimed once.
+      for (;;) {
+        const more = await claimOf(adapter, 50);
+        if (more.length === 0) break;
+        seen.push(...more.map((j) => j.id));
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.length + 10).toBe(202);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await adapter.close();
+      await other.close();
+    }
+  }, 30_000);
+});
+
+/** A pool whose clients record the text of every statement they send. */
+function recordingPool(into: string[]): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url!, max: 4 });
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string };
+      into.push(typeof first === "string" ? first : (first.text ?? ""));
+      return query(...args);
+    };
+  });
+  return pool;
+}
