@@ -88,6 +88,27 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
       await other.close();
     }
   }, 30_000);
+
+  it("a claim with no room for keyed jobs moves the floor no further than the first keyed job it passed over", async () => {
+    const holder = await holdHorizon();
+    // Checks an hour apart: the keyed job must be reached without one.
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      const keyed = await docket.enqueue("t", { keyed: true }, { queue: "q", concurrency: { key: "k", limit: 1 } });
+      await docket.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+      // The floor turns on with this claim, which takes the unkeyed jobs after the keyed one.
+      const unkeyedOnly = await claimOf(adapter, 5, { constrainedLimit: 0 });
+      expect(unkeyedOnly.some((j) => j.id === keyed.id)).toBe(false);
+      expect((await claimOf(adapter, 5, { constrainedLimit: 0 })).length).toBe(5);
+      expect((await claimOf(adapter, 1)).map((j) => j.id)).toEqual([keyed.id]);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await adapter.close();
+    }
+  }, 30_000);
 });
 
 /** A pool whose clients record the text of every statement they send. */

@@ -70,26 +70,31 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
  * took `elapsedMs`: a slow claim from the head turns the floor on; while on,
  * the floor moves up to the first job claimed (claim order), never down
  * (only a check lowers it). A claim that could take no keyed job
- * (`keyedAllowed` false) passed keyed jobs over on purpose: it does not move
- * the floor.
+ * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
+ * only up to the first ready keyed job it passed, read between the two
+ * (a short read: the entries there are the last claims').
  */
-export function afterClaim(
+export async function afterClaim(
+  ctx: StoreContext,
   floor: ClaimFloor,
   started: FloorKey | null,
   elapsedMs: number,
   claimed: readonly JobRecord[],
   keyedAllowed: boolean,
-  now: number,
+  params: ClaimParams,
   tuning: FloorTuning,
-): void {
+): Promise<void> {
   if (!floor.active && started === null && elapsedMs >= tuning.slowMs) {
     floor.active = true;
-    floor.checkAt = now + tuning.checkMs;
+    floor.checkAt = params.now + tuning.checkMs;
   }
-  if (!floor.active || claimed.length === 0 || !keyedAllowed) return;
+  if (!floor.active || claimed.length === 0) return;
   let first = claimed[0]!;
   for (const j of claimed) if (compareKeys(j, first) < 0) first = j;
-  const next = { priority: first.priority, runAt: first.runAt, id: first.id };
+  let next: FloorKey = { priority: first.priority, runAt: first.runAt, id: first.id };
+  const from = floor.key;
+  if (from !== null && compareKeys(next, from) <= 0) return;
+  if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;
   if (floor.key === null || compareKeys(next, floor.key) > 0) floor.key = next;
 }
 
@@ -109,7 +114,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
   spawn(
     (async () => {
       try {
-        const first = await firstReadyBelow(ctx, params, below);
+        const first = await firstReady(ctx, params, { from: null, below, keyed: false });
         const elapsed = performance.now() - started;
         floor.checkAt = params.now + Math.max(tuning.checkMs, tuning.checkFactor * elapsed);
         if (first !== null) {
@@ -128,16 +133,24 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
   );
 }
 
-/** The first ready job of the claim's one queue (and its tasks) in claim order before `below`, read without a lock; null if none. */
-async function firstReadyBelow(ctx: StoreContext, params: ClaimParams, below: FloorKey): Promise<FloorKey | null> {
+/**
+ * The first ready job of the claim's one queue (and its tasks) in claim
+ * order at or after `from` (if not null) and before `below`, keyed if
+ * `keyed`; read without a lock; null if none.
+ */
+async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from: FloorKey | null; below: FloorKey; keyed: boolean }): Promise<FloorKey | null> {
   const { db, tables } = ctx;
+  const row = (k: FloorKey) => sql`(${k.priority}, ${k.runAt}, ${k.id})`;
+  const position = sql`(${sql.ref("priority")}, ${sql.ref("run_at")}, ${sql.ref("id")})`;
   let q = guard(db.selectFrom(tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now })
     .where("queue", "=", params.queues[0]!)
-    .where(sql<boolean>`(${sql.ref("priority")}, ${sql.ref("run_at")}, ${sql.ref("id")}) < (${below.priority}, ${below.runAt}, ${below.id})`);
+    .where(sql<boolean>`${position} < ${row(range.below)}`);
+  if (range.from !== null) q = q.where(sql<boolean>`${position} >= ${row(range.from)}`);
+  if (range.keyed) q = q.where("concurrency_key", "is not", null);
   if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
   const rows = (await labelled(inClaimOrder(q).limit(1), "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
-  const row = rows[0];
-  return row === undefined ? null : { priority: Number(row.priority), runAt: Number(row.run_at), id: Number(row.id) };
+  const found = rows[0];
+  return found === undefined ? null : { priority: Number(found.priority), runAt: Number(found.run_at), id: Number(found.id) };
 }
 
 function compareKeys(a: FloorKey, b: FloorKey): number {

@@ -44,7 +44,7 @@ export async function claim(
     const started = performance.now();
     const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair, from));
     if (floor) {
-      afterClaim(floor, from, performance.now() - started, claimed, constrained > 0, params.now, tuning);
+      await afterClaim(ctx, floor, from, performance.now() - started, claimed, constrained > 0, params, tuning);
       checkFloor(ctx, floor, params, tuning, spawn!);
     }
     if (claimed.length > 0) return claimed;
