@@ -122,7 +122,7 @@ export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
       if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
       const ids = (await q.execute()).map((r) => Number(r.id));
       if (ids.length === 0) return;
-      await labelled(guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now }), "stage").execute();
+      await labelled(guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now, byId: true }), "stage").execute();
     });
   }
   await stageFairDue(ctx, now);

@@ -9,9 +9,12 @@
  * after ten minutes at 2,000 jobs/s, 1.2 million visits per claim (p99 start
  * latency 62 ms → 1.8 s, bench/horizon.ts). Where the engine starts an index
  * scan at a row value (`indexedRowBound`), a claim that found the head slow
- * starts the next ones at a floor: `(priority, run_at, id) >= floor`, the
- * first job the last claim took (every job before it was then claimed,
- * held by another claim, or not yet committed). A job that becomes ready below the floor (a higher
+ * starts the next ones at a floor: `(priority, run_at, id) >= floor`, a
+ * second (`lagMs`) before the first job the last claim took (every job
+ * before that one was then claimed, held by another claim, or not yet
+ * committed; the second lets enqueues that committed late, or came from a
+ * host whose clock is a little behind, be read by the next claim; the
+ * entries read again are a second's claims). A job that becomes ready below the floor (a higher
  * priority than the backlog, a delayed job due earlier, an enqueue committed
  * late, a claim rolled back) is not lost: a check in the background reads
  * the head as it is, at most every CHECK_MS (or CHECK_FACTOR × its own last
@@ -50,13 +53,15 @@ export interface ClaimFloor {
 export interface FloorTuning {
   /** A claim from the head that takes this long (ms) turns the floor on. */
   slowMs: number;
+  /** How far (ms of run time) the floor stays behind the first job of the last claim. */
+  lagMs: number;
   /** The least time between two checks of the head. */
   checkMs: number;
   /** A check that took d ms waits at least this × d before the next. */
   checkFactor: number;
 }
 
-export const FLOOR_TUNING: FloorTuning = { slowMs: 50, checkMs: 1000, checkFactor: 10 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 50, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
@@ -68,8 +73,8 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
 /**
  * After a claim that started at `started` (the floor it used, or null) and
  * took `elapsedMs`: a slow claim from the head turns the floor on; while on,
- * the floor moves up to the first job claimed (claim order), never down
- * (only a check lowers it). A claim that could take no keyed job
+ * the floor moves up to `lagMs` before the first job claimed (claim order),
+ * never down (only a check lowers it). A claim that could take no keyed job
  * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
  * only up to the first ready keyed job it passed, read between the two
  * (a short read: the entries there are the last claims').
@@ -91,7 +96,7 @@ export async function afterClaim(
   if (!floor.active || claimed.length === 0) return;
   let first = claimed[0]!;
   for (const j of claimed) if (compareKeys(j, first) < 0) first = j;
-  let next: FloorKey = { priority: first.priority, runAt: first.runAt, id: first.id };
+  let next: FloorKey = { priority: first.priority, runAt: first.runAt - tuning.lagMs, id: 0 };
   const from = floor.key;
   if (from !== null && compareKeys(next, from) <= 0) return;
   if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;

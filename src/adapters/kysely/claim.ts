@@ -210,7 +210,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
         const window = ready(eb, [...ORDER_COLUMNS, "concurrency_key"], params.limit).as("w");
         const chosen = ordered(eb.selectFrom(window).select("w.id").where("w.concurrency_key", "is not", null), fair).limit(params.constrainedLimit!);
         const byId = caps.arrays ? sql<boolean>`${sql.ref("id")} = any(array(${chosen}))` : (w: ExpressionBuilder<any, any>) => w("id", "in", chosen);
-        return lock(guard(eb.selectFrom(tables.jobs).select(ORDER_COLUMNS).where(byId), "claim", { now: params.now }));
+        return lock(guard(eb.selectFrom(tables.jobs).select(ORDER_COLUMNS).where(byId), "claim", { now: params.now, byId: true }));
       },
     )
     .with(
@@ -238,6 +238,6 @@ function finishClaim(ctx: StoreContext, picking: any, params: ClaimParams) {
   // jobs behind a million finished ones, walked every ready job per claim: 0.7 s per claim of 500 behind 10,000.)
   const claimed = caps.arrays
     ? query.where(sql<boolean>`${sql.ref("id")} = any(array(select ${sql.ref("picked.id")} from ${sql.table("picked")}))`).returningAll()
-    : guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", { now: params.now }).returningAll();
+    : guard(query.where("id", "in", (eb: ExpressionBuilder<any, any>) => eb.selectFrom("picked").select("id")), "claim", { now: params.now, byId: true }).returningAll();
   return labelled(claimed, "claim");
 }

@@ -233,7 +233,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       await writeGuards(ctx, db, tables.queues, "name", chosen.map((id) => placeOf.get(id)!.queue));
       await writeGuards(ctx, db, tables.tasks, "name", chosen.map((id) => placeOf.get(id)!.task));
     }
-    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params, startedAt)).where("id", "in", chosen), "claim", { now: params.now }), "claim");
+    const update = labelled(guard(db.updateTable(tables.jobs).set(claimSet(params, startedAt)).where("id", "in", chosen), "claim", { now: params.now, byId: true }), "claim");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];

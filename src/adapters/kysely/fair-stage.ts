@@ -101,5 +101,5 @@ export async function stageFairDue(ctx: StoreContext, now: number): Promise<void
 async function writeStaged(ctx: StoreContext, db: AnyDb, ids: number[], tags: ReadonlyMap<number, number>, now: number): Promise<void> {
   const placed = ids.filter((id) => tags.has(id));
   const tag = placed.length === 0 ? sql.ref("fair_tag") : sql`case ${sql.ref("id")} ${sql.join(placed.map((id) => sql`when ${id} then ${tags.get(id)!}`), sql` `)} else ${sql.ref("fair_tag")} end`;
-  await labelled(guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now, fair_tag: tag }).where("id", "in", ids), "stage", { now }), "stage").execute();
+  await labelled(guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now, fair_tag: tag }).where("id", "in", ids), "stage", { now, byId: true }), "stage").execute();
 }

@@ -135,7 +135,7 @@ async function unblockRead(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<strin
   const taken = [...byKey].flatMap(([key, list]) => list.sort(byClaimOrder).slice(0, room.get(key)!));
   const ids = taken.map((w) => w.id);
   for (let i = 0; i < ids.length; i += BATCH_ROWS) {
-    const update = guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: now }), "unblock", { now }).where("id", "in", ids.slice(i, i + BATCH_ROWS));
+    const update = guard(db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: now }), "unblock", { now, byId: true }).where("id", "in", ids.slice(i, i + BATCH_ROWS));
     await labelled(update, "unblock").execute();
   }
   return taken;
@@ -154,7 +154,7 @@ async function unblockFirst(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<stri
   const build = () => {
     const ids = lateralPick(ctx).clearSelect().select("w.id");
     const update = ctx.db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: new Slot("now") });
-    return labelled(guard(update, "unblock", { now: 0 }).where(sql<boolean>`${sql.ref("id")} = any(array(${ids}))`).returning([...WAITING_COLUMNS]), "unblock");
+    return labelled(guard(update, "unblock", { now: 0, byId: true }).where(sql<boolean>`${sql.ref("id")} = any(array(${ids}))`).returning([...WAITING_COLUMNS]), "unblock");
   };
   const rows = (await db.executeQuery(compiledOnce(ctx.statements, "promote-unblock", build, values, ctx.engine.prepare))).rows as WaitingRow[];
   return rows.map(toWaiting);

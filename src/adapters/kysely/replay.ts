@@ -32,7 +32,7 @@ export function replayDead(ctx: StoreContext, params: ReplayDeadParams): Promise
     const ids = ((await pick.execute()) as { id: number | string }[]).map((r) => Number(r.id));
     if (ids.length === 0) return [];
     const values = { ...replaySet(params.now, params.resetSteps === true), state: TRANSITIONS.replay.to, updated_at: params.now };
-    const update = labelled(guard(db.updateTable(tables.jobs).set(values).where("id", "in", ids), "replay", { now: params.now }), "replay");
+    const update = labelled(guard(db.updateTable(tables.jobs).set(values).where("id", "in", ids), "replay", { now: params.now, byId: true }), "replay");
     let rows: JobRow[];
     if (engine.capabilities.returning) {
       rows = (await update.returningAll().execute()) as JobRow[];
