@@ -31,7 +31,8 @@ function stateLiterals(states: readonly string[]) {
  */
 // deno-lint-ignore no-explicit-any
 function byIdInStates<Q extends { where: (...args: any[]) => any }>(query: Q, states: readonly string[]): Q {
-  return query.where(sql`coalesce(${sql.ref("state")}, '')`, "in", stateLiterals(states));
+  // deno-lint-ignore no-explicit-any
+  return query.where((eb: any) => eb(eb.fn.coalesce("state", sql.lit("")), "in", stateLiterals(states)));
 }
 
 /** The key of a guarded write: which job, which lease, at what time. */

@@ -66,6 +66,11 @@ function columnName(node: OperationNode | undefined): string | null {
   if (!node) return null;
   if (node.kind === "ReferenceNode") return columnName((node as unknown as { column: OperationNode }).column);
   if (node.kind === "ColumnNode") return (node as unknown as { column: { name: string } }).column.name;
+  // `coalesce(column, '')`: how a write by id tests its states (guard.ts byIdInStates).
+  if (node.kind === "FunctionNode") {
+    const fn = node as unknown as { func: string; arguments: readonly OperationNode[] };
+    if (fn.func === "coalesce") return columnName(fn.arguments[0]);
+  }
   return null;
 }
 
