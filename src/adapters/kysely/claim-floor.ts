@@ -30,6 +30,9 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
+import type { FloorTuning } from "./engine.ts";
+
+export type { FloorTuning } from "./engine.ts";
 
 /** A position in claim order. */
 export interface FloorKey {
@@ -47,18 +50,6 @@ export interface ClaimFloor {
   /** When the next background check may start. */
   checkAt: number;
   checking: boolean;
-}
-
-/** The thresholds (tests lower them through InstrumentOptions.claimFloor). */
-export interface FloorTuning {
-  /** A claim from the head that takes this long (ms) turns the floor on. */
-  slowMs: number;
-  /** How far (ms of run time) the floor stays behind the first job of the last claim. */
-  lagMs: number;
-  /** The least time between two checks of the head. */
-  checkMs: number;
-  /** A check that took d ms waits at least this × d before the next. */
-  checkFactor: number;
 }
 
 export const FLOOR_TUNING: FloorTuning = { slowMs: 50, lagMs: 1000, checkMs: 1000, checkFactor: 10 };

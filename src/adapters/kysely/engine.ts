@@ -1,6 +1,5 @@
 import { Kysely, type Dialect, type KyselyPlugin, type RawBuilder } from "kysely";
 import type { ReadyNotice, StoreHealth } from "../../core/adapter.ts";
-import type { FloorTuning } from "./claim-floor.ts";
 
 // deno-lint-ignore no-explicit-any
 export type AnyDb = Kysely<any>;
@@ -225,6 +224,18 @@ export const ENGINE_DEFAULTS = {
  * changes what the adapter guarantees unless a plugin rewrites queries or a
  * wrapper changes the engine, which only docket/testing's mutations do, on purpose.
  */
+/** The claim floor's thresholds (claim-floor.ts; tests lower them through InstrumentOptions.claimFloor). */
+export interface FloorTuning {
+  /** A claim from the head that takes this long (ms) turns the floor on. */
+  slowMs: number;
+  /** How far (ms of run time) the floor stays behind the first job of the last claim. */
+  lagMs: number;
+  /** The least time between two checks of the head. */
+  checkMs: number;
+  /** A check that took d ms waits at least this × d before the next. */
+  checkFactor: number;
+}
+
 export interface InstrumentOptions {
   wrapDialect?: (dialect: Dialect) => Dialect;
   /** The claim floor's thresholds (claim-floor.ts), for tests. */
