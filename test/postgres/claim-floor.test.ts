@@ -35,7 +35,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const holder = await holdHorizon();
     const statements: string[] = [];
     const pool = recordingPool(statements);
-    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -54,7 +54,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
 
   it("a job that becomes ready below the floor (a higher priority, a late commit) is claimed after the floor's check", async () => {
     const holder = await holdHorizon();
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
     const other = postgresAdapter({ connectionString: url!, tablePrefix: "f2_" });
     try {
       const docket = new Docket({ adapter });
@@ -92,7 +92,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
   it("a claim with no room for keyed jobs moves the floor no further than the first keyed job it passed over", async () => {
     const holder = await holdHorizon();
     // Checks an hour apart: the keyed job must be reached without one.
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -112,7 +112,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
 
   it("an enqueue that commits after claims passed its place, within the floor's lag, is taken by the next claim (no check needed)", async () => {
     const holder = await holdHorizon();
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
     const client = new pg.Client({ connectionString: url! });
     await client.connect();
     try {
@@ -129,6 +129,24 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
       await client.end();
       await holder.query("ROLLBACK").catch(() => {});
       await holder.end();
+      await adapter.close();
+    }
+  }, 30_000);
+
+  it("fewer slow claims in a row than slowClaims leave the floor off: a higher priority enqueued after them is the next job claimed", async () => {
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f5_", instrument: { claimFloor: { slowMs: 0, slowClaims: 3, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      await docket.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+      await claimOf(adapter, 2);
+      await claimOf(adapter, 2);
+      const urgent = await docket.enqueue("t", { urgent: true }, { queue: "q", priority: -1 });
+      expect((await claimOf(adapter, 1)).map((j) => j.id)).toEqual([urgent.id]);
+      // The third slow claim in a row (the one above) turned it on, at the urgent job: a job of a higher priority still waits for a check.
+      const next = await docket.enqueue("t", { urgent: true }, { queue: "q", priority: -2 });
+      expect((await claimOf(adapter, 1)).map((j) => j.id)).not.toEqual([next.id]);
+    } finally {
       await adapter.close();
     }
   }, 30_000);

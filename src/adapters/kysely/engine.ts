@@ -226,8 +226,9 @@ export const ENGINE_DEFAULTS = {
  */
 /** The claim floor's thresholds (claim-floor.ts; tests lower them through InstrumentOptions.claimFloor). */
 export interface FloorTuning {
-  /** A claim from the head that takes this long (ms) turns the floor on. */
+  /** Claims from the head that take this long (ms), `slowClaims` in a row, turn the floor on; a check of the head faster than this turns it off. */
   slowMs: number;
+  slowClaims: number;
   /** How far (ms of run time) the floor stays behind the first job of the last claim. */
   lagMs: number;
   /** The least time between two checks of the head. */
