@@ -10,11 +10,11 @@
  * latency 62 ms → 1.8 s, bench/horizon.ts). Where the engine starts an index
  * scan at a row value (`indexedRowBound`), once claims find the head slow
  * (FLOOR_TUNING) the next ones start at a floor: `(priority, run_at, id) >= floor`, a
- * two seconds (`lagMs`) before the first job the last claim took (every job
+ * second (`lagMs`) before the first job the last claim took (every job
  * before that one was then claimed, held by another claim, or not yet
  * committed; the second lets enqueues that committed late, or came from a
  * host whose clock is a little behind, be read by the next claim; the
- * entries read again are two seconds of claims). A job that becomes ready below the floor (a higher
+ * entries read again are a second's claims). A job that becomes ready below the floor (a higher
  * priority than the backlog, a delayed job due earlier, an enqueue committed
  * late, a claim rolled back) is not lost: a check in the background reads
  * the head as it is, at most every `checkMs` (or `checkFactor` × its own last
@@ -55,12 +55,16 @@ export interface ClaimFloor {
 }
 
 /**
- * 200 ms, three claims in a row: a held snapshot reaches that within about
- * two minutes at 2,000 jobs/s (a claim from the head read 200,000 entries
- * in 200 ms here), while a claim slowed once by a busy machine or a lock
- * wait does not turn the floor on.
+ * 100 ms, two claims in a row: a held snapshot reaches that within about a
+ * minute at 2,000 jobs/s (a claim from the head read 200,000 entries in
+ * 200 ms here), while a claim slowed once by a busy machine or a lock wait
+ * does not turn the floor on. A second of lag, and checks at most every
+ * max(1 s, 10 × the last): of the settings measured for ten minutes
+ * (bench/results/session46.txt), these kept p50 flat; 200 ms × 3, two
+ * seconds and 4× let the head cost 90–230 ms p50 before turning on, and
+ * stalled in minute 9.
  */
-export const FLOOR_TUNING: FloorTuning = { slowMs: 200, slowClaims: 3, lagMs: 2000, checkMs: 1000, checkFactor: 4 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
