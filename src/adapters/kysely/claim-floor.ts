@@ -9,12 +9,13 @@
  * after ten minutes at 2,000 jobs/s, 1.2 million visits per claim (p99 start
  * latency 62 ms → 1.8 s, bench/horizon.ts). Where the engine starts an index
  * scan at a row value (`indexedRowBound`), once claims find the head slow
- * (FLOOR_TUNING) the next ones start at a floor: `(priority, run_at, id) >= floor`, a
- * second (`lagMs`) before the first job the last claim took (every job
- * before that one was then claimed, held by another claim, or not yet
- * committed; the second lets enqueues that committed late, or came from a
- * host whose clock is a little behind, be read by the next claim; the
- * entries read again are a second's claims). A job that becomes ready below the floor (a higher
+ * (FLOOR_TUNING) the next ones start at a floor, `(priority, run_at, id)
+ * >= floor`, a second (`lagMs`) before the first job the last claim took
+ * (every job before that one was then claimed, held by another claim, or
+ * not yet committed; the second lets enqueues that committed late, or came
+ * from a host whose clock is a little behind, be read by the next claim;
+ * the entries read again are a second's claims). A job that becomes ready
+ * below the floor (a higher
  * priority than the backlog, a delayed job due earlier, an enqueue committed
  * late, a claim rolled back) is not lost: a check in the background reads
  * the head as it is, at most every `checkMs` (or `checkFactor` × its own last
@@ -58,11 +59,12 @@ export interface ClaimFloor {
  * 100 ms, two claims in a row: a held snapshot reaches that within about a
  * minute at 2,000 jobs/s (a claim from the head read 200,000 entries in
  * 200 ms here), while a claim slowed once by a busy machine or a lock wait
- * does not turn the floor on. A second of lag, and checks at most every
- * max(1 s, 10 × the last): of the settings measured for ten minutes
- * (bench/results/session46.txt), these kept p50 flat; 200 ms × 3, two
- * seconds and 4× let the head cost 90–230 ms p50 before turning on, and
- * stalled in minute 9.
+ * does not turn the floor on. Measured for ten held minutes
+ * (bench/results/session46.txt): one claim of 50 ms, a second of lag and
+ * checks every max(1 s, 10×) kept p50 at 9–33 ms (run D); three claims of
+ * 200 ms, two seconds and 4× let the head cost 90–230 ms p50 before the
+ * floor turned on, and stalled in minute 9 (run E). This setting, between
+ * the two, has not been run for ten minutes.
  */
 export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
