@@ -10,7 +10,9 @@
  *   scans: 4 sessions run REPEATABLE READ transactions that each scan the
  *          jobs table, back to back (PostgreSQL only).
  * Per minute: jobs started per second, start latency (enqueue returned →
- * handler start) p50/p99, and docket.health() (dead rows of the jobs table,
+ * handler start; 0 for a job started before its enqueue returned) p50/p99,
+ * the enqueues' own p99 (call → returned), enqueues in flight, worker log
+ * lines and claim floor changes (PostgreSQL), and docket.health() (dead rows of the jobs table,
  * or MariaDB's purge backlog; the oldest transaction's age). Each scenario
  * on a fresh store; ratios against `none` of the same run.
  *
@@ -25,6 +27,7 @@
 import { parseArgs } from "node:util";
 import { Docket } from "../src/client/docket.ts";
 import type { AdapterName } from "./databases.ts";
+import type { FloorEvent } from "../src/adapters/postgres/index.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -52,6 +55,14 @@ interface Minute {
   dead: number | null;
   backlog: number | null;
   oldestS: number | null;
+  /** Enqueues called and not yet returned at the minute's end (the producer's own backlog). */
+  inFlight: number;
+  /** p99 of enqueue call → returned, of the jobs started in the minute. */
+  enqueueP99: number;
+  /** Worker log lines (warnings and errors) in the minute. */
+  warnings: number;
+  /** Claim floor changes in the minute (on, lowered, off). */
+  floor: string;
 }
 
 const pct = (xs: number[], p: number) => {
@@ -92,20 +103,49 @@ async function holder(system: AdapterName, url: string, jobs: string, scenario: 
   return async () => void (await c.query("ROLLBACK"), await c.end());
 }
 
+const floorText = (f: { on: number; lowered: number; off: number; slowestCheck: number }) =>
+  f.on + f.lowered + f.off === 0 ? "–" : `on ${f.on}, lowered ${f.lowered}, off ${f.off}, slowest check ${f.slowestCheck.toFixed(0)} ms`;
+
 async function run(system: AdapterName, n: number, scenario: Scenario): Promise<Minute[]> {
   const db = await openDatabase(system);
   try {
-    const adapter = await db.open(n);
+    const t0 = performance.now();
+    const minuteOf = (t: number) => Math.min(MINUTES - 1, Math.floor((t - t0) / 60_000));
+    const floorEvents = Array.from({ length: MINUTES }, () => ({ on: 0, lowered: 0, off: 0, slowestCheck: 0 }));
+    const observe = (e: FloorEvent) => {
+      const m = floorEvents[minuteOf(performance.now())]!;
+      m[e.change]++;
+      m.slowestCheck = Math.max(m.slowestCheck, e.checkMs ?? 0);
+    };
+    const warnings = Array.from({ length: MINUTES }, () => 0);
+    const messages = new Map<string, number>();
+    const log = (message: string) => {
+      warnings[minuteOf(performance.now())]!++;
+      const key = message.slice(0, 160);
+      messages.set(key, (messages.get(key) ?? 0) + 1);
+    };
+    const adapter = await db.open(n, system === "postgres" ? { instrument: { claimFloor: { observe } } } : {});
     const docket = new Docket({ adapter });
     await docket.migrate();
     const spec = db.spec(n);
     const latencies: number[][] = Array.from({ length: MINUTES }, () => []);
-    const t0 = performance.now();
-    const minuteOf = (t: number) => Math.min(MINUTES - 1, Math.floor((t - t0) / 60_000));
+    const enqueueLatencies: number[][] = Array.from({ length: MINUTES }, () => []);
+    // When each job's enqueue returned (deleted when the job starts).
+    const returned = new Map<number, number>();
     const worker = docket.worker({
       concurrency: 10,
-      logger: null,
-      handlers: { t: (payload) => void latencies[minuteOf(performance.now())]!.push(performance.now() - (payload as { at: number }).at) },
+      logger: { warn: log, error: log },
+      handlers: {
+        t: (payload, job) => {
+          const now = performance.now();
+          const m = minuteOf(now);
+          const back = returned.get(job.job.id);
+          returned.delete(job.job.id);
+          // Started before its enqueue returned: no wait after it.
+          latencies[m]!.push(back === undefined ? 0 : now - back);
+          enqueueLatencies[m]!.push((back ?? now) - (payload as { at: number }).at);
+        },
+      },
     });
     await worker.start();
     const release = await holder(system, spec.location, `${spec.prefix}jobs`, scenario);
@@ -119,7 +159,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       for (; sent < due; sent++) {
         const p = docket
           .enqueue("t", { at: performance.now() })
-          .then((job) => job)
+          .then((job) => void returned.set(job.id, performance.now()))
           .finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
@@ -127,7 +167,18 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
         const m = minuteOf(nextMinute - 1);
         const h = await docket.health();
         const dead = h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null;
-        minutes.push({ started: latencies[m]!.length / 60, p50: pct(latencies[m]!, 50), p99: pct(latencies[m]!, 99), dead, backlog: h?.purgeBacklog ?? null, oldestS: h ? h.oldestTransactionAgeMs / 1000 : null });
+        minutes.push({
+          started: latencies[m]!.length / 60,
+          p50: pct(latencies[m]!, 50),
+          p99: pct(latencies[m]!, 99),
+          dead,
+          backlog: h?.purgeBacklog ?? null,
+          oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
+          inFlight: inFlight.size,
+          enqueueP99: pct(enqueueLatencies[m]!, 99),
+          warnings: warnings[m]!,
+          floor: floorText(floorEvents[m]!),
+        });
         nextMinute += 60_000;
       }
       await new Promise((r) => setTimeout(r, TICK_MS));
@@ -142,7 +193,12 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
       backlog: h?.purgeBacklog ?? null,
       oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
+      inFlight: 0,
+      enqueueP99: pct(enqueueLatencies[MINUTES - 1]!, 99),
+      warnings: warnings[MINUTES - 1]!,
+      floor: floorText(floorEvents[MINUTES - 1]!),
     });
+    for (const [message, count] of messages) console.log(`${system} ${scenario}: worker log ×${count}: ${message}`);
     await release();
     await worker.stop();
     await adapter.close();
@@ -158,11 +214,13 @@ for (const system of args.adapters.split(",") as AdapterName[]) {
   const results = new Map<Scenario, Minute[]>();
   for (const [i, scenario] of scenarios.entries()) results.set(scenario, await run(system, i + 1, scenario));
   console.log(`\n${system}`);
-  console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s |");
-  console.log("|---|---|---|---|---|---|---|---|");
+  console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s | enqueues in flight | enqueue p99 ms | worker warnings | claim floor |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const [scenario, minutes] of results) {
     minutes.forEach((m, k) =>
-      console.log(`| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} |`),
+      console.log(
+        `| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} | ${m.inFlight} | ${m.enqueueP99.toFixed(1)} | ${m.warnings} | ${m.floor} |`,
+      ),
     );
   }
   const base = results.get("none");

@@ -79,6 +79,7 @@ describe.skipIf(!cluster)(target.name, () => {
       await runCase(target, c);
     } catch (error) {
       tally.failed.push(c.name);
+      console.error(`galera: ${c.name} failed; what each node was doing:\n${await clusterState()}`);
       throw error;
     }
   };
@@ -92,6 +93,31 @@ describe.skipIf(!cluster)(target.name, () => {
     else it(c.name, () => counted(c), c.timeoutMs ?? (c.slow ? 60_000 : 20_000));
   }
 });
+
+/** For a failed case: each node's sessions (SHOW FULL PROCESSLIST), its wsrep flow-control figures and the last lines of its error log. */
+async function clusterState(): Promise<string> {
+  const out: string[] = [];
+  for (const n of NODES) {
+    out.push(`-- node ${n}`);
+    try {
+      const c = await mysql.createConnection({ uri: cluster!.url(n), connectTimeout: 5_000 });
+      try {
+        const [list] = await c.query("SHOW FULL PROCESSLIST");
+        for (const p of list as { Id: number; Command: string; Time: number; State: string | null; Info: string | null }[]) {
+          if (p.Command !== "Sleep") out.push(`  ${p.Id} ${p.Command} ${p.Time}s ${p.State ?? ""} ${(p.Info ?? "").slice(0, 200)}`);
+        }
+        const [status] = await c.query("SHOW STATUS WHERE Variable_name IN ('wsrep_local_state_comment', 'wsrep_flow_control_paused', 'wsrep_local_recv_queue', 'wsrep_local_send_queue', 'wsrep_local_bf_aborts', 'wsrep_local_cert_failures')");
+        out.push(`  ${(status as { Variable_name: string; Value: string }[]).map((r) => `${r.Variable_name}=${r.Value}`).join(" ")}`);
+      } finally {
+        await c.end();
+      }
+    } catch (error) {
+      out.push(`  (no answer: ${String(error)})`);
+    }
+    out.push(cluster!.log(n).split("\n").slice(-15).join("\n"));
+  }
+  return out.join("\n");
+}
 
 /** Concurrency keys of the stress jobs, with their limits. */
 const KEYS = [

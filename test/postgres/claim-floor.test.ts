@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
+import { postgresAdapter, type FloorEvent } from "../../src/adapters/postgres/index.ts";
 import type { ClaimParams, DocketAdapter } from "../../src/core/adapter.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
@@ -54,7 +54,9 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
 
   it("a job that becomes ready below the floor (a higher priority, a late commit) is claimed after the floor's check", async () => {
     const holder = await holdHorizon();
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const events: FloorEvent[] = [];
+    const observe = (e: FloorEvent) => void events.push(e);
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1, observe } } });
     const other = postgresAdapter({ connectionString: url!, tablePrefix: "f2_" });
     try {
       const docket = new Docket({ adapter });
@@ -73,6 +75,9 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
       }
       expect(seen).toContain(urgent.id);
       expect(seen).toContain(late.id);
+      // Observed: the floor turned on at the backlog's first job, and a check lowered it to the urgent job.
+      expect(events[0]).toMatchObject({ queue: "q", change: "on" });
+      expect(events.some((e) => e.change === "lowered" && e.floor?.priority === -1 && typeof e.checkMs === "number")).toBe(true);
       // Everything else is still claimed once.
       for (;;) {
         const more = await claimOf(adapter, 50);

@@ -107,6 +107,7 @@ export async function afterClaim(
   const from = floor.key;
   if (from !== null && compareKeys(next, from) <= 0) return;
   if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;
+  if (floor.key === null) tuning.observe?.({ queue: params.queues[0]!, change: "on", floor: next });
   if (floor.key === null || compareKeys(next, floor.key) > 0) floor.key = next;
 }
 
@@ -129,11 +130,16 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
         const first = await firstReady(ctx, params, { from: null, below, keyed: false });
         const elapsed = performance.now() - started;
         floor.checkAt = params.now + Math.max(tuning.checkMs, tuning.checkFactor * elapsed);
+        const queue = params.queues[0]!;
         if (first !== null) {
-          if (floor.key !== null && compareKeys(first, floor.key) < 0) floor.key = first;
+          if (floor.key !== null && compareKeys(first, floor.key) < 0) {
+            floor.key = first;
+            tuning.observe?.({ queue, change: "lowered", floor: first, checkMs: elapsed });
+          }
         } else if (elapsed < tuning.slowMs) {
           floor.active = false;
           floor.key = null;
+          tuning.observe?.({ queue, change: "off", floor: null, checkMs: elapsed });
         }
       } catch (error) {
         floor.checkAt = params.now + tuning.checkMs;

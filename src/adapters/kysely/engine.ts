@@ -235,6 +235,16 @@ export interface FloorTuning {
   checkMs: number;
   /** A check that took d ms waits at least this × d before the next. */
   checkFactor: number;
+  /** Told when a floor turns on, is lowered by a check, or turns off (benchmarks and tests; must not throw). */
+  observe?: (event: FloorEvent) => void;
+}
+
+/** A change of a claim floor: the claim's queue, what happened, the floor after it (null: off), and the check's duration if a check did it. */
+export interface FloorEvent {
+  queue: string;
+  change: "on" | "lowered" | "off";
+  floor: { priority: number; runAt: number; id: number } | null;
+  checkMs?: number;
 }
 
 export interface InstrumentOptions {

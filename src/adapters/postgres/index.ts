@@ -6,7 +6,7 @@ import type { DocketAdapter } from "../../core/adapter.ts";
 import { openPostgres, type PostgresAdapterOptions } from "./postgres-adapter.ts";
 
 export type { PostgresAdapterOptions };
-export type { FloorTuning, InstrumentOptions } from "../kysely/engine.ts";
+export type { FloorEvent, FloorTuning, InstrumentOptions } from "../kysely/engine.ts";
 
 /** `postgresAdapter({ connectionString: "postgres://…" })` or `postgresAdapter({ pool })`. */
 export function postgresAdapter(options: PostgresAdapterOptions): DocketAdapter {

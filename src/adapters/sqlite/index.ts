@@ -7,7 +7,7 @@ import type { DocketAdapter } from "../../core/adapter.ts";
 import { openSqlite, type SqliteAdapterOptions } from "./sqlite-adapter.ts";
 
 export type { SqliteAdapterOptions };
-export type { FloorTuning, InstrumentOptions } from "../kysely/engine.ts";
+export type { FloorEvent, FloorTuning, InstrumentOptions } from "../kysely/engine.ts";
 export { nodeSqliteDatabase, type NodeSqliteDatabaseSync, type NodeSqliteStatementSync } from "./node-sqlite.ts";
 
 /** The embedded default: `sqliteAdapter({ filename: "jobs.db" })`. */
