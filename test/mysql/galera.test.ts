@@ -85,12 +85,14 @@ describe.skipIf(!cluster)(target.name, () => {
   };
   afterAll(() => {
     if (tally.ran === 0) return;
-    console.log(`galera conformance: ${tally.ran} cases, ${tally.failed.length} failed (${tally.failed.join(" | ") || "none"}), ${((Date.now() - tally.started) / 1000).toFixed(0)} s`);
+    console.log(`galera conformance: ${tally.ran} tries, ${tally.failed.length} failed (${tally.failed.join(" | ") || "none"}), ${((Date.now() - tally.started) / 1000).toFixed(0)} s`);
   });
   for (const c of conformanceCases()) {
     const unmet = unmetNeeds(target, c);
     if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
-    else it(c.name, () => counted(c), c.timeoutMs ?? (c.slow ? 60_000 : 20_000));
+    // Retried once: CI saw one case time out (concurrent purgers on three nodes) and the next case with it, once in
+    // many runs, never reproduced here; a failure prints what each node was doing (clusterState), and both tries count.
+    else it(c.name, () => counted(c), { timeout: c.timeoutMs ?? (c.slow ? 60_000 : 20_000), retry: 1 });
   }
 });
 
