@@ -35,7 +35,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const holder = await holdHorizon();
     const statements: string[] = [];
     const pool = recordingPool(statements);
-    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -56,7 +56,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const holder = await holdHorizon();
     const events: FloorEvent[] = [];
     const observe = (e: FloorEvent) => void events.push(e);
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 50, checkFactor: 1, observe } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1, observe } } });
     const other = postgresAdapter({ connectionString: url!, tablePrefix: "f2_" });
     try {
       const docket = new Docket({ adapter });
@@ -97,7 +97,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
   it("a claim with no room for keyed jobs moves the floor no further than the first keyed job it passed over", async () => {
     const holder = await holdHorizon();
     // Checks an hour apart: the keyed job must be reached without one.
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -117,7 +117,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
 
   it("an enqueue that commits after claims passed its place, within the floor's lag, is taken by the next claim (no check needed)", async () => {
     const holder = await holdHorizon();
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
     const client = new pg.Client({ connectionString: url! });
     await client.connect();
     try {
@@ -139,7 +139,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
   }, 30_000);
 
   it("fewer slow claims in a row than slowClaims leave the floor off: a higher priority enqueued after them is the next job claimed", async () => {
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f5_", instrument: { claimFloor: { slowMs: 0, slowClaims: 3, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f5_", instrument: { claimFloor: { slowMs: 0, slowClaims: 3, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -153,6 +153,37 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
       expect((await claimOf(adapter, 1)).map((j) => j.id)).not.toEqual([next.id]);
     } finally {
       await adapter.close();
+    }
+  }, 30_000);
+
+  it("a check that finds nothing below the floor turns it off only when faster than offMs", async () => {
+    const holder = await holdHorizon();
+    const runs: Record<string, FloorEvent[]> = {};
+    try {
+      for (const [name, offMs] of [["kept", 0], ["dropped", 3_600_000]] as const) {
+        const events: FloorEvent[] = (runs[name] = []);
+        const observe = (e: FloorEvent) => void events.push(e);
+        const adapter = postgresAdapter({ connectionString: url!, tablePrefix: `f6${name[0]}_`, instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs, lagMs: 0, checkMs: 20, checkFactor: 1, observe } } });
+        try {
+          const docket = new Docket({ adapter });
+          await docket.migrate();
+          await docket.enqueueMany(Array.from({ length: 100 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+          // Claims a few at a time for half a second: checks come due every 20 ms and find nothing below the floor.
+          const until = Date.now() + 500;
+          while (Date.now() < until) {
+            await claimOf(adapter, 2);
+            await new Promise((r) => setTimeout(r, 25));
+          }
+        } finally {
+          await adapter.close();
+        }
+      }
+      expect(runs.kept![0]).toMatchObject({ change: "on" });
+      expect(runs.kept!.some((e) => e.change === "off")).toBe(false);
+      expect(runs.dropped!.some((e) => e.change === "off")).toBe(true);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
     }
   }, 30_000);
 });

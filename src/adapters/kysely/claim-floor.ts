@@ -64,9 +64,13 @@ export interface ClaimFloor {
  * checks every max(1 s, 10×) kept p50 at 9–33 ms (run D); three claims of
  * 200 ms, two seconds and 4× let the head cost 90–230 ms p50 before the
  * floor turned on, and stalled in minute 9 (run E). This setting, between
- * the two, has not been run for ten minutes.
+ * the two, ran ten held minutes with p50 3.8–6.0 ms from minute 3 on, as
+ * without a holder (bench/results/session47.txt, run F); in minutes 1–3 its
+ * checks of the head (20–99 ms) turned it off 22 times and claims from the
+ * head turned it on again: `offMs`, 25 ms, keeps it on through a head that
+ * reads between the two (an idle server's check read 13–25 ms there).
  */
-export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, offMs: 25, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
@@ -115,7 +119,7 @@ export async function afterClaim(
  * Starts the background check when one is due: reads the first ready job of
  * the claim's queue (and tasks) below the floor, unlocked, from the head.
  * Found: the floor goes down to it. None, and the read was faster than
- * `slowMs`: the floor is turned off. `spawn` runs the check beside the
+ * `offMs`: the floor is turned off. `spawn` runs the check beside the
  * claims (its failure leaves the floor as it was, and the next check is due
  * `checkMs` later).
  */
@@ -136,7 +140,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
             floor.key = first;
             tuning.observe?.({ queue, change: "lowered", floor: first, checkMs: elapsed });
           }
-        } else if (elapsed < tuning.slowMs) {
+        } else if (elapsed < tuning.offMs) {
           floor.active = false;
           floor.key = null;
           tuning.observe?.({ queue, change: "off", floor: null, checkMs: elapsed });

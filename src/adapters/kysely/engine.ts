@@ -226,9 +226,11 @@ export const ENGINE_DEFAULTS = {
  */
 /** The claim floor's thresholds (claim-floor.ts; tests lower them through InstrumentOptions.claimFloor). */
 export interface FloorTuning {
-  /** Claims from the head that take this long (ms), `slowClaims` in a row, turn the floor on; a check of the head faster than this turns it off. */
+  /** Claims from the head that take this long (ms), `slowClaims` in a row, turn the floor on. */
   slowMs: number;
   slowClaims: number;
+  /** A check of the head that finds nothing below the floor, faster than this (ms), turns it off (below `slowMs`: a head read between the two keeps it on). */
+  offMs: number;
   /** How far (ms of run time) the floor stays behind the first job of the last claim. */
   lagMs: number;
   /** The least time between two checks of the head. */
