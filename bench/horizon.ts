@@ -46,6 +46,8 @@ const { openDatabase } = await import("./databases.ts");
 const MINUTES = Number(args.minutes);
 const RATE = Number(args.rate);
 const TICK_MS = 10;
+/** Enqueues waiting at once, at most (each holds its payload and query: unbounded, a producer that falls behind exhausts the heap). */
+const MAX_IN_FLIGHT = 20_000;
 type Scenario = "none" | "held" | "scans";
 
 interface Minute {
@@ -57,6 +59,8 @@ interface Minute {
   oldestS: number | null;
   /** Enqueues called and not yet returned at the minute's end (the producer's own backlog). */
   inFlight: number;
+  /** Jobs not enqueued in the minute because MAX_IN_FLIGHT enqueues were already waiting. */
+  notOffered: number;
   /** p99 of enqueue call → returned, of the jobs started in the minute. */
   enqueueP99: number;
   /** Worker log lines (warnings and errors) in the minute. */
@@ -136,6 +140,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     // The producer has its own pool, as another process would: enqueues that fall behind queue on it, not ahead of the worker's claims.
     const producerAdapter = await db.open(n);
     let enqueueErrors = 0;
+    const notOffered = Array.from({ length: MINUTES }, () => 0);
     const docket = new Docket({ adapter });
     const producer = new Docket({ adapter: producerAdapter });
     await docket.migrate();
@@ -169,6 +174,11 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     while (performance.now() < end) {
       const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
       for (; sent < due; sent++) {
+        // A producer that has fallen this far behind offers no more (the jobs are counted as not offered).
+        if (inFlight.size >= MAX_IN_FLIGHT) {
+          notOffered[minuteOf(performance.now())]!++;
+          continue;
+        }
         const p = producer
           .enqueue("t", { at: performance.now() })
           .then((job) => void returned.set(job.id, performance.now()))
@@ -188,6 +198,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
           backlog: h?.purgeBacklog ?? null,
           oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
           inFlight: inFlight.size,
+          notOffered: notOffered[m]!,
           enqueueP99: pct(enqueueLatencies[m]!, 99),
           warnings: warnings[m]!,
           floor: floorText(floorEvents[m]!),
@@ -209,6 +220,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       backlog: h?.purgeBacklog ?? null,
       oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
       inFlight: leftover,
+      notOffered: notOffered[MINUTES - 1]!,
       enqueueP99: pct(enqueueLatencies[MINUTES - 1]!, 99),
       warnings: warnings[MINUTES - 1]!,
       floor: floorText(floorEvents[MINUTES - 1]!),
@@ -238,11 +250,11 @@ for (const system of args.adapters.split(",") as AdapterName[]) {
     const r = await run(system, i + 1, scenario);
     results.set(scenario, r);
     console.log(`\n${system} ${scenario} (${new Date().toISOString()})`);
-    console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s | enqueues in flight | enqueue p99 ms | worker warnings | claim floor |");
-    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s | enqueues in flight | not offered | enqueue p99 ms | worker warnings | claim floor |");
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     r.minutes.forEach((m, k) =>
       console.log(
-        `| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} | ${m.inFlight} | ${m.enqueueP99.toFixed(1)} | ${m.warnings} | ${m.floor} |`,
+        `| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} | ${m.inFlight} | ${m.notOffered} | ${m.enqueueP99.toFixed(1)} | ${m.warnings} | ${m.floor} |`,
       ),
     );
   }
