@@ -92,7 +92,7 @@ describe.skipIf(!cluster)(target.name, () => {
     if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
     // Retried once: CI saw one case time out (concurrent purgers on three nodes) and the next case with it, once in
     // many runs, never reproduced here; a failure prints what each node was doing (clusterState), and both tries count.
-    else it(c.name, () => counted(c), { timeout: c.timeoutMs ?? (c.slow ? 60_000 : 20_000), retry: 1 });
+    else it(c.name, { timeout: c.timeoutMs ?? (c.slow ? 60_000 : 20_000), retry: 1 }, () => counted(c));
   }
 });
 
