@@ -171,6 +171,19 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     const end = t0 + MINUTES * 60_000;
     let nextMinute = t0 + 60_000;
     const inFlight = new Set<Promise<unknown>>();
+    const minuteRow = (m: number, h: Awaited<ReturnType<typeof docket.health>>, waiting: number): Minute => ({
+      started: latencies[m]!.length / 60,
+      p50: pct(latencies[m]!, 50),
+      p99: pct(latencies[m]!, 99),
+      dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
+      backlog: h?.purgeBacklog ?? null,
+      oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
+      inFlight: waiting,
+      notOffered: notOffered[m]!,
+      enqueueP99: pct(enqueueLatencies[m]!, 99),
+      warnings: warnings[m]!,
+      floor: floorText(floorEvents[m]!),
+    });
     while (performance.now() < end) {
       const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
       for (; sent < due; sent++) {
@@ -189,20 +202,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       if (performance.now() >= nextMinute) {
         const m = minuteOf(nextMinute - 1);
         const h = await docket.health();
-        const dead = h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null;
-        minutes.push({
-          started: latencies[m]!.length / 60,
-          p50: pct(latencies[m]!, 50),
-          p99: pct(latencies[m]!, 99),
-          dead,
-          backlog: h?.purgeBacklog ?? null,
-          oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
-          inFlight: inFlight.size,
-          notOffered: notOffered[m]!,
-          enqueueP99: pct(enqueueLatencies[m]!, 99),
-          warnings: warnings[m]!,
-          floor: floorText(floorEvents[m]!),
-        });
+        minutes.push(minuteRow(m, h, inFlight.size));
         nextMinute += 60_000;
       }
       await new Promise((r) => setTimeout(r, TICK_MS));
@@ -211,20 +211,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     await Promise.race([Promise.all(inFlight), new Promise((r) => setTimeout(r, 30_000))]);
     const leftover = inFlight.size;
     const h = await docket.health();
-    const last = latencies[MINUTES - 1]!;
-    minutes.push({
-      started: last.length / 60,
-      p50: pct(last, 50),
-      p99: pct(last, 99),
-      dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
-      backlog: h?.purgeBacklog ?? null,
-      oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
-      inFlight: leftover,
-      notOffered: notOffered[MINUTES - 1]!,
-      enqueueP99: pct(enqueueLatencies[MINUTES - 1]!, 99),
-      warnings: warnings[MINUTES - 1]!,
-      floor: floorText(floorEvents[MINUTES - 1]!),
-    });
+    minutes.push(minuteRow(MINUTES - 1, h, leftover));
     for (const [message, count] of messages) console.log(`${system} ${scenario}: worker log ×${count}: ${message}`);
     if (leftover > 0 || enqueueErrors > 0) console.log(`${system} ${scenario}: ${leftover} enqueues not returned 30 s after the period (dropped), ${enqueueErrors} failed`);
     await release();
