@@ -16,7 +16,11 @@
  * or MariaDB's purge backlog; the oldest transaction's age). Each scenario
  * on a fresh store; ratios against `none` of the same run.
  *
- *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans] [--private-postgres]
+ *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans] [--private-postgres] [--stalls 300]
+ *
+ * With --stalls MS, each second in which a job started MS or more after its
+ * enqueue returned is printed (wall-clock time, slowest start, jobs started
+ * and enqueues returned in that second), to set beside the server's log.
  *
  * With --private-postgres, PostgreSQL runs on a server this benchmark owns
  * (initdb on its own port, the defaults a production server starts with,
@@ -36,6 +40,7 @@ const { values: args } = parseArgs({
     rate: { type: "string", default: "1000" },
     scenarios: { type: "string", default: "none,held,scans" },
     "private-postgres": { type: "boolean", default: false },
+    stalls: { type: "string", default: "" },
   },
   strict: true,
 });
@@ -48,6 +53,7 @@ const RATE = Number(args.rate);
 const TICK_MS = 10;
 /** Enqueues waiting at once, at most (each holds its payload and query: unbounded, a producer that falls behind exhausts the heap). */
 const MAX_IN_FLIGHT = 20_000;
+const STALL_MS = args.stalls === "" ? null : Number(args.stalls);
 type Scenario = "none" | "held" | "scans";
 
 interface Minute {
@@ -149,6 +155,9 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     const enqueueLatencies: number[][] = Array.from({ length: MINUTES }, () => []);
     // When each job's enqueue returned (deleted when the job starts).
     const returned = new Map<number, number>();
+    // Per second since t0, for --stalls: jobs started, their slowest start, enqueues returned.
+    const seconds: { started: number; slowest: number; enqueued: number }[] = [];
+    const second = (t: number) => (seconds[Math.floor((t - t0) / 1000)] ??= { started: 0, slowest: 0, enqueued: 0 });
     const worker = docket.worker({
       concurrency: 10,
       logger: { warn: log, error: log },
@@ -159,7 +168,13 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
           const back = returned.get(job.job.id);
           returned.delete(job.job.id);
           // Started before its enqueue returned: no wait after it.
-          latencies[m]!.push(back === undefined ? 0 : now - back);
+          const latency = back === undefined ? 0 : now - back;
+          latencies[m]!.push(latency);
+          if (STALL_MS !== null) {
+            const s = second(now);
+            s.started++;
+            s.slowest = Math.max(s.slowest, latency);
+          }
           enqueueLatencies[m]!.push((back ?? now) - (payload as { at: number }).at);
         },
       },
@@ -194,7 +209,11 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
         }
         const p = producer
           .enqueue("t", { at: performance.now() })
-          .then((job) => void returned.set(job.id, performance.now()))
+          .then((job) => {
+            const now = performance.now();
+            returned.set(job.id, now);
+            if (STALL_MS !== null) second(now).enqueued++;
+          })
           .catch(() => void enqueueErrors++)
           .finally(() => inFlight.delete(p));
         inFlight.add(p);
@@ -212,6 +231,12 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     const leftover = inFlight.size;
     const h = await docket.health();
     minutes.push(minuteRow(MINUTES - 1, h, leftover));
+    if (STALL_MS !== null) {
+      const wall = Date.now() - performance.now();
+      seconds.forEach((s, i) => {
+        if (s && s.slowest >= STALL_MS) console.log(`${system} ${scenario} stall: ${new Date(wall + t0 + i * 1000).toISOString()} (second ${i}) slowest start ${s.slowest.toFixed(0)} ms, ${s.started} started, ${s.enqueued} enqueues returned`);
+      });
+    }
     for (const [message, count] of messages) console.log(`${system} ${scenario}: worker log ×${count}: ${message}`);
     if (leftover > 0 || enqueueErrors > 0) console.log(`${system} ${scenario}: ${leftover} enqueues not returned 30 s after the period (dropped), ${enqueueErrors} failed`);
     await release();
