@@ -13,8 +13,10 @@
  * handler start; 0 for a job started before its enqueue returned) p50/p99,
  * the enqueues' own p99 (call → returned), enqueues in flight, worker log
  * lines and claim floor changes (PostgreSQL), and docket.health() (dead rows of the jobs table,
- * or MariaDB's purge backlog; the oldest transaction's age). Each scenario
- * on a fresh store; ratios against `none` of the same run.
+ * or MariaDB's purge backlog; the oldest transaction's age), and the share
+ * of the machine's CPU time its hypervisor took (steal, from /proc/stat: a
+ * minute with much of it measured a starved machine, not docket). Each
+ * scenario on a fresh store; ratios against `none` of the same run.
  *
  *   npx tsx bench/horizon.ts [--adapters postgres,mysql] [--minutes 2] [--rate 1000] [--scenarios none,held,scans] [--private-postgres] [--stalls 300]
  *
@@ -28,6 +30,7 @@
  * shared one (whose autovacuum may be off: then even `none` accumulates
  * every dead row).
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Docket } from "../src/client/docket.ts";
 import type { AdapterName } from "./databases.ts";
@@ -73,6 +76,18 @@ interface Minute {
   warnings: number;
   /** Claim floor changes in the minute (on, lowered, off). */
   floor: string;
+  /** Share of the machine's CPU time the hypervisor took (steal) in the minute, or null where /proc/stat is not readable. */
+  steal: number | null;
+}
+
+/** The machine's CPU time so far from /proc/stat (all and stolen, in ticks), or null off Linux. */
+function cpuTicks(): { total: number; steal: number } | null {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+  } catch {
+    return null;
+  }
 }
 
 const pct = (xs: number[], p: number) => {
@@ -186,6 +201,13 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     const end = t0 + MINUTES * 60_000;
     let nextMinute = t0 + 60_000;
     const inFlight = new Set<Promise<unknown>>();
+    let ticks = cpuTicks();
+    const stealSince = () => {
+      const now = cpuTicks();
+      const share = ticks && now && now.total > ticks.total ? (now.steal - ticks.steal) / (now.total - ticks.total) : null;
+      ticks = now;
+      return share;
+    };
     const minuteRow = (m: number, h: Awaited<ReturnType<typeof docket.health>>, waiting: number): Minute => ({
       started: latencies[m]!.length / 60,
       p50: pct(latencies[m]!, 50),
@@ -198,6 +220,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       enqueueP99: pct(enqueueLatencies[m]!, 99),
       warnings: warnings[m]!,
       floor: floorText(floorEvents[m]!),
+      steal: stealSince(),
     });
     while (performance.now() < end) {
       const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
@@ -262,11 +285,11 @@ for (const system of args.adapters.split(",") as AdapterName[]) {
     const r = await run(system, i + 1, scenario);
     results.set(scenario, r);
     console.log(`\n${system} ${scenario} (${new Date().toISOString()})`);
-    console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s | enqueues in flight | not offered | enqueue p99 ms | worker warnings | claim floor |");
-    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    console.log("| scenario | minute | started jobs/s | start p50 ms | start p99 ms | dead rows (jobs) | purge backlog | oldest transaction s | enqueues in flight | not offered | enqueue p99 ms | worker warnings | claim floor | CPU steal |");
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     r.minutes.forEach((m, k) =>
       console.log(
-        `| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} | ${m.inFlight} | ${m.notOffered} | ${m.enqueueP99.toFixed(1)} | ${m.warnings} | ${m.floor} |`,
+        `| ${scenario} | ${k + 1} | ${m.started.toFixed(0)} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.dead ?? "–"} | ${m.backlog ?? "–"} | ${m.oldestS === null ? "–" : m.oldestS.toFixed(1)} | ${m.inFlight} | ${m.notOffered} | ${m.enqueueP99.toFixed(1)} | ${m.warnings} | ${m.floor} | ${m.steal === null ? "–" : `${(m.steal * 100).toFixed(0)}%`} |`,
       ),
     );
   }
