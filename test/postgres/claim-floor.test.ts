@@ -94,6 +94,41 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     }
   }, 30_000);
 
+  it("a claim in flight while a check lowers the floor does not raise it again: the job the check found is the next claimed", async () => {
+    const holder = await holdHorizon();
+    const events: FloorEvent[] = [];
+    const observe = (e: FloorEvent) => void events.push(e);
+    const gated = gatedPool();
+    // Checks are due a second after the floor turns on, then a second after each check: the claims' `now` decides when.
+    const adapter = postgresAdapter({ pool: gated.pool, tablePrefix: "f7_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 1_000, checkFactor: 1, observe } } });
+    const other = postgresAdapter({ connectionString: url!, tablePrefix: "f7_" });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      await docket.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+      const t = Date.now();
+      await claimOf(adapter, 1, { now: t }); // the floor turns on at the backlog
+      const late = await new Docket({ adapter: other }).enqueue("t", { late: true }, { queue: "q", runAt: new Date(t - 60_000) });
+      // Claim A takes a backlog job; its result is held back while claim B's check lowers the floor to the late job.
+      const release = gated.holdNextClaim();
+      const a = claimOf(adapter, 1, { now: t });
+      await gated.held;
+      expect((await claimOf(adapter, 1, { now: t + 2_000 })).map((j) => j.id)).not.toContain(late.id);
+      for (let i = 0; i < 200 && !events.some((e) => e.change === "lowered"); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(events.some((e) => e.change === "lowered" && e.floor?.id === late.id)).toBe(true);
+      release();
+      expect((await a).map((j) => j.id)).not.toContain(late.id);
+      // No check is due before t + 3,000: only the floor the check left can lead this claim to the late job.
+      expect((await claimOf(adapter, 1, { now: t + 2_500 })).map((j) => j.id)).toEqual([late.id]);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await adapter.close();
+      await other.close();
+      await gated.pool.end();
+    }
+  }, 30_000);
+
   it("a claim with no room for keyed jobs moves the floor no further than the first keyed job it passed over", async () => {
     const holder = await holdHorizon();
     // Checks an hour apart: the keyed job must be reached without one.
@@ -200,4 +235,40 @@ function recordingPool(into: string[]): pg.Pool {
     };
   });
   return pool;
+}
+
+/**
+ * A pool whose next claim statement, once `holdNextClaim` is called, runs
+ * and commits at the server but returns its rows to the adapter only when
+ * the returned function is called (`held` resolves when the statement has
+ * been sent): a claim kept in flight.
+ */
+function gatedPool(): { pool: pg.Pool; holdNextClaim: () => () => void; held: Promise<void> } {
+  const pool = new pg.Pool({ connectionString: url!, max: 4 });
+  let gate: Promise<void> | null = null;
+  let sent: () => void = () => {};
+  const state = {
+    pool,
+    held: Promise.resolve(),
+    holdNextClaim: () => {
+      let open: () => void = () => {};
+      gate = new Promise<void>((r) => (open = r));
+      state.held = new Promise<void>((r) => (sent = r));
+      return open;
+    },
+  };
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string };
+      const text = typeof first === "string" ? first : (first.text ?? "");
+      const result = query(...args);
+      if (gate === null || !text.includes("docket:claim */")) return result;
+      const wait = gate;
+      gate = null;
+      sent();
+      return result.then(async (rows) => (await wait, rows));
+    };
+  });
+  return state;
 }

@@ -53,7 +53,18 @@ export interface ClaimFloor {
   /** When the next background check may start. */
   checkAt: number;
   checking: boolean;
+  /** How many times a check has lowered the floor (a claim that began before a lowering must not raise it past it). */
+  lowerings: number;
 }
+
+/** Where a claim began: the floor it read from (null: the head), and the floor's lowerings then. */
+export interface FloorStart {
+  key: FloorKey | null;
+  lowerings: number;
+}
+
+/** The floor a claim begins at, taken before the claim's statement is sent. */
+export const floorStart = (floor: ClaimFloor): FloorStart => ({ key: floor.active ? floor.key : null, lowerings: floor.lowerings });
 
 /**
  * 100 ms, two claims in a row: a held snapshot reaches that within about a
@@ -75,7 +86,7 @@ export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, offMs: 25
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
   let floor = floors.get(key);
-  if (!floor) floors.set(key, (floor = { key: null, slowRun: 0, active: false, checkAt: 0, checking: false }));
+  if (!floor) floors.set(key, (floor = { key: null, slowRun: 0, active: false, checkAt: 0, checking: false, lowerings: 0 }));
   return floor;
 }
 
@@ -83,7 +94,11 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
  * After a claim that started at `started` (the floor it used, or null) and
  * took `elapsedMs`: `slowClaims` slow claims in a row from the head turn the floor on; while on,
  * the floor moves up to `lagMs` before the first job claimed (claim order),
- * never down (only a check lowers it). A claim that could take no keyed job
+ * never down (only a check lowers it), and not at all if a check lowered it
+ * while the claim ran: the jobs the check found are below where that claim
+ * read, and the next claim must start at them (a claim in flight whenever a
+ * check ended undid each lowering: under a steady stream of claims, a job
+ * committed below the floor waited 48 s, not one check). A claim that could take no keyed job
  * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
  * only up to the first ready keyed job it passed, read between the two
  * (a short read: the entries there are the last claims').
@@ -91,14 +106,14 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
 export async function afterClaim(
   ctx: StoreContext,
   floor: ClaimFloor,
-  started: FloorKey | null,
+  started: FloorStart,
   elapsedMs: number,
   claimed: readonly JobRecord[],
   keyedAllowed: boolean,
   params: ClaimParams,
   tuning: FloorTuning,
 ): Promise<void> {
-  if (!floor.active && started === null) floor.slowRun = elapsedMs >= tuning.slowMs ? floor.slowRun + 1 : 0;
+  if (!floor.active && started.key === null) floor.slowRun = elapsedMs >= tuning.slowMs ? floor.slowRun + 1 : 0;
   if (!floor.active && floor.slowRun >= tuning.slowClaims) {
     floor.active = true;
     floor.slowRun = 0;
@@ -109,8 +124,10 @@ export async function afterClaim(
   for (const j of claimed) if (compareKeys(j, first) < 0) first = j;
   let next: FloorKey = { priority: first.priority, runAt: first.runAt - tuning.lagMs, id: 0 };
   const from = floor.key;
-  if (from !== null && compareKeys(next, from) <= 0) return;
+  if (floor.lowerings !== started.lowerings || (from !== null && compareKeys(next, from) <= 0)) return;
   if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;
+  // Read again after the read above: a check may have lowered the floor meanwhile.
+  if (floor.lowerings !== started.lowerings || !floor.active) return;
   if (floor.key === null) tuning.observe?.({ queue: params.queues[0]!, change: "on", floor: next });
   if (floor.key === null || compareKeys(next, floor.key) > 0) floor.key = next;
 }
@@ -138,6 +155,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
         if (first !== null) {
           if (floor.key !== null && compareKeys(first, floor.key) < 0) {
             floor.key = first;
+            floor.lowerings++;
             tuning.observe?.({ queue, change: "lowered", floor: first, checkMs: elapsed });
           }
         } else if (elapsed < tuning.offMs) {

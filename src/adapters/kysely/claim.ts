@@ -11,7 +11,7 @@ import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, UNTAGGED_LOOK_MS, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 import { claimWithControls } from "./controls-claim.ts";
-import { FLOOR_TUNING, afterClaim, checkFloor, floorOf, type FloorKey, type FloorTuning } from "./claim-floor.ts";
+import { FLOOR_TUNING, afterClaim, checkFloor, floorOf, floorStart, type FloorKey, type FloorTuning } from "./claim-floor.ts";
 
 export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
 
@@ -40,11 +40,12 @@ export async function claim(
     const only = params.queues.length === 1 ? params.queues[0]! : null;
     const fair = only !== null && ctx.fairQueues.fair.has(only) && !ctx.fairQueues.prioritized.has(only);
     const floor = only !== null && !fair && spawn && ctx.engine.capabilities.indexedRowBound ? floorOf(memory.floors, JSON.stringify([only, params.tasks ?? null])) : null;
-    const from = floor?.active ? floor.key : null;
+    const start = floor ? floorStart(floor) : null;
+    const from = start?.key ?? null;
     const started = performance.now();
     const claimed = await ctx.engine.writeStatement(ctx.db, (db) => claimUncapped(ctx, db, params, constrained, fair, from));
     if (floor) {
-      await afterClaim(ctx, floor, from, performance.now() - started, claimed, constrained > 0, params, tuning);
+      await afterClaim(ctx, floor, start!, performance.now() - started, claimed, constrained > 0, params, tuning);
       checkFloor(ctx, floor, params, tuning, spawn!);
     }
     if (claimed.length > 0) return claimed;
