@@ -98,7 +98,7 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
  * while the claim ran: the jobs the check found are below where that claim
  * read, and the next claim must start at them (a claim in flight whenever a
  * check ended undid each lowering: under a steady stream of claims, a job
- * committed below the floor waited 48 s, not one check). A claim that could take no keyed job
+ * committed below the floor waited up to 94 s, not one check). A claim that could take no keyed job
  * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
  * only up to the first ready keyed job it passed, read between the two
  * (a short read: the entries there are the last claims').
