@@ -124,7 +124,10 @@ export const workerCases: ConformanceCase[] = [
     async run(t) {
       const d = realTime(t);
       await d.enqueueMany(Array.from({ length: 60 }, (_, i) => ({ task: "quick", payload: i })));
-      const outcomes = new Map<number, string[]>();
+      // Per attempt (job id and attempt number): on a starved machine a 400 ms lease can end before a heartbeat
+      // renews it, and then that attempt is lost (one event) and a later one of the job succeeds (one event).
+      const outcomes = new Map<string, string[]>();
+      const succeeded = new Set<number>();
       const w = d.worker({
         ...FAST,
         heartbeatMs: 10,
@@ -132,15 +135,18 @@ export const workerCases: ConformanceCase[] = [
         handlers: { quick: () => sleep(Math.random() * 8) },
         onEvent: (e) => {
           if (e.type === "succeeded" || e.type === "lost" || e.type === "retry" || e.type === "dead") {
-            outcomes.set(e.job.id, [...(outcomes.get(e.job.id) ?? []), e.type]);
+            const key = `job ${e.job.id} attempt ${e.job.attempt}`;
+            outcomes.set(key, [...(outcomes.get(key) ?? []), e.type]);
+            if (e.type === "succeeded") succeeded.add(e.job.id);
           }
         },
       });
       await w.start();
       await eventually(async () => (await d.list({ state: "succeeded" })).length === 60, 20_000, "60 jobs succeeded");
       await w.stop();
-      for (const [id, events] of outcomes) assert.deepEqual(events, ["succeeded"], `job ${id} emitted ${events.join(", ")}`);
-      assert.equal(outcomes.size, 60);
+      for (const [key, events] of outcomes) assert.equal(events.length, 1, `${key} emitted ${events.join(", ")}`);
+      assert.equal(succeeded.size, 60, "each job reported succeeded once");
+      assert.equal([...outcomes.values()].filter((events) => events[0] === "succeeded").length, 60, "one succeeded event per job");
     },
   },
 ];
