@@ -12,7 +12,7 @@
  * Per minute: jobs started per second, start latency (enqueue returned →
  * handler start; 0 for a job started before its enqueue returned) p50/p99,
  * the enqueues' own p99 (call → returned), enqueues in flight, worker log
- * lines and claim floor changes (PostgreSQL), and docket.health() (dead rows of the jobs table,
+ * lines and claim floor changes, and docket.health() (dead rows of the jobs table,
  * or MariaDB's purge backlog; the oldest transaction's age), and the share
  * of the machine's CPU time its hypervisor took (steal, from /proc/stat: a
  * minute with much of it measured a starved machine, not docket). Each
@@ -163,7 +163,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       const key = message.slice(0, 160);
       messages.set(key, (messages.get(key) ?? 0) + 1);
     };
-    const adapter = await db.open(n, system === "postgres" ? { instrument: { claimFloor: { observe } } } : {});
+    const adapter = await db.open(n, { instrument: { claimFloor: { observe } } });
     // The producer has its own pool, as another process would: enqueues that fall behind queue on it, not ahead of the worker's claims.
     const producerAdapter = await db.open(n);
     let enqueueErrors = 0;

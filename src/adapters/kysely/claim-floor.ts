@@ -67,21 +67,22 @@ export interface FloorStart {
 export const floorStart = (floor: ClaimFloor): FloorStart => ({ key: floor.active ? floor.key : null, lowerings: floor.lowerings });
 
 /**
- * 100 ms, two claims in a row: a held snapshot reaches that within about a
- * minute at 2,000 jobs/s (a claim from the head read 200,000 entries in
- * 200 ms here), while a claim slowed once by a busy machine or a lock wait
- * does not turn the floor on. Measured for ten held minutes
- * (bench/results/session46.txt): one claim of 50 ms, a second of lag and
- * checks every max(1 s, 10×) kept p50 at 9–33 ms (run D); three claims of
- * 200 ms, two seconds and 4× let the head cost 90–230 ms p50 before the
- * floor turned on, and stalled in minute 9 (run E). This setting, between
- * the two, ran ten held minutes with p50 3.8–6.0 ms from minute 3 on, as
- * without a holder (bench/results/session47.txt, run F); in minutes 1–3 its
- * checks of the head (20–99 ms) turned it off 22 times and claims from the
- * head turned it on again: `offMs`, 25 ms, keeps it on through a head that
- * reads between the two (an idle server's check read 13–25 ms there).
+ * 25 ms, four claims in a row (session 49): under a held snapshot a claim
+ * from the head reads about 1 ms per thousand entries claimed since (at
+ * 1,000 jobs/s, 25 ms after some 25 s), while four claims in a row slowed by
+ * a busy machine or a lock wait are rare, and a floor turned on by them is
+ * turned off by the next check (a head read under `offMs`, 10 ms). The
+ * setting before, 100 ms twice (bench/results/session47.txt, run F), held
+ * p99 at 14–18 ms once on, but turned on only in minute 2: minutes 1–2 had
+ * p99 99–157 ms against 16–25 ms without a holder (session48.txt, run L).
+ * Earlier: one claim of 50 ms, a second of lag and checks every max(1 s,
+ * 10×) kept p50 at 9–33 ms (session46.txt, run D); three claims of 200 ms,
+ * two seconds and 4× let the head cost 90–230 ms p50 before the floor
+ * turned on, and stalled in minute 9 (run E). A check between `offMs` and
+ * `slowMs` leaves the floor as it is, so a growing head does not switch it
+ * off and on (run F, with no such band: 22 times in minutes 1–3).
  */
-export const FLOOR_TUNING: FloorTuning = { slowMs: 100, slowClaims: 2, offMs: 25, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 25, slowClaims: 4, offMs: 10, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
