@@ -35,7 +35,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const holder = await holdHorizon();
     const statements: string[] = [];
     const pool = recordingPool(statements);
-    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ pool, tablePrefix: "f1_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -56,7 +56,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const holder = await holdHorizon();
     const events: FloorEvent[] = [];
     const observe = (e: FloorEvent) => void events.push(e);
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1, observe } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f2_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs: 0, lagMs: 0, checkMs: 50, checkFactor: 1, observe } } });
     const other = postgresAdapter({ connectionString: url!, tablePrefix: "f2_" });
     try {
       const docket = new Docket({ adapter });
@@ -100,7 +100,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     const observe = (e: FloorEvent) => void events.push(e);
     const gated = gatedPool();
     // Checks are due a second after the floor turns on, then a second after each check: the claims' `now` decides when.
-    const adapter = postgresAdapter({ pool: gated.pool, tablePrefix: "f7_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 1_000, checkFactor: 1, observe } } });
+    const adapter = postgresAdapter({ pool: gated.pool, tablePrefix: "f7_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs: 0, lagMs: 0, checkMs: 1_000, checkFactor: 1, observe } } });
     const other = postgresAdapter({ connectionString: url!, tablePrefix: "f7_" });
     try {
       const docket = new Docket({ adapter });
@@ -132,7 +132,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
   it("a claim with no room for keyed jobs moves the floor no further than the first keyed job it passed over", async () => {
     const holder = await holdHorizon();
     // Checks an hour apart: the keyed job must be reached without one.
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f3_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -152,7 +152,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
 
   it("an enqueue that commits after claims passed its place, within the floor's lag, is taken by the next claim (no check needed)", async () => {
     const holder = await holdHorizon();
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs: 0, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f4_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs: 0, lagMs: 60_000, checkMs: 3_600_000, checkFactor: 1 } } });
     const client = new pg.Client({ connectionString: url! });
     await client.connect();
     try {
@@ -174,7 +174,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
   }, 30_000);
 
   it("fewer slow claims in a row than slowClaims leave the floor off: a higher priority enqueued after them is the next job claimed", async () => {
-    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f5_", instrument: { claimFloor: { slowMs: 0, slowClaims: 3, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f5_", instrument: { claimFloor: { slowMs: 0, slowClaims: 3, confirmMs: 0, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
@@ -191,6 +191,26 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
     }
   }, 30_000);
 
+  it("slow claims turn the floor on only after a read of the head at least confirmMs slow: with a head that reads faster, a higher priority is still the next job claimed", async () => {
+    const events: FloorEvent[] = [];
+    const observe = (e: FloorEvent) => void events.push(e);
+    const adapter = postgresAdapter({ connectionString: url!, tablePrefix: "f8_", instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 3_600_000, offMs: 0, lagMs: 0, checkMs: 3_600_000, checkFactor: 1, observe } } });
+    try {
+      const docket = new Docket({ adapter });
+      await docket.migrate();
+      await docket.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })));
+      for (let k = 0; k < 4; k++) {
+        await claimOf(adapter, 2);
+        await new Promise((r) => setTimeout(r, 20)); // the confirming read (in the background) ends
+      }
+      const urgent = await docket.enqueue("t", { urgent: true }, { queue: "q", priority: -1 });
+      expect((await claimOf(adapter, 1)).map((j) => j.id)).toEqual([urgent.id]);
+      expect(events).toEqual([]);
+    } finally {
+      await adapter.close();
+    }
+  }, 30_000);
+
   it("a check that finds nothing below the floor turns it off only when faster than offMs", async () => {
     const holder = await holdHorizon();
     const runs: Record<string, FloorEvent[]> = {};
@@ -198,7 +218,7 @@ describe.skipIf(!url)("postgres: the claim floor", () => {
       for (const [name, offMs] of [["kept", 0], ["dropped", 3_600_000]] as const) {
         const events: FloorEvent[] = (runs[name] = []);
         const observe = (e: FloorEvent) => void events.push(e);
-        const adapter = postgresAdapter({ connectionString: url!, tablePrefix: `f6${name[0]}_`, instrument: { claimFloor: { slowMs: 0, slowClaims: 1, offMs, lagMs: 0, checkMs: 20, checkFactor: 1, observe } } });
+        const adapter = postgresAdapter({ connectionString: url!, tablePrefix: `f6${name[0]}_`, instrument: { claimFloor: { slowMs: 0, slowClaims: 1, confirmMs: 0, offMs, lagMs: 0, checkMs: 20, checkFactor: 1, observe } } });
         try {
           const docket = new Docket({ adapter });
           await docket.migrate();

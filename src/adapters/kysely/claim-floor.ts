@@ -8,7 +8,8 @@
  * remove yet, and the read visits each one's row to find it no longer ready:
  * after ten minutes at 2,000 jobs/s, 1.2 million visits per claim (p99 start
  * latency 62 ms → 1.8 s, bench/horizon.ts). Where the engine starts an index
- * scan at a row value (`indexedRowBound`), once claims find the head slow
+ * scan at a position (`indexedRowBound`: a row value on PostgreSQL, the
+ * bound written out term by term on MariaDB), once claims find the head slow
  * (FLOOR_TUNING) the next ones start at a floor, `(priority, run_at, id)
  * >= floor`, a second (`lagMs`) before the first job the last claim took
  * (every job before that one was then claimed, held by another claim, or
@@ -24,7 +25,7 @@
  * dropped and claims read from the head again. So a floor changes only when
  * such a job starts, never whether it does.
  */
-import { sql } from "kysely";
+import { sql, type RawBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { StoreContext } from "./context.ts";
@@ -53,6 +54,8 @@ export interface ClaimFloor {
   /** When the next background check may start. */
   checkAt: number;
   checking: boolean;
+  /** Slow claims asked for a read of the head that confirms it is slow before the floor turns on. */
+  confirm: boolean;
   /** How many times a check has lowered the floor (a claim that began before a lowering must not raise it past it). */
   lowerings: number;
 }
@@ -69,9 +72,11 @@ export const floorStart = (floor: ClaimFloor): FloorStart => ({ key: floor.activ
 /**
  * 25 ms, four claims in a row (session 49): under a held snapshot a claim
  * from the head reads about 1 ms per thousand entries claimed since (at
- * 1,000 jobs/s, 25 ms after some 25 s), while four claims in a row slowed by
- * a busy machine or a lock wait are rare, and a floor turned on by them is
- * turned off by the next check (a head read under `offMs`, 10 ms). The
+ * 1,000 jobs/s, 25 ms after some 25 s); four claims in a row slowed by a
+ * busy machine or a lock wait are told apart by a read of the head (one
+ * job, unlocked) that takes under `confirmMs`, 10 ms (an idle head reads in
+ * about 1 ms), and a floor on without a holder is turned off by the next
+ * check (a head read under `offMs`). The
  * setting before, 100 ms twice (bench/results/session47.txt, run F), held
  * p99 at 14–18 ms once on, but turned on only in minute 2: minutes 1–2 had
  * p99 99–157 ms against 16–25 ms without a holder (session48.txt, run L).
@@ -82,18 +87,20 @@ export const floorStart = (floor: ClaimFloor): FloorStart => ({ key: floor.activ
  * `slowMs` leaves the floor as it is, so a growing head does not switch it
  * off and on (run F, with no such band: 22 times in minutes 1–3).
  */
-export const FLOOR_TUNING: FloorTuning = { slowMs: 25, slowClaims: 4, offMs: 10, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 25, slowClaims: 4, confirmMs: 10, offMs: 10, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
   let floor = floors.get(key);
-  if (!floor) floors.set(key, (floor = { key: null, slowRun: 0, active: false, checkAt: 0, checking: false, lowerings: 0 }));
+  if (!floor) floors.set(key, (floor = { key: null, slowRun: 0, active: false, checkAt: 0, checking: false, confirm: false, lowerings: 0 }));
   return floor;
 }
 
 /**
  * After a claim that started at `started` (the floor it used, or null) and
- * took `elapsedMs`: `slowClaims` slow claims in a row from the head turn the floor on; while on,
+ * took `elapsedMs`: `slowClaims` slow claims in a row from the head turn the
+ * floor on, after a read of the head at least `confirmMs` slow confirms it
+ * (checkFloor; at once with `confirmMs` 0); while on,
  * the floor moves up to `lagMs` before the first job claimed (claim order),
  * never down (only a check lowers it), and not at all if a check lowered it
  * while the claim ran: the jobs the check found are below where that claim
@@ -102,7 +109,9 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
  * committed below the floor waited up to 94 s, not one check). A claim that could take no keyed job
  * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
  * only up to the first ready keyed job it passed, read between the two
- * (a short read: the entries there are the last claims').
+ * (a short read: the entries there are the last claims'). A claim that read
+ * jobs and left them ready (a cap or a rate limit held them back) names the
+ * first of them in claim order, `passedOver`: the floor moves at most to it.
  */
 export async function afterClaim(
   ctx: StoreContext,
@@ -113,17 +122,19 @@ export async function afterClaim(
   keyedAllowed: boolean,
   params: ClaimParams,
   tuning: FloorTuning,
+  passedOver: FloorKey | null = null,
 ): Promise<void> {
   if (!floor.active && started.key === null) floor.slowRun = elapsedMs >= tuning.slowMs ? floor.slowRun + 1 : 0;
   if (!floor.active && floor.slowRun >= tuning.slowClaims) {
-    floor.active = true;
     floor.slowRun = 0;
-    floor.checkAt = params.now + tuning.checkMs;
+    if (tuning.confirmMs > 0) floor.confirm = true;
+    else turnOn(floor, params, tuning);
   }
   if (!floor.active || claimed.length === 0) return;
   let first = claimed[0]!;
   for (const j of claimed) if (compareKeys(j, first) < 0) first = j;
   let next: FloorKey = { priority: first.priority, runAt: first.runAt - tuning.lagMs, id: 0 };
+  if (passedOver !== null && compareKeys(passedOver, next) < 0) next = passedOver;
   const from = floor.key;
   if (floor.lowerings !== started.lowerings || (from !== null && compareKeys(next, from) <= 0)) return;
   if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;
@@ -133,15 +144,40 @@ export async function afterClaim(
   if (floor.key === null || compareKeys(next, floor.key) > 0) floor.key = next;
 }
 
+function turnOn(floor: ClaimFloor, params: ClaimParams, tuning: FloorTuning): void {
+  floor.active = true;
+  floor.checkAt = params.now + tuning.checkMs;
+}
+
 /**
  * Starts the background check when one is due: reads the first ready job of
  * the claim's queue (and tasks) below the floor, unlocked, from the head.
  * Found: the floor goes down to it. None, and the read was faster than
  * `offMs`: the floor is turned off. `spawn` runs the check beside the
  * claims (its failure leaves the floor as it was, and the next check is due
- * `checkMs` later).
+ * `checkMs` later). When slow claims asked for one (`confirm`), it reads the
+ * head once, and turns the floor on if that read took `confirmMs` or more:
+ * claims slowed by a busy machine or a lock wait, with a head that reads
+ * fast, leave it off (while it is on, a job that becomes ready below it
+ * waits for a check).
  */
 export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimParams, tuning: FloorTuning, spawn: (work: Promise<void>) => void): void {
+  if (floor.confirm && !floor.checking && !floor.active) {
+    floor.confirm = false;
+    floor.checking = true;
+    const started = performance.now();
+    spawn(
+      (async () => {
+        try {
+          await firstReady(ctx, params, { from: null, below: null, keyed: false });
+          if (performance.now() - started >= tuning.confirmMs) turnOn(floor, params, tuning);
+        } finally {
+          floor.checking = false;
+        }
+      })(),
+    );
+    return;
+  }
   if (!floor.active || floor.checking || floor.key === null || params.now < floor.checkAt) return;
   const below = floor.key;
   floor.checking = true;
@@ -176,17 +212,15 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
 
 /**
  * The first ready job of the claim's one queue (and its tasks) in claim
- * order at or after `from` (if not null) and before `below`, keyed if
+ * order at or after `from` (if not null) and before `below` (if not null), keyed if
  * `keyed`; read without a lock; null if none.
  */
-async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from: FloorKey | null; below: FloorKey; keyed: boolean }): Promise<FloorKey | null> {
+async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from: FloorKey | null; below: FloorKey | null; keyed: boolean }): Promise<FloorKey | null> {
   const { db, tables } = ctx;
-  const row = (k: FloorKey) => sql`(${k.priority}, ${k.runAt}, ${k.id})`;
-  const position = sql`(${sql.ref("priority")}, ${sql.ref("run_at")}, ${sql.ref("id")})`;
-  let q = guard(db.selectFrom(tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now })
-    .where("queue", "=", params.queues[0]!)
-    .where(sql<boolean>`${position} < ${row(range.below)}`);
-  if (range.from !== null) q = q.where(sql<boolean>`${position} >= ${row(range.from)}`);
+  const form = ctx.engine.capabilities.indexedRowBound || "row";
+  let q = guard(db.selectFrom(tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
+  if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
+  if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));
   if (range.keyed) q = q.where("concurrency_key", "is not", null);
   if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
   const rows = (await labelled(inClaimOrder(q).limit(1), "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
@@ -194,6 +228,25 @@ async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from:
   return found === undefined ? null : { priority: Number(found.priority), runAt: Number(found.run_at), id: Number(found.id) };
 }
 
-function compareKeys(a: FloorKey, b: FloorKey): number {
+/** A position's parts: numbers, or slots of a compiled statement (compiled.ts). */
+export interface PositionValues {
+  priority: unknown;
+  runAt: unknown;
+  id: unknown;
+}
+
+/**
+ * `(priority, run_at, id) >= at` (or `< at`) in claim order, written in the
+ * form the engine starts (or ends) a range of the claim index at
+ * (Engine.capabilities.indexedRowBound): a row value, or term by term.
+ */
+export function positionBound(form: "row" | "terms", op: ">=" | "<", at: PositionValues): RawBuilder<boolean> {
+  const [priority, runAt, id] = [sql.ref("priority"), sql.ref("run_at"), sql.ref("id")];
+  if (form === "row") return sql<boolean>`(${priority}, ${runAt}, ${id}) ${sql.raw(op)} (${at.priority}, ${at.runAt}, ${at.id})`;
+  const strict = sql.raw(op === ">=" ? ">" : "<");
+  return sql<boolean>`(${priority} ${strict} ${at.priority} or (${priority} = ${at.priority} and ${runAt} ${strict} ${at.runAt}) or (${priority} = ${at.priority} and ${runAt} = ${at.runAt} and ${id} ${sql.raw(op)} ${at.id}))`;
+}
+
+export function compareKeys(a: FloorKey, b: FloorKey): number {
   return a.priority - b.priority || a.runAt - b.runAt || a.id - b.id;
 }

@@ -36,12 +36,15 @@ export interface Capabilities {
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
   /**
-   * An index scan starts at a row value: `(a, b, c) >= (x, y, z)` with the
-   * index on (…, a, b, c) begins at that position rather than filtering from
-   * the start (PostgreSQL). Claims use it to start past entries an old
-   * snapshot keeps (claim-floor.ts).
+   * How an index scan is started at a position: "row", a row value
+   * `(a, b, c) >= (x, y, z)` with the index on (…, a, b, c) begins there
+   * rather than filtering from the start (PostgreSQL); "terms", only the
+   * same bound written out, `a > x OR (a = x AND b > y) OR (a = x AND b = y
+   * AND c >= z)` (MariaDB 10.11 reads the row value as a filter over the
+   * whole range); false, neither is used. Claims use it to start past
+   * entries an old snapshot keeps (claim-floor.ts).
    */
-  readonly indexedRowBound: boolean;
+  readonly indexedRowBound: "row" | "terms" | false;
   /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
   readonly blocking: boolean;
 }
@@ -229,6 +232,8 @@ export interface FloorTuning {
   /** Claims from the head that take this long (ms), `slowClaims` in a row, turn the floor on. */
   slowMs: number;
   slowClaims: number;
+  /** After them, a read of the head must take at least this long (ms) to turn the floor on; 0: on at once, no read. */
+  confirmMs: number;
   /** A check of the head that finds nothing below the floor, faster than this (ms), turns it off (below `slowMs`: a head read between the two keeps it on). */
   offMs: number;
   /** How far (ms of run time) the floor stays behind the first job of the last claim. */
