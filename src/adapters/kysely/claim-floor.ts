@@ -70,24 +70,27 @@ export interface FloorStart {
 export const floorStart = (floor: ClaimFloor): FloorStart => ({ key: floor.active ? floor.key : null, lowerings: floor.lowerings });
 
 /**
- * 25 ms, four claims in a row (session 49): under a held snapshot a claim
- * from the head reads about 1 ms per thousand entries claimed since (at
- * 1,000 jobs/s, 25 ms after some 25 s); four claims in a row slowed by a
- * busy machine or a lock wait are told apart by a read of the head (one
- * job, unlocked) that takes under `confirmMs`, 10 ms (an idle head reads in
- * about 1 ms), and a floor on without a holder is turned off by the next
- * check (a head read under `offMs`). The
- * setting before, 100 ms twice (bench/results/session47.txt, run F), held
- * p99 at 14–18 ms once on, but turned on only in minute 2: minutes 1–2 had
- * p99 99–157 ms against 16–25 ms without a holder (session48.txt, run L).
- * Earlier: one claim of 50 ms, a second of lag and checks every max(1 s,
- * 10×) kept p50 at 9–33 ms (session46.txt, run D); three claims of 200 ms,
- * two seconds and 4× let the head cost 90–230 ms p50 before the floor
- * turned on, and stalled in minute 9 (run E). A check between `offMs` and
- * `slowMs` leaves the floor as it is, so a growing head does not switch it
- * off and on (run F, with no such band: 22 times in minutes 1–3).
+ * 10 ms, four claims in a row, then a read of the head of 5 ms or more
+ * (session 49). Under a held snapshot a claim from the head reads every
+ * entry claimed since: at 1,000 jobs/s here, p50 start latency 11 ms in the
+ * first held minute and 23 ms in the second (session49.txt, run P2). An idle
+ * head reads one job in under a millisecond, so the read tells claims
+ * slowed by a busy machine from a head full of dead entries, mostly: in
+ * the conformance suites of PostgreSQL, MariaDB and SQLite run at once,
+ * two reads followed slow claims, both in a case that keeps the event loop
+ * busy, and both turned a floor on (it costs a job below it at most a
+ * check: a check that reads the head under `offMs` turns it off). Thresholds
+ * of 25 ms and 10 ms turned it on in minute 2 at 1,000 jobs/s (run P2), as
+ * did session 47's 100 ms twice (run F; session48.txt, run L: p99 99–157 ms
+ * in minutes 1–2). Earlier: one claim of 50 ms, a second of lag and checks
+ * every max(1 s, 10×) kept p50 at 9–33 ms (session46.txt, run D); three
+ * claims of 200 ms, two seconds and 4× let the head cost 90–230 ms p50
+ * before the floor turned on, and stalled in minute 9 (run E). A check
+ * between `offMs` and `slowMs` leaves the floor as it is, so a growing head
+ * does not switch it off and on (run F, with no such band: 22 times in
+ * minutes 1–3).
  */
-export const FLOOR_TUNING: FloorTuning = { slowMs: 25, slowClaims: 4, confirmMs: 10, offMs: 10, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
+export const FLOOR_TUNING: FloorTuning = { slowMs: 10, slowClaims: 4, confirmMs: 5, offMs: 5, lagMs: 1000, checkMs: 1000, checkFactor: 10 };
 
 /** The floor of the claim of `key` (one queue), created off. */
 export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloor {
