@@ -32,7 +32,7 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
-import type { FloorTuning } from "./engine.ts";
+import type { AnyDb, FloorTuning } from "./engine.ts";
 
 export type { FloorTuning } from "./engine.ts";
 
@@ -172,7 +172,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
     spawn(
       (async () => {
         try {
-          await firstReady(ctx, params, { from: null, below: null, keyed: false });
+          await firstReady(ctx, params, { from: null, below: null, keyed: false }, ctx.engine.capabilities.floorReadsLocked);
           if (performance.now() - started >= tuning.confirmMs) turnOn(floor, params, tuning);
         } finally {
           floor.checking = false;
@@ -188,7 +188,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
   spawn(
     (async () => {
       try {
-        const first = await firstReady(ctx, params, { from: null, below, keyed: false });
+        const first = await firstReady(ctx, params, { from: null, below, keyed: false }, ctx.engine.capabilities.floorReadsLocked);
         const elapsed = performance.now() - started;
         floor.checkAt = params.now + Math.max(tuning.checkMs, tuning.checkFactor * elapsed);
         const queue = params.queues[0]!;
@@ -216,17 +216,31 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
 /**
  * The first ready job of the claim's one queue (and its tasks) in claim
  * order at or after `from` (if not null) and before `below` (if not null), keyed if
- * `keyed`; read without a lock; null if none.
+ * `keyed`; null if none. Read without a lock, or with `locked` as a claim
+ * reads (FOR UPDATE SKIP LOCKED, a job another claim holds passed over) in
+ * a transaction of its own, whose locks end with it.
  */
-async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from: FloorKey | null; below: FloorKey | null; keyed: boolean }): Promise<FloorKey | null> {
-  const { db, tables } = ctx;
+async function firstReady(ctx: StoreContext, params: ClaimParams, range: FirstReadyRange, locked = false): Promise<FloorKey | null> {
+  const { rowLocks, skipLocked } = ctx.engine.capabilities;
+  if (locked && rowLocks && skipLocked) return ctx.engine.writeTransaction(ctx.db, (db) => readFirst(ctx, db, params, range, true));
+  return readFirst(ctx, ctx.db, params, range, false);
+}
+
+interface FirstReadyRange {
+  from: FloorKey | null;
+  below: FloorKey | null;
+  keyed: boolean;
+}
+
+async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, range: FirstReadyRange, lock: boolean): Promise<FloorKey | null> {
   const form = ctx.engine.capabilities.indexedRowBound || "row";
-  let q = guard(db.selectFrom(tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
+  let q = guard(db.selectFrom(ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
   if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
   if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));
   if (range.keyed) q = q.where("concurrency_key", "is not", null);
   if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
-  const rows = (await labelled(inClaimOrder(q).limit(1), "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
+  const read = inClaimOrder(q).limit(1);
+  const rows = (await labelled(lock ? read.forUpdate().skipLocked() : read, "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
   const found = rows[0];
   return found === undefined ? null : { priority: Number(found.priority), runAt: Number(found.run_at), id: Number(found.id) };
 }

@@ -45,6 +45,14 @@ export interface Capabilities {
    * entries an old snapshot keeps (claim-floor.ts).
    */
   readonly indexedRowBound: "row" | "terms" | false;
+  /**
+   * The claim floor tells a slow head by a locking read (FOR UPDATE SKIP
+   * LOCKED, in a transaction that only reads): on MariaDB, under a held
+   * snapshot, claims' locking reads of the head took hundreds of ms while an
+   * unlocked read of it stayed under 5 ms (bench/results/session49.txt, run
+   * P3), so an unlocked read would keep turning the floor off.
+   */
+  readonly floorReadsLocked: boolean;
   /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
   readonly blocking: boolean;
 }
