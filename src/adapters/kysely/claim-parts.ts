@@ -24,7 +24,7 @@ export interface ClaimMemory {
   rateQueues: Set<string>;
   /** Queues and tasks read with a cap: an outcome that frees one of their slots may be announced (see freedCapQueues). */
   capped: { queues: Set<string>; tasks: Set<string> };
-  /** The claims' floors, by queue and task set (see claim-floor.ts). */
+  /** The one-statement claims' floors, by queue and task set (see claim-floor.ts). */
   floors: Map<string, ClaimFloor>;
 }
 

@@ -10,7 +10,7 @@ import { stageDue } from "./admission.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { CAPS_MEMORY_MS, UNTAGGED_LOOK_MS, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
-import { claimWithControls, type FloorUse } from "./controls-claim.ts";
+import { claimWithControls } from "./controls-claim.ts";
 import { FLOOR_TUNING, afterClaim, checkFloor, floorOf, floorStart, positionBound, type FloorKey, type FloorTuning } from "./claim-floor.ts";
 
 export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
@@ -21,11 +21,9 @@ export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory
  * when that finds nothing (or caps apply), with the transaction that applies
  * pause and caps by the core's greedy rule. Either way at most
  * `constrainedLimit` of the jobs are constrained (keyed, or of a capped
- * queue or task). A claim of one queue starts at the claim's floor where the
- * engine can (claim-floor.ts): the one-statement claim (not in fair order),
- * or, where the engine has none (MariaDB), the controls transaction's read
- * of a queue with no control of its own; `spawn` runs the floor's checks
- * beside the claims.
+ * queue or task). A one-statement claim of one queue (not in fair order)
+ * starts at the claim's floor where the engine can (claim-floor.ts); `spawn`
+ * runs the floor's checks beside the claims.
  */
 export async function claim(
   ctx: StoreContext,
@@ -58,18 +56,7 @@ export async function claim(
       memory.untaggedLookedAt = params.now;
     }
   }
-  // Where the controls transaction is the only claim (no one-statement claim: MariaDB), it reads a queue with
-  // no control of its own from the floor.
-  const only = params.queues.length === 1 ? params.queues[0]! : null;
-  const floor = only !== null && !ctx.engine.capabilities.claimStatement && spawn && ctx.engine.capabilities.indexedRowBound ? floorOf(memory.floors, JSON.stringify([only, params.tasks ?? null])) : null;
-  if (!floor) return claimWithControls(ctx, memory, params, constrained);
-  const start = floorStart(floor);
-  const use: FloorUse = { from: start.key, read: false, passedOver: null };
-  const started = performance.now();
-  const claimed = await claimWithControls(ctx, memory, params, constrained, use);
-  if (use.read) await afterClaim(ctx, floor, start, performance.now() - started, claimed, constrained > 0, params, tuning, use.passedOver);
-  checkFloor(ctx, floor, params, tuning, spawn!);
-  return claimed;
+  return claimWithControls(ctx, memory, params, constrained);
 }
 
 /** A queue control row whose claims need the controls transaction: counted (above), or it has held rate-keyed or fairness-keyed jobs. */
@@ -206,7 +193,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
         ),
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
-    if (floored) q = q.where(positionBound(caps.indexedRowBound || "row", ">=", FLOOR_SLOTS));
+    if (floored) q = q.where(positionBound(">=", FLOOR_SLOTS));
     return ordered(where(q), fair).limit(limit);
   };
   if (keyed !== "some") {

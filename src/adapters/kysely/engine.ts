@@ -36,23 +36,12 @@ export interface Capabilities {
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
   /**
-   * How an index scan is started at a position: "row", a row value
-   * `(a, b, c) >= (x, y, z)` with the index on (…, a, b, c) begins there
-   * rather than filtering from the start (PostgreSQL); "terms", only the
-   * same bound written out, `a > x OR (a = x AND b > y) OR (a = x AND b = y
-   * AND c >= z)` (MariaDB 10.11 reads the row value as a filter over the
-   * whole range); false, neither is used. Claims use it to start past
-   * entries an old snapshot keeps (claim-floor.ts).
+   * An index scan starts at a row value: `(a, b, c) >= (x, y, z)` with the
+   * index on (…, a, b, c) begins at that position rather than filtering from
+   * the start (PostgreSQL). Claims use it to start past entries an old
+   * snapshot keeps (claim-floor.ts).
    */
-  readonly indexedRowBound: "row" | "terms" | false;
-  /**
-   * The claim floor tells a slow head by a locking read (FOR UPDATE SKIP
-   * LOCKED, in a transaction that only reads): on MariaDB, under a held
-   * snapshot, claims' locking reads of the head took hundreds of ms while an
-   * unlocked read of it stayed under 5 ms (bench/results/session49.txt, run
-   * P3), so an unlocked read would keep turning the floor off.
-   */
-  readonly floorReadsLocked: boolean;
+  readonly indexedRowBound: boolean;
   /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
   readonly blocking: boolean;
 }

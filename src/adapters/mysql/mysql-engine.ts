@@ -96,7 +96,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
-    capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: "terms", floorReadsLocked: true, blocking: false },
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: false, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
     transactionOnce: async (db, fn) => {
