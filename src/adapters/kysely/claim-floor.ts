@@ -160,24 +160,12 @@ function turnOn(floor: ClaimFloor, params: ClaimParams, tuning: FloorTuning): vo
  * waits for a check).
  */
 export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimParams, tuning: FloorTuning, spawn: (work: Promise<void>) => void): void {
-  if (floor.confirm && !floor.checking && !floor.active) {
-    floor.confirm = false;
-    floor.checking = true;
-    const started = performance.now();
-    spawn(
-      (async () => {
-        try {
-          await firstReady(ctx, params, { from: null, below: null, keyed: false });
-          if (performance.now() - started >= tuning.confirmMs) turnOn(floor, params, tuning);
-        } finally {
-          floor.checking = false;
-        }
-      })(),
-    );
-    return;
-  }
-  if (!floor.active || floor.checking || floor.key === null || params.now < floor.checkAt) return;
-  const below = floor.key;
+  if (floor.checking) return;
+  // A confirming read (of the head, unbounded) or a due check (below the floor).
+  const confirming = floor.confirm && !floor.active;
+  if (!confirming && (!floor.active || floor.key === null || params.now < floor.checkAt)) return;
+  const below = confirming ? null : floor.key;
+  floor.confirm = false;
   floor.checking = true;
   const started = performance.now();
   spawn(
@@ -185,6 +173,10 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
       try {
         const first = await firstReady(ctx, params, { from: null, below, keyed: false });
         const elapsed = performance.now() - started;
+        if (confirming) {
+          if (elapsed >= tuning.confirmMs) turnOn(floor, params, tuning);
+          return;
+        }
         floor.checkAt = params.now + Math.max(tuning.checkMs, tuning.checkFactor * elapsed);
         const queue = params.queues[0]!;
         if (first !== null) {
@@ -199,7 +191,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
           tuning.observe?.({ queue, change: "off", floor: null, checkMs: elapsed });
         }
       } catch (error) {
-        floor.checkAt = params.now + tuning.checkMs;
+        if (!confirming) floor.checkAt = params.now + tuning.checkMs;
         throw error;
       } finally {
         floor.checking = false;
