@@ -26,10 +26,12 @@ export interface ClaimMemory {
   capped: { queues: Set<string>; tasks: Set<string> };
   /** The one-statement claims' floors, by queue and task set (see claim-floor.ts). */
   floors: Map<string, ClaimFloor>;
+  /** When a rate-limited queue's one-statement claim in the controls transaction last claimed nothing where the transaction then claimed jobs (see controls-claim.ts slackClaim). */
+  slackMissedAt: number;
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() }, floors: new Map() };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() }, floors: new Map(), slackMissedAt: Number.NEGATIVE_INFINITY };
 }
 
 /**

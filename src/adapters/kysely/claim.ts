@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder } from "kysely";
+import { sql, type ExpressionBuilder, type QueryCreator } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { claimedOrder, claimLimits } from "../../core/claim-order.ts";
@@ -67,6 +67,39 @@ const controlledQueue = (eb: ExpressionBuilder<any, any>) => eb.or([countedContr
 // deno-lint-ignore no-explicit-any
 const controlledFairQueue = (eb: ExpressionBuilder<any, any>) => eb.or([countedControl(eb), eb("keyed_rate", "=", 1), eb("fair_priorities", "=", 1)]);
 
+/**
+ * The same for a claim whose transaction holds its queues' rate limits
+ * (`claimHeldRate`): a queue row stops it for a cap, rate-keyed jobs or
+ * fairness, not for its rate limit.
+ */
+// deno-lint-ignore no-explicit-any
+const controlledBeyondRate = (eb: ExpressionBuilder<any, any>) => eb.or([eb("max_running", "is not", null), eb("keyed_rate", "=", 1), eb("fair", "=", 1)]);
+
+/**
+ * The one-statement claim run inside the controls transaction that holds
+ * the claim's queues' rows, rate limits and all, locked exclusively (see
+ * controls-claim.ts `slackClaim`): as `claimUncapped`, except that a
+ * queue's rate limit does not stop it (the caller took its room and logs
+ * the starts) and the claimed jobs start at `startedAt`. Like
+ * `claimUncapped`, it claims nothing when a task control or another
+ * queue control applies. `params.limit` is the caller's, within the
+ * limit's room.
+ */
+export function claimHeldRate(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, held: HeldRate): Promise<JobRecord[]> {
+  return claimUncapped(ctx, db, params, constrained, false, null, held);
+}
+
+/**
+ * What a claim in the controls transaction passes `claimHeldRate`: when its
+ * jobs start, and, where the engine runs a data-modifying WITH (`arrays`:
+ * PostgreSQL), the columns to write on the limit's row in the same
+ * statement (its log with the claim's starts counted in advance).
+ */
+export interface HeldRate {
+  startedAt: number;
+  log?: { table: string; name: string; set: Record<string, unknown> };
+}
+
 /** `q` in fair order (tag, then id), its untagged jobs left out; or in claim order. */
 // deno-lint-ignore no-explicit-any
 function ordered<Q extends { orderBy: (column: string) => any; where: (...args: any[]) => any }>(q: Q, fair: boolean): Q {
@@ -108,14 +141,15 @@ async function capsApply(ctx: StoreContext, params: ClaimParams, fair: boolean):
  * new setting); claims never wait for each other. With `constrained` below
  * the limit, it takes at most that many keyed jobs (see `uncappedStatement`).
  */
-async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, fair: boolean, from: FloorKey | null): Promise<JobRecord[]> {
+async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, constrained: number, fair: boolean, from: FloorKey | null, held?: HeldRate): Promise<JobRecord[]> {
   // Built and compiled once per queue and task set; the values that change per claim are slots.
   // A prepared statement where the engine has them: its states are literals (see guard), so a plan made
   // without the parameters' values still finds ready jobs through the partial claim index. (With the states
   // as parameters PostgreSQL's generic plan scanned and sorted every ready job: 11.8 ms against 5.7 ms to
   // claim 700 of 20,000, EXPLAIN ANALYZE with plan_cache_mode forced each way; now 5.3 ms against 5.4.)
   const keyed: KeyedPick = constrained >= params.limit ? "any" : constrained === 0 ? "none" : "some";
-  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed, fair, from !== null]);
+  const logged = held?.log ? { table: held.log.table, columns: Object.keys(held.log.set).sort() } : null;
+  const key = JSON.stringify([params.queues, params.tasks ?? null, keyed, fair, from !== null, held !== undefined, logged]);
   const values: Record<string, unknown> = {
     now: params.now,
     limit: params.limit,
@@ -125,7 +159,12 @@ async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimParams, 
     worker: params.worker ?? null,
   };
   if (from !== null) Object.assign(values, { floorPriority: from.priority, floorRunAt: from.runAt, floorId: from.id });
-  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair, from !== null);
+  if (held !== undefined) values.startedAt = held.startedAt;
+  if (held?.log) {
+    values.logName = held.log.name;
+    for (const [column, value] of Object.entries(held.log.set)) values[`log_${column}`] = value;
+  }
+  const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair, from !== null, held !== undefined, logged);
   const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
   return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => j.concurrencyKey !== null);
@@ -153,12 +192,23 @@ type KeyedPick = "any" | "none" | "some";
  * locked but left out are not written and stay ready. With `floored`, only
  * jobs at or after the claim's floor (slots) are read.
  */
-function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, keyed: KeyedPick, fair: boolean, floored: boolean) {
+function uncappedStatement(
+  ctx: StoreContext,
+  db: AnyDb,
+  params: ClaimParams,
+  keyed: KeyedPick,
+  fair: boolean,
+  floored: boolean,
+  rateHeld = false,
+  logged: { table: string; columns: string[] } | null = null,
+) {
   const { tables, engine } = ctx;
   const caps = engine.capabilities;
   const queues = [...params.queues];
   const lockShared = <Q>(q: Q): Q => (caps.rowLocks ? engine.shareLock(q) : q);
-  const controls = db
+  // deno-lint-ignore no-explicit-any
+  const writing: QueryCreator<any> = logged === null ? db : db.with("rate_log", (d) => d.updateTable(logged.table).set(Object.fromEntries(logged.columns.map((c) => [c, new Slot(`log_${c}`)]))).where("name", "=", new Slot("logName")) as never);
+  const controls = writing
     .with(
       (cte) => cte("ctl_q").materialized(),
       (d) => lockShared(d.selectFrom(tables.queues).select(["name", "paused", "max_running", "rate_limit", "keyed_rate", "fair", "fair_priorities"]).where("name", "in", queues)),
@@ -185,7 +235,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
               w
                 .selectFrom("ctl_q")
                 .select("name")
-                .where(fair ? controlledFairQueue : controlledQueue)
+                .where(rateHeld ? controlledBeyondRate : fair ? controlledFairQueue : controlledQueue)
                 .where("paused", "=", 0),
             ),
             w.exists(w.selectFrom("ctl_t").select("name").where(countedControl)),
@@ -198,7 +248,7 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
   };
   if (keyed !== "some") {
     const pick = (eb: unknown) => lock(ready(eb, ["id"], params.limit, keyed === "none" ? unkeyed : undefined));
-    return finishClaim(ctx, controls.with((cte) => cte("picked").materialized(), pick), params);
+    return finishClaim(ctx, controls.with((cte) => cte("picked").materialized(), pick), params, rateHeld);
   }
   const picking = controls
     .with((cte) => cte("unkeyed").materialized(), (eb) => lock(ready(eb, ORDER_COLUMNS, params.limit, unkeyed)))
@@ -222,15 +272,15 @@ function uncappedStatement(ctx: StoreContext, db: AnyDb, params: ClaimParams, ke
         return ordered(eb.selectFrom(both.as("both")).select("id"), fair).limit(params.limit);
       },
     );
-  return finishClaim(ctx, picking, params);
+  return finishClaim(ctx, picking, params, rateHeld);
 }
 
 /** The UPDATE of a claim's `picked` jobs (a CTE of ids): running under the claim's lease, returning the rows. */
 // deno-lint-ignore no-explicit-any
-function finishClaim(ctx: StoreContext, picking: any, params: ClaimParams) {
+function finishClaim(ctx: StoreContext, picking: any, params: ClaimParams, rateHeld: boolean) {
   const { tables, engine } = ctx;
   const caps = engine.capabilities;
-  const query = picking.updateTable(tables.jobs).set(claimSet(params));
+  const query = picking.updateTable(tables.jobs).set(claimSet(params, rateHeld ? (new Slot("startedAt") as unknown as number) : params.now));
   // A materialized CTE runs once: a LIMIT subquery inside IN may be re-run per row and claim more than `limit`.
   // Where the engine has arrays, `id = ANY(ARRAY(SELECT id FROM picked))`: the ids are computed once and the
   // update goes by primary key alone. The guard is in the picks, whose FOR UPDATE re-checks it on the newest

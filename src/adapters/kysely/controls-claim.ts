@@ -17,11 +17,12 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
-import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, slackOf, type HeldLimit } from "./rate-limits.ts";
+import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, slackOf, takenLog, type HeldLimit } from "./rate-limits.ts";
 import { claimedAt, delayingLimit, readStarts, type RateScope } from "../../core/rate-limit.ts";
 import { labelComment, labelled } from "./labels.ts";
 import { locksAreLocal, writeGuards } from "./guard-writes.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
+import { claimHeldRate } from "./claim.ts";
 
 /**
  * A claim when some control may apply: in one transaction, the control
@@ -134,6 +135,9 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         hold(heldLimit(tables.queues, r), "queue", rates.queues);
       }
     }
+    const fast = await slackClaim(ctx, db, memory, params, constrained, queueRows, limits);
+    if (fast !== null) return fast;
+    const slackTried = limits.length === 1 && params.now - memory.slackMissedAt >= CAPS_MEMORY_MS;
     // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
     // is constrained and `constrained` of them are taken. Such a job must not hide the jobs behind it, so
     // passes repeat without the exhausted tasks (and, once no constrained job may be taken, without keyed
@@ -227,6 +231,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     const startedAt = claimedAt(limits.map((l) => ({ log: readStarts(l.held.starts), count: l.initial - l.map.get(l.held.name)! })), params.now);
     await logStarts(ctx, db, limits, params);
     if (chosen.length === 0) return [];
+    if (slackTried) memory.slackMissedAt = params.now;
     if (local) {
       // The control rows this claim's choice relied on (pause, caps, rate limits, fair turns), written: a claim or a
       // control change on another server that relied on or changed one of them cannot also commit.
@@ -253,6 +258,54 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     }
     return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => room.takenConstrained!.has(j.id));
   });
+}
+
+/**
+ * A claim of one queue whose only control is a rate limit, when the limit's
+ * slack (core rateSlack) covers every job the claim may take: the jobs a
+ * claim takes then are unconstrained but for their concurrency keys, so
+ * the one-statement claim (claim.ts `claimHeldRate`) takes them, at most
+ * min(limit, the limit's room), in this transaction, which holds the queue
+ * row locked exclusively; their starts are logged as the greedy rule's
+ * would be. Returns null where it does not apply or claimed nothing (a
+ * task control, for one, stops that statement): the caller applies the
+ * greedy rule. After such a miss was followed by jobs the greedy rule
+ * took, it is not tried for CAPS_MEMORY_MS.
+ */
+async function slackClaim(
+  ctx: StoreContext,
+  db: AnyDb,
+  memory: ClaimMemory,
+  params: ClaimParams,
+  constrained: number,
+  queueRows: readonly QueueRow[],
+  limits: readonly LimitInRoom[],
+): Promise<JobRecord[] | null> {
+  const { claimStatement, returning } = ctx.engine.capabilities;
+  if (!claimStatement || !returning || locksAreLocal(ctx) || params.queues.length !== 1 || queueRows.length !== 1 || limits.length !== 1) return null;
+  const row = queueRows[0]!;
+  if (Number(row.paused) === 1 || row.max_running !== null || Number(row.keyed_rate ?? 0) === 1 || Number(row.fair ?? 0) === 1) return null;
+  if (params.now - memory.slackMissedAt < CAPS_MEMORY_MS) return null;
+  const limit = limits[0]!;
+  const most = Math.min(params.limit, limit.initial);
+  if (most <= 0 || slackOf(limit.held, params.now) < most) return null;
+  const startedAt = claimedAt([{ log: readStarts(limit.held.starts), count: most }], params.now);
+  // Where the statement can write the limit's row too, it logs `most` starts; a claim that took fewer logs its own count after it.
+  const planned = ctx.engine.capabilities.arrays ? takenLog(limit.held, params.now, most, limit.initial - most <= 0) : null;
+  const log = planned && { table: limit.held.table, name: limit.held.name, set: planned.set };
+  const records = await claimHeldRate(ctx, db, { ...params, limit: most }, Math.min(constrained, most), { startedAt, ...(log ? { log } : {}) });
+  if (records.length === 0) return null;
+  limit.map.set(limit.held.name, limit.initial - records.length);
+  if (planned !== null && records.length === most) {
+    limit.held.starts = planned.starts;
+    if (planned.until !== null) params.onRateLimited?.(planned.until);
+  } else await logStarts(ctx, db, limits, params);
+  const held = [{ scope: limit.scope, name: limit.held.name, heldUntil: limit.held.heldUntil }];
+  for (const r of records) {
+    const delayedBy = delayingLimit(r, held);
+    if (delayedBy !== null) r.delayedBy = delayedBy;
+  }
+  return records;
 }
 
 /**

@@ -100,10 +100,18 @@ export async function lockRateKeys(ctx: StoreContext, db: AnyDb, names: readonly
  * Writes nothing when neither changes.
  */
 export async function logTaken(ctx: StoreContext, db: AnyDb, held: HeldLimit, now: number, count: number, full: boolean): Promise<number | null> {
-  const set: Record<string, unknown> = {};
-  if (count > 0) set.rate_starts = held.starts = logStarts(readStarts(held.starts), now, count, held.limit.periodMs);
-  const until = full ? roomAt(held, now) : null;
-  if (until !== null && until !== held.heldUntil) set.rate_held_until = until;
+  const { set, starts, until } = takenLog(held, now, count, full);
+  held.starts = starts;
   if (Object.keys(set).length > 0) await labelled(db.updateTable(held.table).set(set).where("name", "=", held.name), "rate-log").execute();
   return until;
+}
+
+/** What `logTaken` would write of `held`'s row (`set`: no column when nothing changes), its new log, and what it would return; writes nothing. */
+export function takenLog(held: HeldLimit, now: number, count: number, full: boolean): { set: Record<string, unknown>; starts: string | null; until: number | null } {
+  const set: Record<string, unknown> = {};
+  const starts = count > 0 ? logStarts(readStarts(held.starts), now, count, held.limit.periodMs) : held.starts;
+  if (count > 0) set.rate_starts = starts;
+  const until = full ? roomAt({ ...held, starts }, now) : null;
+  if (until !== null && until !== held.heldUntil) set.rate_held_until = until;
+  return { set, starts, until };
 }

@@ -49,6 +49,22 @@ export const rateLimitCases: ConformanceCase[] = [
     },
   },
   {
+    name: "rate limits › a claim inside a limit's slack logs the starts it took, not the ones it asked for; the window then holds the limit exactly",
+    async run(t) {
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 10, periodMs: 1000 } });
+      for (let i = 0; i < 2; i++) await insert(t, { queue: "q" });
+      assert.equal((await claimAt(t, 4)).jobs.length, 2, "asked for 4 of a window's 5 starts of slack; 2 were ready");
+      for (let i = 0; i < 12; i++) await insert(t, { queue: "q" });
+      assert.equal((await claimAt(t, 3)).jobs.length, 3, "3 more, inside the slack left");
+      const last = await claimAt(t, 20);
+      assert.equal(last.jobs.length, 5, "the window's 10 less the 2 and the 3 started");
+      assert.equal(last.roomAt, t.clock.now() + 1000);
+      assert.deepEqual((await claimAt(t, 20)).jobs, []);
+      t.clock.advance(1000);
+      assert.equal((await claimAt(t, 20)).jobs.length, 4, "a window later, the rest");
+    },
+  },
+  {
     name: "rate limits › a claimed job names the limit that held it back after it fell due (delayedBy); one never held back names none",
     async run(t) {
       await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 1, periodMs: 1000 } });
