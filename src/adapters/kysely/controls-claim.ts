@@ -22,7 +22,7 @@ import { claimedAt, delayingLimit, readStarts, type RateScope } from "../../core
 import { labelComment, labelled } from "./labels.ts";
 import { locksAreLocal, writeGuards } from "./guard-writes.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
-import { claimHeldRate } from "./claim.ts";
+import { claimHeldRate } from "./claim-statement.ts";
 
 /**
  * A claim when some control may apply: in one transaction, the control
@@ -264,7 +264,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * A claim of one queue whose only control is a rate limit, when the limit's
  * slack (core rateSlack) covers every job the claim may take: the jobs a
  * claim takes then are unconstrained but for their concurrency keys, so
- * the one-statement claim (claim.ts `claimHeldRate`) takes them, at most
+ * the one-statement claim (claim-statement.ts `claimHeldRate`) takes them, at most
  * min(limit, the limit's room), in this transaction, which holds the queue
  * row locked exclusively; their starts are logged as the greedy rule's
  * would be. Returns null where it does not apply or claimed nothing (a
