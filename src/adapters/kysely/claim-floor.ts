@@ -8,7 +8,8 @@
  * remove yet, and the read visits each one's row to find it no longer ready:
  * after ten minutes at 2,000 jobs/s, 1.2 million visits per claim (p99 start
  * latency 62 ms → 1.8 s, bench/horizon.ts). Where the engine starts an index
- * scan at a row value (`indexedRowBound`), once claims find the head slow
+ * scan at a position (`indexedRowBound`: a row value on PostgreSQL, the
+ * bound written out term by term on MariaDB), once claims find the head slow
  * (FLOOR_TUNING) the next ones start at a floor, `(priority, run_at, id)
  * >= floor`, a second (`lagMs`) before the first job the last claim took
  * (every job before that one was then claimed, held by another claim, or
@@ -31,7 +32,7 @@ import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
-import type { FloorTuning } from "./engine.ts";
+import type { AnyDb, FloorTuning } from "./engine.ts";
 
 export type { FloorTuning } from "./engine.ts";
 
@@ -111,7 +112,9 @@ export function floorOf(floors: Map<string, ClaimFloor>, key: string): ClaimFloo
  * committed below the floor waited up to 94 s, not one check). A claim that could take no keyed job
  * (`keyedAllowed` false) passed keyed jobs over on purpose: the floor moves
  * only up to the first ready keyed job it passed, read between the two
- * (a short read: the entries there are the last claims').
+ * (a short read: the entries there are the last claims'). A claim that read
+ * jobs and left them ready (a cap or a rate limit held them back) names the
+ * first of them in claim order, `passedOver`: the floor moves at most to it.
  */
 export async function afterClaim(
   ctx: StoreContext,
@@ -122,6 +125,7 @@ export async function afterClaim(
   keyedAllowed: boolean,
   params: ClaimParams,
   tuning: FloorTuning,
+  passedOver: FloorKey | null = null,
 ): Promise<void> {
   if (!floor.active && started.key === null) floor.slowRun = elapsedMs >= tuning.slowMs ? floor.slowRun + 1 : 0;
   if (!floor.active && floor.slowRun >= tuning.slowClaims) {
@@ -133,6 +137,7 @@ export async function afterClaim(
   let first = claimed[0]!;
   for (const j of claimed) if (compareKeys(j, first) < 0) first = j;
   let next: FloorKey = { priority: first.priority, runAt: first.runAt - tuning.lagMs, id: 0 };
+  if (passedOver !== null && compareKeys(passedOver, next) < 0) next = passedOver;
   const from = floor.key;
   if (floor.lowerings !== started.lowerings || (from !== null && compareKeys(next, from) <= 0)) return;
   if (!keyedAllowed) next = (await firstReady(ctx, params, { from, below: next, keyed: true })) ?? next;
@@ -171,7 +176,7 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
   spawn(
     (async () => {
       try {
-        const first = await firstReady(ctx, params, { from: null, below, keyed: false });
+        const first = await firstReady(ctx, params, { from: null, below, keyed: false }, ctx.engine.capabilities.floorReadsLocked);
         const elapsed = performance.now() - started;
         if (confirming) {
           if (elapsed >= tuning.confirmMs) turnOn(floor, params, tuning);
@@ -202,16 +207,33 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
 
 /**
  * The first ready job of the claim's one queue (and its tasks) in claim
- * order at or after `from` (if not null) and before `below` (if not null),
- * keyed if `keyed`; read without a lock; null if none.
+ * order at or after `from` (if not null) and before `below` (if not null), keyed if
+ * `keyed`; null if none. Read without a lock, or with `locked` as a claim
+ * reads (FOR UPDATE SKIP LOCKED, a job another claim holds passed over) in
+ * a transaction of its own, whose locks end with it.
  */
-async function firstReady(ctx: StoreContext, params: ClaimParams, range: { from: FloorKey | null; below: FloorKey | null; keyed: boolean }): Promise<FloorKey | null> {
-  let q = guard(ctx.db.selectFrom(ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
-  if (range.below !== null) q = q.where(positionBound("<", range.below));
-  if (range.from !== null) q = q.where(positionBound(">=", range.from));
+async function firstReady(ctx: StoreContext, params: ClaimParams, range: FirstReadyRange, locked = false): Promise<FloorKey | null> {
+  const { rowLocks, skipLocked } = ctx.engine.capabilities;
+  if (locked && rowLocks && skipLocked) return ctx.engine.writeTransaction(ctx.db, (db) => readFirst(ctx, db, params, range, true));
+  return readFirst(ctx, ctx.db, params, range, false);
+}
+
+interface FirstReadyRange {
+  from: FloorKey | null;
+  below: FloorKey | null;
+  keyed: boolean;
+}
+
+async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, range: FirstReadyRange, lock: boolean): Promise<FloorKey | null> {
+  const form = ctx.engine.capabilities.indexedRowBound || "row";
+  const hinted = range.from !== null ? ctx.engine.claimIndexFrom?.(ctx.tables.jobs) : undefined;
+  let q = guard(db.selectFrom(hinted ? (hinted as never) : ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
+  if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
+  if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));
   if (range.keyed) q = q.where("concurrency_key", "is not", null);
   if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
-  const rows = (await labelled(inClaimOrder(q).limit(1), "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
+  const read = inClaimOrder(q).limit(1);
+  const rows = (await labelled(lock ? read.forUpdate().skipLocked() : read, "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
   const found = rows[0];
   return found === undefined ? null : { priority: Number(found.priority), runAt: Number(found.run_at), id: Number(found.id) };
 }
@@ -223,11 +245,18 @@ export interface PositionValues {
   id: unknown;
 }
 
-/** `(priority, run_at, id) >= at` (or `< at`) in claim order, as a row value: where the engine has `indexedRowBound`, a range of the claim index starts (or ends) there. */
-export function positionBound(op: ">=" | "<", at: PositionValues): RawBuilder<boolean> {
-  return sql<boolean>`(${sql.ref("priority")}, ${sql.ref("run_at")}, ${sql.ref("id")}) ${sql.raw(op)} (${at.priority}, ${at.runAt}, ${at.id})`;
+/**
+ * `(priority, run_at, id) >= at` (or `< at`) in claim order, written in the
+ * form the engine starts (or ends) a range of the claim index at
+ * (Engine.capabilities.indexedRowBound): a row value, or term by term.
+ */
+export function positionBound(form: "row" | "terms", op: ">=" | "<", at: PositionValues): RawBuilder<boolean> {
+  const [priority, runAt, id] = [sql.ref("priority"), sql.ref("run_at"), sql.ref("id")];
+  if (form === "row") return sql<boolean>`(${priority}, ${runAt}, ${id}) ${sql.raw(op)} (${at.priority}, ${at.runAt}, ${at.id})`;
+  const strict = sql.raw(op === ">=" ? ">" : "<");
+  return sql<boolean>`(${priority} ${strict} ${at.priority} or (${priority} = ${at.priority} and ${runAt} ${strict} ${at.runAt}) or (${priority} = ${at.priority} and ${runAt} = ${at.runAt} and ${id} ${sql.raw(op)} ${at.id}))`;
 }
 
-function compareKeys(a: FloorKey, b: FloorKey): number {
+export function compareKeys(a: FloorKey, b: FloorKey): number {
   return a.priority - b.priority || a.runAt - b.runAt || a.id - b.id;
 }

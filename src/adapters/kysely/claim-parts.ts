@@ -24,7 +24,7 @@ export interface ClaimMemory {
   rateQueues: Set<string>;
   /** Queues and tasks read with a cap: an outcome that frees one of their slots may be announced (see freedCapQueues). */
   capped: { queues: Set<string>; tasks: Set<string> };
-  /** The one-statement claims' floors, by queue and task set (see claim-floor.ts). */
+  /** The claims' floors, by queue and task set (see claim-floor.ts). */
   floors: Map<string, ClaimFloor>;
   /** When a rate-limited queue's one-statement claim in the controls transaction last claimed nothing where the transaction then claimed jobs (see controls-claim.ts slackClaim). */
   slackMissedAt: number;

@@ -178,7 +178,7 @@ function uncappedStatement(
         ),
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
-    if (floored) q = q.where(positionBound(">=", FLOOR_SLOTS));
+    if (floored) q = q.where(positionBound(caps.indexedRowBound || "row", ">=", FLOOR_SLOTS));
     return ordered(where(q), fair).limit(limit);
   };
   if (keyed !== "some") {

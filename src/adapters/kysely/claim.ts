@@ -6,7 +6,7 @@ import type { StoreContext } from "./context.ts";
 import { compiledOnce } from "./compiled.ts";
 import { stageDue } from "./admission.ts";
 import { CAPS_MEMORY_MS, UNTAGGED_LOOK_MS, countedControl, type ClaimMemory } from "./claim-parts.ts";
-import { claimWithControls } from "./controls-claim.ts";
+import { claimWithControls, type FloorUse } from "./controls-claim.ts";
 import { claimUncapped, controlledFairQueue, controlledQueue } from "./claim-statement.ts";
 import { FLOOR_TUNING, afterClaim, checkFloor, floorOf, floorStart, type FloorTuning } from "./claim-floor.ts";
 
@@ -18,9 +18,11 @@ export { CAPS_MEMORY_MS, claimMemory, claimSet, countedControl, type ClaimMemory
  * when that finds nothing (or caps apply), with the transaction that applies
  * pause and caps by the core's greedy rule. Either way at most
  * `constrainedLimit` of the jobs are constrained (keyed, or of a capped
- * queue or task). A one-statement claim of one queue (not in fair order)
- * starts at the claim's floor where the engine can (claim-floor.ts); `spawn`
- * runs the floor's checks beside the claims.
+ * queue or task). A claim of one queue starts at the claim's floor where the
+ * engine can (claim-floor.ts): the one-statement claim (not in fair order),
+ * or, where the engine has none (MariaDB), the controls transaction's read
+ * of a queue with no control of its own; `spawn` runs the floor's checks
+ * beside the claims.
  */
 export async function claim(
   ctx: StoreContext,
@@ -53,7 +55,18 @@ export async function claim(
       memory.untaggedLookedAt = params.now;
     }
   }
-  return claimWithControls(ctx, memory, params, constrained);
+  // Where the controls transaction is the only claim (no one-statement claim: MariaDB), it reads a queue with
+  // no control of its own from the floor.
+  const only = params.queues.length === 1 ? params.queues[0]! : null;
+  const floor = only !== null && !ctx.engine.capabilities.claimStatement && spawn && ctx.engine.capabilities.indexedRowBound ? floorOf(memory.floors, JSON.stringify([only, params.tasks ?? null])) : null;
+  if (!floor) return claimWithControls(ctx, memory, params, constrained);
+  const start = floorStart(floor);
+  const use: FloorUse = { from: start.key, read: false, passedOver: null };
+  const started = performance.now();
+  const claimed = await claimWithControls(ctx, memory, params, constrained, use);
+  if (use.read) await afterClaim(ctx, floor, start, performance.now() - started, claimed, constrained > 0, params, tuning, use.passedOver);
+  checkFloor(ctx, floor, params, tuning, spawn!);
+  return claimed;
 }
 
 /**

@@ -23,6 +23,7 @@ import { labelComment, labelled } from "./labels.ts";
 import { locksAreLocal, writeGuards } from "./guard-writes.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 import { claimHeldRate } from "./claim-statement.ts";
+import { compareKeys, positionBound, type FloorKey } from "./claim-floor.ts";
 
 /**
  * A claim when some control may apply: in one transaction, the control
@@ -33,18 +34,32 @@ import { claimHeldRate } from "./claim-statement.ts";
  * them. With `constrained` 0, capped queues and tasks are left alone: every
  * control row is read shared and no room is counted.
  */
-export async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number): Promise<JobRecord[]> {
+export async function claimWithControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number, floor?: FloorUse): Promise<JobRecord[]> {
   // No cap met lately: expect none, and lock every queue's control row shared in one read; a cap found
   // there (set since) rolls this transaction back and the claim runs again with the capped rows locked exclusively.
   // Where locks are local to a server, every queue row is locked exclusively (see lockQueueControls): nothing to expect.
   const expectNoCaps = !locksAreLocal(ctx) && params.now - memory.capsSeenAt >= CAPS_MEMORY_MS;
   try {
-    return await claimUnderControls(ctx, memory, params, constrained, expectNoCaps);
+    return await claimUnderControls(ctx, memory, params, constrained, expectNoCaps, floor);
   } catch (error) {
     if (error !== CAPS_FOUND) throw error;
     memory.capsSeenAt = params.now;
-    return claimUnderControls(ctx, memory, params, constrained, false);
+    return claimUnderControls(ctx, memory, params, constrained, false, floor);
   }
+}
+
+/**
+ * A claim's floor (claim-floor.ts), for a claim of one queue: `from`, where
+ * its read starts (null: the head). The claim says whether it read from
+ * there (`read`: the queue has no control of its own, as the one-statement
+ * claim's queues, so its jobs were read in claim order from `from`), and
+ * the first job in claim order it read and left ready (`passedOver`: a task
+ * cap or rate limit held it back), below which the floor must not move.
+ */
+export interface FloorUse {
+  from: FloorKey | null;
+  read: boolean;
+  passedOver: FloorKey | null;
 }
 
 /** The columns a candidate read adds: its task's cap and rate limit. */
@@ -85,9 +100,10 @@ const fairClaimsTakeTurns = (ctx: StoreContext): boolean => !ctx.engine.capabili
 /** Thrown inside a claim that expected no caps and found one: its transaction rolls back. */
 const CAPS_FOUND = new Error("a queue cap was found by a claim that expected none");
 
-function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number, expectNoCaps: boolean): Promise<JobRecord[]> {
+function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: ClaimParams, constrained: number, expectNoCaps: boolean, floor?: FloorUse): Promise<JobRecord[]> {
   const { tables, engine } = ctx;
   return engine.writeTransaction(ctx.db, async (db) => {
+    if (floor) [floor.read, floor.passedOver] = [false, null];
     const local = locksAreLocal(ctx);
     // With no room for constrained jobs, control rows are read shared, unless a queue is known rate-limited (without a
     // cap): its slack may still be taken, under its row's exclusive lock (taken as lockCapped takes them, in name order).
@@ -105,6 +121,11 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     if ([...fairQueues].some((q) => prioritized.has(q))) memory.capsSeenAt = params.now;
     const uncapped = params.queues.filter((q) => !paused.has(q) && !capped.some((r) => r.name === q) && !fairQueues.has(q));
     const fairUncapped = [...fairQueues].filter((q) => !capped.some((r) => r.name === q));
+    // One queue with no control of its own (as the one-statement claim's): its candidates are read from the floor.
+    const bound = ctx.engine.capabilities.indexedRowBound;
+    const floored = floor !== undefined && bound !== false && params.queues.length === 1 && uncapped.length === 1 && !queueRows.some((r) => Number(r.keyed_rate ?? 0) === 1);
+    const readFrom = floored ? floor.from : null;
+    const positions = new Map<number, FloorKey>();
     // Where a fair queue's claims take turns on its row (see lockQueueControls), one takes at most TURN_CLAIM_MAX
     // jobs, or as many as the worker has free handlers for (`constrainedLimit`): only its prefetch is cut.
     const turnMax = Math.max(TURN_CLAIM_MAX, params.constrainedLimit ?? 0);
@@ -177,12 +198,13 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if (rateKey !== null && !spent && !rates.keys.has(rateKey)) newKeys.add(rateKey);
         if (readWhole) whole.set(Number(r.id), r as JobRow);
         if (local) placeOf.set(Number(r.id), { queue: r.queue, task: r.task });
+        if (floored) positions.set(Number(r.id), { priority: Number(r.priority), runAt: Number(r.run_at), id: Number(r.id) });
         const fairTag = r.fair_tag === null || r.fair_tag === undefined ? null : Number(r.fair_tag);
         return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null, fairTag };
       };
       /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order. */
       const candidateQuery = (queues: string[]) => {
-        const from = db.selectFrom(tables.jobs);
+        const from = readFrom !== null && engine.claimIndexFrom ? db.selectFrom(engine.claimIndexFrom(tables.jobs) as never) : db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
         let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key", "fair_tag"]);
         // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
@@ -194,6 +216,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if (chosen.length > 0) q = q.where("id", "not in", chosen);
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
+        if (readFrom !== null) q = q.where(positionBound(bound || "row", ">=", readFrom));
         return inClaimOrder(q);
       };
       for (const g of groups) {
@@ -230,6 +253,12 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
     // The claimed jobs' start (startedAt) is when their limits log it (see claimedAt); the rest of the claim keeps params.now.
     const startedAt = claimedAt(limits.map((l) => ({ log: readStarts(l.held.starts), count: l.initial - l.map.get(l.held.name)! })), params.now);
     await logStarts(ctx, db, limits, params);
+    if (floored) {
+      const taken = new Set(chosen);
+      let first: FloorKey | null = null;
+      for (const [id, at] of positions) if (!taken.has(id) && (first === null || compareKeys(at, first) < 0)) first = at;
+      [floor.read, floor.passedOver] = [true, first];
+    }
     if (chosen.length === 0) return [];
     if (slackTried) memory.slackMissedAt = params.now;
     if (local) {

@@ -36,12 +36,23 @@ export interface Capabilities {
   /** `INSERT … ON CONFLICT (…) DO UPDATE`; false means `INSERT … ON DUPLICATE KEY UPDATE`. */
   readonly onConflict: boolean;
   /**
-   * An index scan starts at a row value: `(a, b, c) >= (x, y, z)` with the
-   * index on (…, a, b, c) begins at that position rather than filtering from
-   * the start (PostgreSQL). Claims use it to start past entries an old
-   * snapshot keeps (claim-floor.ts).
+   * How an index scan is started at a position: "row", a row value
+   * `(a, b, c) >= (x, y, z)` with the index on (…, a, b, c) begins there
+   * rather than filtering from the start (PostgreSQL); "terms", only the
+   * same bound written out, `a > x OR (a = x AND b > y) OR (a = x AND b = y
+   * AND c >= z)` (MariaDB 10.11 reads the row value as a filter over the
+   * whole range); false, neither is used. Claims use it to start past
+   * entries an old snapshot keeps (claim-floor.ts).
    */
-  readonly indexedRowBound: boolean;
+  readonly indexedRowBound: "row" | "terms" | false;
+  /**
+   * The claim floor tells a slow head by a locking read (FOR UPDATE SKIP
+   * LOCKED, in a transaction that only reads): on MariaDB, under a held
+   * snapshot, claims' locking reads of the head took hundreds of ms while an
+   * unlocked read of it stayed under 5 ms (bench/results/session49.txt, run
+   * P3), so an unlocked read would keep turning the floor off.
+   */
+  readonly floorReadsLocked: boolean;
   /** Statements run on the calling thread (an embedded database): see `DocketAdapter.blocking`. */
   readonly blocking: boolean;
 }
@@ -95,6 +106,16 @@ export interface Engine {
   containsText?(column: string, text: string): RawBuilder<boolean>;
   /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
   shareLock<Q>(query: Q): Q;
+  /**
+   * The jobs table (`table`, unaliased) as the FROM item of a claim read
+   * bounded at a position (claim-floor.ts), where the engine's planner must
+   * be told to range over the claim index: MariaDB 10.11, with a million
+   * entries of claimed jobs an old snapshot keeps, chose a ref on (state,
+   * queue) and filtered the bound (270,489 pages and 62 ms for 100 jobs,
+   * locked) over a range starting at it (304 pages, 1–3 ms;
+   * bench/results/session50.txt). Optional: absent, the table itself.
+   */
+  claimIndexFrom?(table: string): RawBuilder<unknown>;
   /**
    * Without RETURNING: the id step between the rows of one multi-row INSERT
    * when the engine gives them consecutive ids (first = the statement's

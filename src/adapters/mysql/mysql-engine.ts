@@ -96,7 +96,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
-    capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: false, blocking: false },
+    capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: "terms", floorReadsLocked: true, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
     transactionOnce: async (db, fn) => {
@@ -165,6 +165,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     // MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`).
     // deno-lint-ignore no-explicit-any
     shareLock: <Q>(query: Q): Q => (query as any).modifyEnd(sql`lock in share mode`),
+    claimIndexFrom: (table: string) => sql`${sql.table(table)} force index (${sql.id(`${table}_claim`)})`,
     /**
      * InnoDB gives the rows of one multi-row ("simple") INSERT consecutive
      * ids, `auto_increment_increment` apart, in lock modes 0 and 1 (MariaDB's

@@ -45,7 +45,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
   return {
     ...ENGINE_DEFAULTS,
     name: "postgres",
-    capabilities: { returning: true, rowLocks: true, skipLocked: true, exactSkipLocked: true, claimStatement: true, arrays: true, onConflict: true, indexedRowBound: true, blocking: false },
+    capabilities: { returning: true, rowLocks: true, skipLocked: true, exactSkipLocked: true, claimStatement: true, arrays: true, onConflict: true, indexedRowBound: "row", floorReadsLocked: false, blocking: false },
     writeTransaction,
     // A single `UPDATE … RETURNING` is atomic on its own: no BEGIN/COMMIT round trips.
     writeStatement: (db, fn) => fn(db),

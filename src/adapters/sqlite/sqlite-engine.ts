@@ -82,7 +82,7 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
   return {
     ...ENGINE_DEFAULTS,
     name: "sqlite",
-    capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, indexedRowBound: false, blocking: true },
+    capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, indexedRowBound: false, floorReadsLocked: false, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
     transactionOnce: writeTransaction,
