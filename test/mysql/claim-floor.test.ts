@@ -37,7 +37,7 @@ describe.skipIf(!url)("mysql: the claim floor", () => {
   it("claims read from the floor (a range scan of the claim index starting there) and still take every job once, in claim order", async () => {
     const holder = await holdSnapshot();
     const reads: { sql: string; parameters: readonly unknown[] }[] = [];
-    const wrapDialect = (d: Parameters<typeof tapDialect>[0]) => tapDialect(d, { query: (sql, parameters) => void (sql.includes("docket:claim-candidates") && reads.push({ sql, parameters })) });
+    const wrapDialect = (d: Parameters<typeof tapDialect>[0]) => tapDialect(d, { query: (sql, parameters) => void ((sql.includes("docket:claim-candidates") || sql.includes("docket:claim-window")) && reads.push({ sql, parameters })) });
     const adapter = mysqlAdapter({ uri: url!, tablePrefix: "f1_", instrument: { wrapDialect, claimFloor: { ...ON_AT_ONCE, checkMs: 50, checkFactor: 1 } } });
     try {
       const docket = new Docket({ adapter });
@@ -48,9 +48,21 @@ describe.skipIf(!url)("mysql: the claim floor", () => {
       expect(claimed).toEqual(ids);
       const floored = reads.filter((r) => r.sql.includes("`priority` > ? or (`priority` = ? and `run_at` > ?)"));
       expect(floored.length).toBeGreaterThan(0);
-      // Told to range over the claim index: with a million claimed jobs' entries kept by the snapshot, MariaDB's own
-      // choice was a ref on (state, queue) with the bound as a filter (Engine.claimIndexFrom).
-      for (const r of floored) expect(r.sql).toContain("force index (`f1_jobs_claim`)");
+      // Read unlocked, told to range over the claim index (with 90,000 claimed jobs' entries kept by the snapshot,
+      // MariaDB's own choice was a ref on (state, queue) with the bound as a filter: Engine.forcedIndex); then the
+      // window's rows locked by primary key (a locked read of the claim index there visited 480,000 pages).
+      let lockedById = 0;
+      for (const r of floored) {
+        expect(r.sql).toContain("force index (`f1_jobs_claim`)");
+        expect(r.sql).toContain("docket:claim-window");
+        expect(r.sql).not.toContain("for update");
+        const next = reads[reads.indexOf(r) + 1];
+        if (next === undefined || !next.sql.includes("docket:claim-candidates")) continue;
+        expect(next.sql).toContain("force index (primary)");
+        expect(next.sql).toContain("for update skip locked");
+        lockedById++;
+      }
+      expect(lockedById).toBeGreaterThan(0);
       // The read as sent, explained: a range of the claim index (not a `ref` scan of the queue's ready jobs, filtered).
       const explainer = await mysql.createConnection({ uri: url! });
       try {

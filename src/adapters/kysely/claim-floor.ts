@@ -226,7 +226,7 @@ interface FirstReadyRange {
 
 async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, range: FirstReadyRange, lock: boolean): Promise<FloorKey | null> {
   const form = ctx.engine.capabilities.indexedRowBound || "row";
-  const hinted = range.from !== null ? ctx.engine.claimIndexFrom?.(ctx.tables.jobs) : undefined;
+  const hinted = range.from !== null ? ctx.engine.forcedIndex?.(ctx.tables.jobs, "claim") : undefined;
   let q = guard(db.selectFrom(hinted ? (hinted as never) : ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
   if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
   if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));

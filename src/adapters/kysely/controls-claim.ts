@@ -202,9 +202,10 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         const fairTag = r.fair_tag === null || r.fair_tag === undefined ? null : Number(r.fair_tag);
         return { id: Number(r.id), task: r.task, queue: r.queue, priority: Number(r.priority), runAt: Number(r.run_at), concurrencyKey: r.concurrency_key ?? null, rateKey, fairKey: r.fair_key ?? null, fairTag };
       };
-      /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order. */
-      const candidateQuery = (queues: string[]) => {
-        const from = readFrom !== null && engine.claimIndexFrom ? db.selectFrom(engine.claimIndexFrom(tables.jobs) as never) : db.selectFrom(tables.jobs);
+      /** The claimable ready jobs of `queues`, filtered as this pass filters them, in claim order; with `ids`, only those, read by primary key. */
+      const candidateQuery = (queues: string[], ids?: readonly number[]) => {
+        const index = ids !== undefined ? "primary" : readFrom !== null ? "claim" : null;
+        const from = index !== null && engine.forcedIndex ? db.selectFrom(engine.forcedIndex(tables.jobs, index) as never) : db.selectFrom(tables.jobs);
         // deno-lint-ignore no-explicit-any
         let columns: SelectQueryBuilder<any, any, any> = readWhole ? from.selectAll() : from.select(["id", "task", "queue", "priority", "run_at", "concurrency_key", "rate_key", "fair_key", "fair_tag"]);
         // Read with the candidates, unlocked: their tasks' caps and rate limits (such a task is then locked and counted by `taskRoom`).
@@ -216,7 +217,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         if (chosen.length > 0) q = q.where("id", "not in", chosen);
         if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
         if (exhausted.size > 0) q = q.where("task", "not in", [...exhausted]);
-        if (readFrom !== null) q = q.where(positionBound(bound || "row", ">=", readFrom));
+        if (ids !== undefined) q = q.where("id", "in", [...ids]);
+        else if (readFrom !== null) q = q.where(positionBound(bound || "row", ">=", readFrom));
         return inClaimOrder(q);
       };
       for (const g of groups) {
@@ -227,7 +229,8 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           if (pick.retag) retags.push(pick.retag);
           continue;
         }
-        for (const r of await readCandidates(ctx, db, g, candidateQuery)) plain.push(seen(r));
+        const read = readFrom !== null && !engine.capabilities.exactSkipLocked && engine.capabilities.skipLocked ? readWindows : readCandidates;
+        for (const r of await read(ctx, db, g, candidateQuery)) plain.push(seen(r));
       }
       // Fair queues' candidates in their fair order, merged with the others' (claim order) by their heads.
       const candidates = mergeByHeads([plain.sort(byClaimOrder), ...served]);
@@ -453,6 +456,45 @@ async function countRunning(ctx: StoreContext, db: AnyDb, column: "queue" | "tas
     .where("state", "=", "running")
     .executeTakeFirst();
   return Number(r?.n ?? 0);
+}
+
+/** How many windows a floored read (`readWindows`) reads at most. */
+const FLOOR_WINDOWS = 3;
+
+/**
+ * A floored read (claim-floor.ts) where a locked read of the claim index
+ * is slow under an old snapshot and an unlocked one is not (no
+ * `exactSkipLocked`: MariaDB; bench/results/session50.txt: 481,535 pages
+ * and 210–256 ms locked against 1,447 pages and 15–30 ms unlocked for the
+ * same range): a window of the first `g.limit` candidates read unlocked
+ * from the floor, then its rows read again by primary key, locked `FOR
+ * UPDATE SKIP LOCKED` with every filter checked on their newest version,
+ * so a job another claim holds or took since is passed over. While windows
+ * come back full and rows are missing, the next window (past the ids
+ * tried) is read, at most FLOOR_WINDOWS. Returns the locked rows.
+ */
+async function readWindows(
+  ctx: StoreContext,
+  db: AnyDb,
+  g: { queues: string[]; limit: number },
+  // deno-lint-ignore no-explicit-any
+  candidateQuery: (queues: string[], ids?: readonly number[]) => SelectQueryBuilder<any, any, any>,
+  // deno-lint-ignore no-explicit-any
+): Promise<Record<string, any>[]> {
+  // deno-lint-ignore no-explicit-any
+  const rows: Record<string, any>[] = [];
+  const tried: number[] = [];
+  for (let pass = 0; pass < FLOOR_WINDOWS && rows.length < g.limit; pass++) {
+    const need = g.limit - rows.length;
+    let window = candidateQuery(g.queues).clearSelect().select("id").limit(need);
+    if (tried.length > 0) window = window.where("id", "not in", tried);
+    const ids = ((await labelled(window, "claim-window").execute()) as { id: unknown }[]).map((r) => Number(r.id));
+    if (ids.length === 0) break;
+    tried.push(...ids);
+    rows.push(...(await labelled(candidateQuery(g.queues, ids).forUpdate().skipLocked(), "claim-candidates").execute()));
+    if (ids.length < need) break;
+  }
+  return rows;
 }
 
 /**

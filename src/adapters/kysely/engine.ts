@@ -107,15 +107,17 @@ export interface Engine {
   /** Adds a shared row lock to a SELECT (a writer waits for it, other shared lockers do not). Only used with `rowLocks`. */
   shareLock<Q>(query: Q): Q;
   /**
-   * The jobs table (`table`, unaliased) as the FROM item of a claim read
-   * bounded at a position (claim-floor.ts), where the engine's planner must
-   * be told to range over the claim index: MariaDB 10.11, with a million
-   * entries of claimed jobs an old snapshot keeps, chose a ref on (state,
-   * queue) and filtered the bound (270,489 pages and 62 ms for 100 jobs,
-   * locked) over a range starting at it (304 pages, 1–3 ms;
-   * bench/results/session50.txt). Optional: absent, the table itself.
+   * The jobs table (`table`, unaliased) as a FROM item that makes the
+   * planner read it through `index`: the claim index (a claim read bounded
+   * at a position, claim-floor.ts) or the primary key (the same read's rows
+   * locked by id). For an engine whose planner, under an old snapshot,
+   * chose otherwise: MariaDB 10.11, with 90,000 claimed jobs' entries kept,
+   * planned a floored read as a ref on (state, queue) with the bound as a
+   * filter (270,489 pages, 62 ms for 100 jobs, locked) over a range
+   * starting at it (304 pages, 1–3 ms; bench/results/session50.txt).
+   * Optional: absent, the table itself.
    */
-  claimIndexFrom?(table: string): RawBuilder<unknown>;
+  forcedIndex?(table: string, index: "claim" | "primary"): RawBuilder<unknown>;
   /**
    * Without RETURNING: the id step between the rows of one multi-row INSERT
    * when the engine gives them consecutive ids (first = the statement's

@@ -32,6 +32,8 @@ export type StatementLabel =
   | "promote-pick"
   /** A capped claim's candidate SELECT, after the caps' running counts. */
   | "claim-candidates"
+  /** A floored claim's unlocked read of the ids of its window, before their rows are locked by id (controls-claim.ts readWindows). */
+  | "claim-window"
   /** The unlocked read of a one-queue claim's first ready job below its floor (claim-floor.ts). */
   | "claim-floor-check"
   /** A schedule's tick write (compare-and-set on last_tick). */
