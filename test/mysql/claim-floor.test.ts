@@ -79,6 +79,33 @@ describe.skipIf(!url)("mysql: the claim floor", () => {
     }
   }, 30_000);
 
+  it("concurrent floored claims on separate connections (windows read unlocked, rows locked by id) claim every job exactly once and leave none ready", async () => {
+    const holder = await holdSnapshot();
+    const tuning = { claimFloor: { ...ON_AT_ONCE, checkMs: 50, checkFactor: 1 } };
+    const adapters = Array.from({ length: 4 }, () => mysqlAdapter({ uri: url!, tablePrefix: "f5_", instrument: tuning }));
+    try {
+      const docket = new Docket({ adapter: adapters[0]! });
+      await docket.migrate();
+      const ids = (await docket.enqueueMany(Array.from({ length: 400 }, (_, i) => ({ task: "t", payload: { i }, options: { queue: "q" } })))).map((j) => j.id);
+      const claimed: number[] = [];
+      await Promise.all(
+        adapters.map(async (adapter, k) => {
+          for (let empty = 0; empty < 3; ) {
+            const got = await claimOf(adapter, 7 + k * 4);
+            claimed.push(...got.map((j) => j.id));
+            empty = got.length === 0 ? empty + 1 : 0;
+          }
+        }),
+      );
+      expect(new Set(claimed).size).toBe(claimed.length);
+      expect([...claimed].sort((a, b) => a - b)).toEqual(ids);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      for (const a of adapters) await a.close();
+    }
+  }, 60_000);
+
   it("a job that becomes ready below the floor (a higher priority, an older run time) is claimed after the floor's check", async () => {
     const holder = await holdSnapshot();
     const events: FloorEvent[] = [];

@@ -11,7 +11,9 @@
  * scan at a position (`indexedRowBound`: a row value on PostgreSQL, the
  * bound written out term by term on MariaDB), once claims find the head slow
  * (FLOOR_TUNING) the next ones start at a floor, `(priority, run_at, id)
- * >= floor`, a second (`lagMs`) before the first job the last claim took
+ * >= floor` (on MariaDB with the claim index forced, Engine.forcedIndex, and
+ * read unlocked, the window's rows then locked by id: controls-claim.ts
+ * readWindows), a second (`lagMs`) before the first job the last claim took
  * (every job before that one was then claimed, held by another claim, or
  * not yet committed; the second lets enqueues that committed late, or came
  * from a host whose clock is a little behind, be read by the next claim;
