@@ -155,13 +155,24 @@ function turnOn(floor: ClaimFloor, params: ClaimParams, tuning: FloorTuning): vo
 }
 
 /**
+ * Where the engine reports its purge backlog (Engine.horizonBacklog), the
+ * least that lets a confirming read turn the floor on: with no snapshot
+ * held the backlog stayed at or under 1,248 at 1,200 jobs/s on MariaDB, and
+ * a snapshot held at that rate passed 90,000 within its first minute
+ * (bench/results/session50.txt).
+ */
+export const FLOOR_BACKLOG = 20_000;
+
+/**
  * Starts the background check when one is due: reads the first ready job of
  * the claim's queue (and tasks) below the floor, unlocked, from the head.
  * Found: the floor goes down to it. None, and the read was faster than
  * `offMs`: the floor is turned off. `spawn` runs the check beside the
  * claims (its failure leaves the floor as it was, and the next check is due
  * `checkMs` later). When slow claims asked for one (`confirm`), it reads the
- * head once, and turns the floor on if that read took `confirmMs` or more:
+ * head once, and turns the floor on if that read took `confirmMs` or more
+ * (and, where the engine reports its purge backlog, that is at least
+ * FLOOR_BACKLOG):
  * claims slowed by a busy machine or a lock wait, with a head that reads
  * fast, leave it off (while it is on, a job that becomes ready below it
  * waits for a check).
@@ -181,7 +192,8 @@ export function checkFloor(ctx: StoreContext, floor: ClaimFloor, params: ClaimPa
         const first = await firstReady(ctx, params, { from: null, below, keyed: false }, ctx.engine.capabilities.floorReadsLocked);
         const elapsed = performance.now() - started;
         if (confirming) {
-          if (elapsed >= tuning.confirmMs) turnOn(floor, params, tuning);
+          const backlog = ctx.engine.horizonBacklog ? await ctx.engine.horizonBacklog(ctx.db) : FLOOR_BACKLOG;
+          if (elapsed >= tuning.confirmMs && backlog !== null && backlog >= FLOOR_BACKLOG) turnOn(floor, params, tuning);
           return;
         }
         floor.checkAt = params.now + Math.max(tuning.checkMs, tuning.checkFactor * elapsed);

@@ -119,6 +119,16 @@ export interface Engine {
    */
   forcedIndex?(table: string, index: "claim" | "primary"): RawBuilder<unknown>;
   /**
+   * How far the engine's purge of old row versions is behind (InnoDB's
+   * history list length), or null when it cannot be read (MariaDB needs the
+   * PROCESS privilege). Where present, the claim floor turns on only when
+   * it is at least FLOOR_BACKLOG (claim-floor.ts): on MariaDB a locked read
+   * of the head is slow under lock contention too (53 ms in a drain of
+   * 10,000 jobs with no snapshot held), and a floor turned on there cost
+   * the drain 0.78× (bench/results/session50.txt). Optional.
+   */
+  horizonBacklog?(db: AnyDb): Promise<number | null>;
+  /**
    * Without RETURNING: the id step between the rows of one multi-row INSERT
    * when the engine gives them consecutive ids (first = the statement's
    * insert id), or null to insert one row per statement.

@@ -125,6 +125,15 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     migrations: () => migrations(prefix),
     // InnoDB's horizon: the oldest open transaction (INNODB_TRX; needs PROCESS to see other sessions') and the undo
     // history not yet purged, which grows while it stays open. InnoDB keeps no per-table count of dead versions.
+    async horizonBacklog(db: AnyDb) {
+      try {
+        const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
+        const n = history.rows[0]?.n;
+        return n === undefined ? null : Number(n);
+      } catch {
+        return null;
+      }
+    },
     async health(db: AnyDb) {
       const oldest = await sql<{ ms: string | number | null }>`select timestampdiff(microsecond, min(trx_started), now(6)) div 1000 as ms
         from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id()`.execute(db);
