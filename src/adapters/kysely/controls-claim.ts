@@ -157,8 +157,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       }
     }
     const fast = await slackClaim(ctx, db, memory, params, constrained, queueRows, limits);
-    if (fast !== null) return fast;
-    const slackTried = limits.length === 1 && params.now - memory.slackMissedAt >= CAPS_MEMORY_MS;
+    if (Array.isArray(fast)) return fast;
     // The greedy rule, in claim order: take a ready job unless its queue's or its task's cap is full, or it
     // is constrained and `constrained` of them are taken. Such a job must not hide the jobs behind it, so
     // passes repeat without the exhausted tasks (and, once no constrained job may be taken, without keyed
@@ -263,7 +262,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
       [floor.read, floor.passedOver] = [true, first];
     }
     if (chosen.length === 0) return [];
-    if (slackTried) memory.slackMissedAt = params.now;
+    if (fast === "missed") memory.slackMissedAt = params.now;
     if (local) {
       // The control rows this claim's choice relied on (pause, caps, rate limits, fair turns), written: a claim or a
       // control change on another server that relied on or changed one of them cannot also commit.
@@ -283,11 +282,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
     const records = rows.map(rowToRecord);
-    const held = limits.map((l) => ({ scope: l.scope, name: l.held.name, heldUntil: l.held.heldUntil }));
-    for (const r of held.length > 0 ? records : []) {
-      const delayedBy = delayingLimit(r, held);
-      if (delayedBy !== null) r.delayedBy = delayedBy;
-    }
+    nameDelays(records, limits);
     return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => room.takenConstrained!.has(j.id));
   });
 }
@@ -299,10 +294,11 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
  * the one-statement claim (claim-statement.ts `claimHeldRate`) takes them, at most
  * min(limit, the limit's room), in this transaction, which holds the queue
  * row locked exclusively; their starts are logged as the greedy rule's
- * would be. Returns null where it does not apply or claimed nothing (a
- * task control, for one, stops that statement): the caller applies the
- * greedy rule. After such a miss was followed by jobs the greedy rule
- * took, it is not tried for CAPS_MEMORY_MS.
+ * would be. Returns the claimed jobs; null where it does not apply;
+ * "missed" where the statement claimed nothing (no job ready, or a task
+ * control stopped it). Either way the caller then applies the greedy rule,
+ * and after a miss that the greedy rule followed with jobs, this is not
+ * tried for CAPS_MEMORY_MS.
  */
 async function slackClaim(
   ctx: StoreContext,
@@ -312,7 +308,7 @@ async function slackClaim(
   constrained: number,
   queueRows: readonly QueueRow[],
   limits: readonly LimitInRoom[],
-): Promise<JobRecord[] | null> {
+): Promise<JobRecord[] | "missed" | null> {
   const { claimStatement, returning } = ctx.engine.capabilities;
   if (!claimStatement || !returning || locksAreLocal(ctx) || params.queues.length !== 1 || queueRows.length !== 1 || limits.length !== 1) return null;
   const row = queueRows[0]!;
@@ -326,18 +322,24 @@ async function slackClaim(
   const planned = ctx.engine.capabilities.arrays ? takenLog(limit.held, params.now, most, limit.initial - most <= 0) : null;
   const log = planned && { table: limit.held.table, name: limit.held.name, set: planned.set };
   const records = await claimHeldRate(ctx, db, { ...params, limit: most }, Math.min(constrained, most), { startedAt, ...(log ? { log } : {}) });
-  if (records.length === 0) return null;
+  if (records.length === 0) return "missed";
   limit.map.set(limit.held.name, limit.initial - records.length);
   if (planned !== null && records.length === most) {
     limit.held.starts = planned.starts;
     if (planned.until !== null) params.onRateLimited?.(planned.until);
   } else await logStarts(ctx, db, limits, params);
-  const held = [{ scope: limit.scope, name: limit.held.name, heldUntil: limit.held.heldUntil }];
+  nameDelays(records, limits);
+  return records;
+}
+
+/** Names on each claimed record the limit among `limits` that held it back (JobRecord.delayedBy; core `delayingLimit`, from the values read before the claim wrote any). */
+function nameDelays(records: JobRecord[], limits: readonly LimitInRoom[]): void {
+  if (limits.length === 0) return;
+  const held = limits.map((l) => ({ scope: l.scope, name: l.held.name, heldUntil: l.held.heldUntil }));
   for (const r of records) {
     const delayedBy = delayingLimit(r, held);
     if (delayedBy !== null) r.delayedBy = delayedBy;
   }
-  return records;
 }
 
 /**
