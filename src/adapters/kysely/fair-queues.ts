@@ -25,5 +25,7 @@ export class FairQueues {
   readAt = Number.NEGATIVE_INFINITY;
   /** Each fair queue's clock as last read, and when (wall clock): read again when older than FAIR_CLOCK_TTL_MS. */
   readonly clocks = new Map<string, { clock: number; at: number }>();
+  /** Each fair queue's clock read under way on the store's pool, which callers on the pool share. */
+  readonly reading = new Map<string, Promise<number>>();
 }
 

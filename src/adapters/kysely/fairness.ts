@@ -101,13 +101,32 @@ async function markQueues(ctx: StoreContext, db: AnyDb, queues: readonly string[
   }
 }
 
-/** `queue`'s clock (core fairClock): from the smallest tag of its ready jobs, or the largest last tag of its keys; read at most every FAIR_CLOCK_TTL_MS, unless `fresh`. */
+/**
+ * `queue`'s clock (core fairClock): from the smallest tag of its ready jobs,
+ * or the largest last tag of its keys; read at most every FAIR_CLOCK_TTL_MS,
+ * unless `fresh`. Callers on the store's pool (`db` is `ctx.db`) that find
+ * it stale while a read is under way get that read's clock: one read per
+ * stale moment, not one per caller.
+ */
 export async function clockOf(ctx: StoreContext, db: AnyDb, queue: string, fresh = false): Promise<number> {
   const known = ctx.fairQueues.clocks.get(queue);
   if (!fresh && known !== undefined && performance.now() - known.at < FAIR_CLOCK_TTL_MS) return known.clock;
-  const clock = await readClock(ctx, db, queue);
-  ctx.fairQueues.clocks.set(queue, { clock, at: performance.now() });
-  return clock;
+  // A read on the pool is shared by the pool's callers; one in a transaction is its own (a shared read could wait
+  // for a pool connection that the transactions awaiting it hold).
+  const shared = !fresh && db === ctx.db;
+  const pending = shared ? ctx.fairQueues.reading.get(queue) : undefined;
+  if (pending !== undefined) return pending;
+  const reading = readClock(ctx, db, queue).then((clock) => {
+    ctx.fairQueues.clocks.set(queue, { clock, at: performance.now() });
+    return clock;
+  });
+  if (!shared) return reading;
+  ctx.fairQueues.reading.set(queue, reading);
+  try {
+    return await reading;
+  } finally {
+    ctx.fairQueues.reading.delete(queue);
+  }
 }
 
 async function readClock(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
