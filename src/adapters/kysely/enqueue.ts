@@ -7,7 +7,7 @@ import { nextTurn } from "../../core/turn.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { promote, upsertKeys } from "./promotion.ts";
-import { rowToRecord, type JobRow } from "./row.ts";
+import { UNSET_COLUMNS, rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
@@ -17,7 +17,7 @@ import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert, upsertDebounced, upsertOnDuplicate } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
 import { lockParents, waitingJobs, withDependencyColumns, wireBatch } from "./dependencies.ts";
-import { fairBatchInOneStatement, fairInOneStatement, insertManyFair, insertOneFair } from "./fair-enqueue.ts";
+import { fairBatchInOneStatement, fairInOneStatement, fairInTwoStatements, insertManyFair, insertOneFair, insertOneFairUpserted } from "./fair-enqueue.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -64,6 +64,12 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
     else if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records.map(created);
+  }
+  if (values.length === 1 && params.transaction === undefined && (await fairInTwoStatements(ctx, db, params.jobs[0]!))) {
+    // One fair job of a queue known fair, where the key's upsert returns its row (MariaDB): two autocommit statements.
+    const record = await insertOneFairUpserted(ctx, db, values[0]!, params.jobs[0]!);
+    background(engine.announceReady(db, readyQueues([record])));
+    return [created(record)];
   }
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
@@ -132,9 +138,6 @@ async function withImplicitKeys(ctx: StoreContext, params: EnqueueParams): Promi
   if (fair.size === 0) return params;
   return { ...params, jobs: params.jobs.map((j) => (j.fairness || !fair.has(j.queue) ? j : { ...j, fairness: IMPLICIT_FAIRNESS })) };
 }
-
-/** The columns a new row does not set (`rowsOf`): all null until a claim, an outcome or a handler writes them. */
-const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {
   const { now } = params;
