@@ -4,7 +4,8 @@
  * start latency (wall clock now − the payload's enqueue time) and, for flood
  * jobs, how many started and when the last did. Prints {ready} once the
  * worker runs, {progress, flood} every 100 ms, and on {stop} stops the
- * worker and prints {done, latencies, flood, floodLast}.
+ * worker and prints {done, latencies, flood, floodLast, cpu} (cpu: its own
+ * CPU seconds).
  *
  * argv: store spec (JSON), concurrency, pollMs.
  */
@@ -45,6 +46,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     if (timing) process.stderr.write(`child: ${timing.summary()}\n`);
     await adapter.close();
     // A pipe's writes are asynchronous: exit once this (large) line is out.
-    process.stdout.write(JSON.stringify({ done: true, latencies, flood, floodLast }) + "\n", () => process.exit(0));
+    const used = process.cpuUsage();
+    process.stdout.write(JSON.stringify({ done: true, latencies, flood, floodLast, cpu: (used.user + used.system) / 1e6 }) + "\n", () => process.exit(0));
   }
 }

@@ -23,6 +23,7 @@
 import { Docket } from "../src/index.ts";
 import { openDatabase, type AdapterName, type Database } from "./databases.ts";
 import { startChild, wallNow } from "./children.ts";
+import { SERVER_PROCESSES, cpuSecondsOf } from "./cpu-time.ts";
 
 const CHILD = new URL("./fairness-child.ts", import.meta.url).pathname;
 
@@ -43,6 +44,8 @@ interface Measured {
   floodStarted: number;
   floodFirst: number;
   floodLast: number;
+  /** Each worker process's own CPU seconds at its end (BENCH_DEBUG). */
+  workerCpu: number[];
 }
 
 const pct = (xs: number[], p: number) => {
@@ -59,9 +62,11 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   const adapter = await db.open(n, pool as never);
   const client = new Docket({ adapter });
   await client.migrate();
-  const m: Measured = { latencies: [], floodStarted: 0, floodFirst: 0, floodLast: 0 };
+  const m: Measured = { latencies: [], floodStarted: 0, floodFirst: 0, floodLast: 0, workerCpu: [] };
   const children = Array.from({ length: workers }, () => startChild([CHILD, JSON.stringify(db.spec(n)), String(concurrency), String(pollMs)]));
   await Promise.all(children.map((c) => c.next((x) => x.ready === true)));
+  const server0 = cpuSecondsOf(SERVER_PROCESSES);
+  const self0 = process.cpuUsage();
   const started = new Map<number, number>();
   const progress = children.map((c, i) =>
     (async () => {
@@ -102,6 +107,8 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     while (floodStarted() < jobs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
   producing = false;
+  const serverCpu = server0 === null ? null : cpuSecondsOf(SERVER_PROCESSES)! - server0;
+  const selfCpu = process.cpuUsage(self0);
   await Promise.all(producers);
   await new Promise((r) => setTimeout(r, 300));
   for (const c of children) c.send({ stop: true });
@@ -109,10 +116,15 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     m.latencies.push(...(r.latencies as number[]));
     m.floodStarted += Number(r.flood);
     m.floodLast = Math.max(m.floodLast, Number(r.floodLast));
+    if (typeof r.cpu === "number") m.workerCpu.push(r.cpu);
   }
   await adapter.close();
   if (failed > 0) console.log(`  ${kind}: ${failed} small enqueues failed`);
   if (process.env.BENCH_DEBUG && kind !== "idle") console.log(`  ${kind}: the flood's ${jobs} jobs enqueued in ${floodEnqueuedMs.toFixed(0)} ms`);
+  if (process.env.BENCH_DEBUG) {
+    const workersCpu = m.workerCpu.reduce((a, b) => a + b, 0);
+    console.log(`  ${kind}: CPU seconds: database server ${serverCpu?.toFixed(2) ?? "?"}, producers (this process) ${((selfCpu.user + selfCpu.system) / 1e6).toFixed(2)}, workers ${workersCpu.toFixed(2)} (each from its start)`);
+  }
   if (process.env.BENCH_DEBUG) console.log(`  ${kind}: enqueue p50 ${pct(enqueueMs, 50).toFixed(1)} ms p99 ${pct(enqueueMs, 99).toFixed(1)} ms (${enqueueMs.length})`);
   return m;
 }
