@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { CompiledQuery, DatabaseConnection, Dialect, Driver } from "kysely";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
+import { mysqlEngine } from "../../src/adapters/mysql/mysql-engine.ts";
 import type { DocketAdapter } from "../../src/core/adapter.ts";
 import { Docket } from "../../src/index.ts";
 import { StatementHook } from "../../src/testing/kysely/statement-hook.ts";
@@ -104,5 +105,52 @@ describe.skipIf(!url)("mysql: a fair job enqueued alone", () => {
     expect(between(order), JSON.stringify(order)).toBeGreaterThan(0);
     const mutated = await race(true);
     expect(between(mutated.order), `mutant: ${JSON.stringify(mutated.order)}`).toBe(0);
+  });
+
+  it("4 stores enqueueing 40 jobs each at once, on 5 keys none of them has yet, store every job, each key's with distinct tags", async () => {
+    const prefix = `fe${++prefixes}_`;
+    const stores = Array.from({ length: 4 }, () => mysqlAdapter({ uri: url!, tablePrefix: prefix, connectionLimit: 10 }));
+    try {
+      const dockets = stores.map((adapter) => new Docket({ adapter }));
+      await dockets[0]!.migrate();
+      for (const d of dockets) await d.enqueue("t", null, { queue: "q", fairness: { key: "warm" } });
+      const all = await Promise.all(dockets.flatMap((d, s) => Array.from({ length: 40 }, (_, i) => d.enqueue("t", { s, i }, { queue: "q", fairness: { key: `new${i % 5}` } }))));
+      expect(all.every((j) => j.created)).toBe(true);
+      const pool = (await import("mysql2/promise")).default.createPool({ uri: url! });
+      const [rows] = await pool.query(`select fair_key as k, count(*) as n, count(distinct fair_tag) as tags from ${prefix}jobs where fair_key like 'new%' group by fair_key order by fair_key`);
+      await pool.end();
+      expect((rows as { k: string; n: number; tags: number }[]).map((r) => `${r.k}:${Number(r.n)}/${Number(r.tags)}`).join(" ")).toBe("new0:32/32 new1:32/32 new2:32/32 new3:32/32 new4:32/32");
+    } finally {
+      for (const a of stores) await a.close();
+    }
+  });
+});
+
+describe("mysql engine: retriedStatement", () => {
+  it("runs a statement again after a deadlock or lock wait timeout (up to the transaction's tries), never after another error", async () => {
+    const engine = mysqlEngine({ prefix: "x_" });
+    let calls = 0;
+    const lost = (errno: number) => Object.assign(new Error(`errno ${errno}`), { errno });
+    const twice = await engine.retriedStatement!(null as never, async () => {
+      if (++calls <= 2) throw lost(calls === 1 ? 1213 : 1205);
+      return "done";
+    });
+    expect([twice, calls]).toEqual(["done", 3]);
+    calls = 0;
+    await expect(
+      engine.retriedStatement!(null as never, async () => {
+        calls++;
+        throw lost(1062);
+      }),
+    ).rejects.toThrow("errno 1062");
+    expect(calls).toBe(1);
+    calls = 0;
+    await expect(
+      engine.retriedStatement!(null as never, async () => {
+        calls++;
+        throw lost(1213);
+      }),
+    ).rejects.toThrow("errno 1213");
+    expect(calls).toBe(5);
   });
 });

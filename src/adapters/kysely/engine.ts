@@ -221,6 +221,14 @@ export interface Engine {
    */
   duplicateKeyUpsert?(db: AnyDb): Promise<boolean>;
   /**
+   * Runs `fn`, ONE autocommit statement that has no effect when it fails,
+   * again (as `writeTransaction` runs a transaction again) when the engine
+   * reports a lost race: MariaDB's deadlock or lock wait timeout, which an
+   * upsert of a row that concurrent statements also upsert can meet.
+   * Optional: absent, `fn` runs once.
+   */
+  retriedStatement?<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /**
    * True where a row lock guards only on the server that holds it (MariaDB
    * Galera Cluster certifies a commit against the rows other servers'
    * transactions wrote, never the rows they locked). Then a transaction that

@@ -100,7 +100,8 @@ export async function fairInTwoStatements(ctx: StoreContext, db: AnyDb, job: New
  * autocommit statements, without a transaction's BEGIN, locking read and
  * COMMIT: the key's upsert advances its last tag by the job's step and
  * returns it (atomic on the key row, so two enqueues of one key get
- * successive tags, R21), then the job is inserted with that tag. An enqueue
+ * successive tags, R21; a deadlock there is retried, `Engine.retriedStatement`),
+ * then the job is inserted with that tag. An enqueue
  * that fails between the two has advanced its key one step and stored no
  * job: nothing is lost (the call fails), and the key's next job lands that
  * step later, as if the failed one had run.
@@ -116,7 +117,9 @@ export async function insertOneFairUpserted(ctx: StoreContext, db: AnyDb, row: R
     .onDuplicateKeyUpdate({ weight: sql`values(weight)`, served: sql`greatest(served + values(used), values(served))` })
     .returning(["served"]);
   // Sent as a query: kysely's insert drops RETURNING's rows on this dialect.
-  const keyRows = (await db.executeQuery(labelled(upsert, "fair-store").compile())).rows as { served: unknown }[];
+  const compiled = labelled(upsert, "fair-store").compile();
+  const send = (d: AnyDb) => d.executeQuery(compiled);
+  const keyRows = (await (ctx.engine.retriedStatement ? ctx.engine.retriedStatement(db, send) : send(db))).rows as { served: unknown }[];
   if (keyRows.length !== 1) throw new AdapterError(`${ctx.engine.name}: a fairness key's upsert returned ${keyRows.length} rows`);
   const values = { ...row, fair_tag: Number(keyRows[0]!.served) };
   const res = await labelled(db.insertInto(tables.jobs).values(values), "enqueue").executeTakeFirstOrThrow();

@@ -99,6 +99,16 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: "terms", floorReadsLocked: true, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
+    retriedStatement: async (db, fn) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fn(db);
+        } catch (error) {
+          const errno = (error as { errno?: unknown }).errno;
+          if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
+        }
+      }
+    },
     transactionOnce: async (db, fn) => {
       await knowCluster(db);
       return begin(db).execute(fn);
