@@ -7,7 +7,7 @@ import { nextTurn } from "../../core/turn.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { promote, upsertKeys } from "./promotion.ts";
-import { UNSET_COLUMNS, rowToRecord, type JobRow } from "./row.ts";
+import { rowToRecord, type JobRow } from "./row.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { chunkRows } from "./statement-size.ts";
 import { labelled } from "./labels.ts";
@@ -17,7 +17,7 @@ import { storeRateKeys } from "./rate-limits.ts";
 import { mergeOrInsert, upsertDebounced, upsertOnDuplicate } from "./debounce.ts";
 import { IMPLICIT_FAIRNESS, fairQueuesAmong, storeFairKeys } from "./fairness.ts";
 import { lockParents, waitingJobs, withDependencyColumns, wireBatch } from "./dependencies.ts";
-import { fairBatchInOneStatement, fairInOneStatement, fairInTwoStatements, insertManyFair, insertOneFair, insertOneFairUpserted } from "./fair-enqueue.ts";
+import { fairBatchInOneStatement, fairInOneStatement, fairInTwoStatements, insertManyFair, insertOneFair, upsertFairKey } from "./fair-enqueue.ts";
 
 /**
  * Stores new jobs, all or none, and returns their records in input order.
@@ -67,9 +67,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
   }
   if (values.length === 1 && params.transaction === undefined && (await fairInTwoStatements(ctx, db, params.jobs[0]!))) {
     // One fair job of a queue known fair, where the key's upsert returns its row (MariaDB): two autocommit statements.
-    const record = await insertOneFairUpserted(ctx, db, values[0]!, params.jobs[0]!);
-    background(engine.announceReady(db, readyQueues([record])));
-    return [created(record)];
+    return [created(await insertOneRow(ctx, db, { ...values[0]!, fair_tag: await upsertFairKey(ctx, db, params.jobs[0]!) }, background))];
   }
   if (!oneByOne && values.length <= BATCH_ROWS && engine.capabilities.returning) {
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
@@ -88,13 +86,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
     return records.map(created);
   }
-  if (!oneByOne && values.length === 1 && params.transaction === undefined) {
-    // One row without RETURNING: one autocommit INSERT; its record is the values written and the id it got.
-    const res = await labelled(db.insertInto(ctx.tables.jobs).values(values[0]!), "enqueue").executeTakeFirstOrThrow();
-    const record = rowToRecord({ ...UNSET_COLUMNS, ...(values[0] as Omit<JobRow, "id">), id: Number(res.insertId) });
-    background(engine.announceReady(db, readyQueues([record])));
-    return [created(record)];
-  }
+  if (!oneByOne && values.length === 1 && params.transaction === undefined) return [created(await insertOneRow(ctx, db, values[0]!, background))];
   const only = params.jobs[0]!;
   if (values.length === 1 && only.debounce && !only.concurrency && !only.idempotencyKey && !only.rateLimit && !only.fairness) {
     // One debounced job with no other control: one statement merges it or stores it (no ready notice: it is scheduled).
@@ -137,6 +129,17 @@ async function withImplicitKeys(ctx: StoreContext, params: EnqueueParams): Promi
   for (const j of params.jobs) if (j.fairness) fair.add(j.queue);
   if (fair.size === 0) return params;
   return { ...params, jobs: params.jobs.map((j) => (j.fairness || !fair.has(j.queue) ? j : { ...j, fairness: IMPLICIT_FAIRNESS })) };
+}
+
+/** The columns a new row does not set (`rowsOf`): all null until a claim, an outcome or a handler writes them. */
+const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
+
+/** One row without RETURNING: one autocommit INSERT; its record is the values written and the id it got, announced in the background. */
+async function insertOneRow(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, background: (work: Promise<void>) => void): Promise<JobRecord> {
+  const res = await labelled(db.insertInto(ctx.tables.jobs).values(row), "enqueue").executeTakeFirstOrThrow();
+  const record = rowToRecord({ ...UNSET_COLUMNS, ...(row as Omit<JobRow, "id">), id: Number(res.insertId) });
+  background(ctx.engine.announceReady(db, readyQueues([record])));
+  return record;
 }
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {

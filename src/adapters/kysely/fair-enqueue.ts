@@ -20,7 +20,7 @@ import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
 import { labelled } from "./labels.ts";
-import { UNSET_COLUMNS, rowToRecord, type JobRow } from "./row.ts";
+import { rowToRecord, type JobRow } from "./row.ts";
 
 /**
  * Whether a fair job can be tagged in the statement that stores it: its only
@@ -81,49 +81,46 @@ export async function insertOneFair(ctx: StoreContext, db: AnyDb, row: Record<st
 }
 
 /**
- * Whether `job` (alone in its call, outside a caller's transaction) takes
- * `insertOneFairUpserted`: as `insertOneFair`'s jobs, on an engine without
- * arrays whose `INSERT … ON DUPLICATE KEY UPDATE` returns the row
- * (`duplicateKeyUpsert`: MariaDB 10.5+), and whose row locks are not local
+ * Whether `job` (alone in its call, outside a caller's transaction) is
+ * stored in two autocommit statements (`upsertFairKey`, then its INSERT):
+ * as `insertOneFair`'s jobs, on an engine whose `INSERT … ON DUPLICATE KEY
+ * UPDATE` returns the row (`duplicateKeyUpsert`: MariaDB 10.5+), and whose row locks are not local
  * to one server (not Galera, where the transaction's retries cover the
  * key row's certification conflicts).
  */
 export async function fairInTwoStatements(ctx: StoreContext, db: AnyDb, job: NewJob): Promise<boolean> {
   const { engine } = ctx;
-  if (engine.capabilities.arrays || engine.capabilities.onConflict || !engine.duplicateKeyUpsert || !taggedInOneStatement(ctx, job)) return false;
+  if (!engine.duplicateKeyUpsert || !taggedInOneStatement(ctx, job)) return false;
   await engine.knowServer?.(db);
   return !engine.locksAreLocal?.() && (await engine.duplicateKeyUpsert(db));
 }
 
 /**
- * Stores `row` (the values `rowsOf` made of `job`) with its tag in two
- * autocommit statements, without a transaction's BEGIN, locking read and
- * COMMIT: the key's upsert advances its last tag by the job's step and
- * returns it (atomic on the key row, so two enqueues of one key get
- * successive tags, R21; a deadlock there is retried, `Engine.retriedStatement`),
- * then the job is inserted with that tag. An enqueue
- * that fails between the two has advanced its key one step and stored no
- * job: nothing is lost (the call fails), and the key's next job lands that
- * step later, as if the failed one had run.
+ * The first of the two autocommit statements that store `job` (see
+ * `fairInTwoStatements`; enqueue.ts inserts it, with the tag returned, as
+ * it inserts any one row without RETURNING): the key's upsert advances its
+ * last tag by the job's step and returns it, atomic on the key row, so two
+ * enqueues of one key get successive tags (R21); a deadlock there is
+ * retried (`Engine.retriedStatement`). Without a transaction, an enqueue
+ * that fails after this statement has advanced its key one step and stored
+ * no job: nothing is lost (the call fails), and the key's next job lands
+ * that step later, as if the failed one had run.
  */
-export async function insertOneFairUpserted(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, job: NewJob): Promise<JobRecord> {
-  const { tables } = ctx;
+export async function upsertFairKey(ctx: StoreContext, db: AnyDb, job: NewJob): Promise<number> {
   const { key, weight } = job.fairness!;
   const step = fairTags(0, 0, [weight]).last;
   const clock = await clockOf(ctx, db, job.queue);
   const upsert = db
-    .insertInto(tables.fairKeys)
+    .insertInto(ctx.tables.fairKeys)
     .values({ queue: job.queue, name: key, weight, served: clock + step, used: step })
     .onDuplicateKeyUpdate({ weight: sql`values(weight)`, served: sql`greatest(served + values(used), values(served))` })
     .returning(["served"]);
   // Sent as a query: kysely's insert drops RETURNING's rows on this dialect.
   const compiled = labelled(upsert, "fair-store").compile();
   const send = (d: AnyDb) => d.executeQuery(compiled);
-  const keyRows = (await (ctx.engine.retriedStatement ? ctx.engine.retriedStatement(db, send) : send(db))).rows as { served: unknown }[];
-  if (keyRows.length !== 1) throw new AdapterError(`${ctx.engine.name}: a fairness key's upsert returned ${keyRows.length} rows`);
-  const values = { ...row, fair_tag: Number(keyRows[0]!.served) };
-  const res = await labelled(db.insertInto(tables.jobs).values(values), "enqueue").executeTakeFirstOrThrow();
-  return rowToRecord({ ...UNSET_COLUMNS, ...(values as unknown as Omit<JobRow, "id">), id: Number(res.insertId) });
+  const rows = (await (ctx.engine.retriedStatement ? ctx.engine.retriedStatement(db, send) : send(db))).rows as { served: unknown }[];
+  if (rows.length !== 1) throw new AdapterError(`${ctx.engine.name}: a fairness key's upsert returned ${rows.length} rows`);
+  return Number(rows[0]!.served);
 }
 
 /** The job columns that travel as arrays in `insertManyFair`, with their SQL types: an unkeyed insert's and the fairness key. */

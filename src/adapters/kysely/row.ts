@@ -49,9 +49,6 @@ function intOrNull(v: number | string | bigint | null): number | null {
   return v === null ? null : int(v);
 }
 
-/** The columns a new row does not set (enqueue.ts `rowsOf`): all null until a claim, an outcome or a handler writes them. */
-export const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null, progress: null, worker: null, errors: null } as const;
-
 export function rowToRecord(row: JobRow): JobRecord {
   if (!isJobState(row.state)) throw new AdapterError(`job ${String(row.id)} has unknown state ${row.state}`);
   return {

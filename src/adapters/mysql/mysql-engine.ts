@@ -72,19 +72,11 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       .finally(() => (galeraRead = null));
     return galeraRead;
   };
-  const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
-    await knowCluster(db);
+  /** `run` again while it fails with a lost race (deadlock, lock wait timeout; on Galera also a certification failure), up to the tries. */
+  const retried = async <T>(run: () => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
-      let trx: object | null = null;
       try {
-        const result = await begin(db).execute((t) => {
-          trx = t;
-          own.add(t);
-          return fn(t);
-        });
-        // Not awaited: the caller's write has committed; the wake follows in the background.
-        if (trx !== null && announced.has(trx)) void wakes?.bump();
-        return result;
+        return await run();
       } catch (error) {
         const errno = (error as { errno?: unknown }).errno;
         const [tries, retryable] = galera ? [GALERA_TRANSACTION_TRIES, GALERA_RETRYABLE_ERRNOS] : [MAX_TRANSACTION_TRIES, RETRYABLE_ERRNOS];
@@ -93,22 +85,33 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       }
     }
   };
+  const writeTransaction = async <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => {
+    await knowCluster(db);
+    return retried(async () => {
+      let trx: object | null = null;
+      const result = await begin(db).execute((t) => {
+        trx = t;
+        own.add(t);
+        return fn(t);
+      });
+      // Not awaited: the caller's write has committed; the wake follows in the background.
+      if (trx !== null && announced.has(trx)) void wakes?.bump();
+      return result;
+    });
+  };
+  // The undo history InnoDB has not purged (needs PROCESS; null without it): it grows while an old snapshot stays open.
+  const historyLength = async (db: AnyDb): Promise<number | null> => {
+    const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
+    const n = history.rows[0]?.n;
+    return n === undefined ? null : Number(n);
+  };
   return {
     ...ENGINE_DEFAULTS,
     name: "mysql",
     capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: "terms", floorReadsLocked: true, blocking: false },
     writeTransaction,
     writeStatement: writeTransaction,
-    retriedStatement: async (db, fn) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await fn(db);
-        } catch (error) {
-          const errno = (error as { errno?: unknown }).errno;
-          if (attempt >= MAX_TRANSACTION_TRIES || typeof errno !== "number" || !RETRYABLE_ERRNOS.has(errno)) throw error;
-        }
-      }
-    },
+    retriedStatement: (db, fn) => retried(() => fn(db)),
     transactionOnce: async (db, fn) => {
       await knowCluster(db);
       return begin(db).execute(fn);
@@ -133,27 +136,18 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       });
     },
     migrations: () => migrations(prefix),
+    horizonBacklog: (db: AnyDb) => historyLength(db).catch(() => null),
     // InnoDB's horizon: the oldest open transaction (INNODB_TRX; needs PROCESS to see other sessions') and the undo
     // history not yet purged, which grows while it stays open. InnoDB keeps no per-table count of dead versions.
-    async horizonBacklog(db: AnyDb) {
-      try {
-        const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
-        const n = history.rows[0]?.n;
-        return n === undefined ? null : Number(n);
-      } catch {
-        return null;
-      }
-    },
     async health(db: AnyDb) {
       const oldest = await sql<{ ms: string | number | null }>`select timestampdiff(microsecond, min(trx_started), now(6)) div 1000 as ms
         from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id()`.execute(db);
-      const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
+      const backlog = await historyLength(db);
       const ms = oldest.rows[0]?.ms;
-      const n = history.rows[0]?.n;
       return {
         oldestTransactionAgeMs: ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
         deadRows: null,
-        purgeBacklog: n === undefined ? null : Number(n),
+        purgeBacklog: backlog,
         autovacuum: null,
       };
     },
