@@ -11,7 +11,7 @@
  * scan at a position (`indexedRowBound`: a row value on PostgreSQL, the
  * bound written out term by term on MariaDB), once claims find the head slow
  * (FLOOR_TUNING) the next ones start at a floor, `(priority, run_at, id)
- * >= floor` (on MariaDB with the claim index forced, Engine.forcedIndex, and
+ * >= floor` (on MariaDB with the ready index forced, Engine.forcedIndex, and
  * read unlocked, the window's rows then locked by id: controls-claim.ts
  * readWindows), a second (`lagMs`) before the first job the last claim took
  * (every job before that one was then claimed, held by another claim, or
@@ -242,6 +242,7 @@ async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, rang
   const form = ctx.engine.capabilities.indexedRowBound || "row";
   const hinted = range.from !== null ? ctx.engine.forcedIndex?.(ctx.tables.jobs, "claim") : undefined;
   let q = guard(db.selectFrom(hinted ? (hinted as never) : ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
+  if (hinted && ctx.engine.readyQueueColumn !== undefined) q = q.where(ctx.engine.readyQueueColumn, "=", params.queues[0]!);
   if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
   if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));
   if (range.keyed) q = q.where("concurrency_key", "is not", null);

@@ -119,6 +119,21 @@ export interface Engine {
    */
   forcedIndex?(table: string, index: "claim" | "primary"): RawBuilder<unknown>;
   /**
+   * A column of the jobs table equal to `queue` while the job is ready and
+   * NULL otherwise, leading the index `forcedIndex(table, "claim")` names,
+   * `(column, priority, run_at, id)`: a floored read adds `column IN
+   * (queues)` and ranges over that index. Where the engine's scan of a
+   * range that holds fewer rows than its LIMIT goes on past the range's end
+   * through entries an old snapshot keeps (InnoDB skips delete-marked
+   * entries without checking the range's end), the claim index `(state,
+   * queue, …)` put every 'running' entry since the snapshot after a queue's
+   * ready ones (pages per read grew without bound: bench/results/
+   * session52.txt); this index puts only the queue's other priorities and
+   * then the next queue's ready entries there. Optional: absent, the claim
+   * index, read by state and queue.
+   */
+  readyQueueColumn?: string;
+  /**
    * How far the engine's purge of old row versions is behind (InnoDB's
    * history list length), or null when it cannot be read (MariaDB needs the
    * PROCESS privilege). Where present, the claim floor turns on only when

@@ -178,7 +178,9 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     // MariaDB spells a shared row lock `LOCK IN SHARE MODE` (it has no `FOR SHARE`).
     // deno-lint-ignore no-explicit-any
     shareLock: <Q>(query: Q): Q => (query as any).modifyEnd(sql`lock in share mode`),
-    forcedIndex: (table: string, index: "claim" | "primary") => sql`${sql.table(table)} force index (${index === "claim" ? sql.id(`${table}_claim`) : sql.raw("primary")})`,
+    // The floored reads' index is migration 25's ready index (readyQueueColumn).
+    forcedIndex: (table: string, index: "claim" | "primary") => sql`${sql.table(table)} force index (${index === "claim" ? sql.id(`${table}_ready`) : sql.raw("primary")})`,
+    readyQueueColumn: "ready_queue",
     /**
      * InnoDB gives the rows of one multi-row ("simple") INSERT consecutive
      * ids, `auto_increment_increment` apart, in lock modes 0 and 1 (MariaDB's
