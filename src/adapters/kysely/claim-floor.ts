@@ -27,14 +27,14 @@
  * dropped and claims read from the head again. So a floor changes only when
  * such a job starts, never whether it does.
  */
-import { sql, type RawBuilder } from "kysely";
+import { sql, type RawBuilder, type SelectQueryBuilder } from "kysely";
 import type { ClaimParams } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
-import type { AnyDb, FloorTuning } from "./engine.ts";
+import type { AnyDb, Engine, FloorTuning } from "./engine.ts";
 
 export type { FloorTuning } from "./engine.ts";
 
@@ -242,7 +242,7 @@ async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, rang
   const form = ctx.engine.capabilities.indexedRowBound || "row";
   const hinted = range.from !== null ? ctx.engine.forcedIndex?.(ctx.tables.jobs, "claim") : undefined;
   let q = guard(db.selectFrom(hinted ? (hinted as never) : ctx.tables.jobs).select(["priority", "run_at", "id"]), "claim", { now: params.now }).where("queue", "=", params.queues[0]!);
-  if (hinted && ctx.engine.readyQueueColumn !== undefined) q = q.where(ctx.engine.readyQueueColumn, "=", params.queues[0]!);
+  if (hinted) q = onReadyIndex(ctx.engine, q, params.queues.slice(0, 1));
   if (range.below !== null) q = q.where(positionBound(form, "<", range.below));
   if (range.from !== null) q = q.where(positionBound(form, ">=", range.from));
   if (range.keyed) q = q.where("concurrency_key", "is not", null);
@@ -251,6 +251,16 @@ async function readFirst(ctx: StoreContext, db: AnyDb, params: ClaimParams, rang
   const rows = (await labelled(lock ? read.forUpdate().skipLocked() : read, "claim-floor-check").execute()) as { priority: number; run_at: number | string; id: number | string }[];
   const found = rows[0];
   return found === undefined ? null : { priority: Number(found.priority), runAt: Number(found.run_at), id: Number(found.id) };
+}
+
+/**
+ * A read forced through `forcedIndex(…, "claim")` narrowed to `queues` by
+ * the engine's `readyQueueColumn`, so its range is that index's (the column
+ * leads it); the read unchanged where the engine has no such column.
+ */
+// deno-lint-ignore no-explicit-any
+export function onReadyIndex<Q extends SelectQueryBuilder<any, any, any>>(engine: Engine, q: Q, queues: readonly string[]): Q {
+  return engine.readyQueueColumn === undefined ? q : (q.where(engine.readyQueueColumn, "in", [...queues]) as Q);
 }
 
 /** A position's parts: numbers, or slots of a compiled statement (compiled.ts). */

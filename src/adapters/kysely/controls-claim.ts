@@ -23,7 +23,7 @@ import { labelComment, labelled } from "./labels.ts";
 import { locksAreLocal, writeGuards } from "./guard-writes.ts";
 import { CAPS_MEMORY_MS, claimedRow, claimSet, countedControl, unkeyed, type ClaimMemory } from "./claim-parts.ts";
 import { claimHeldRate } from "./claim-statement.ts";
-import { compareKeys, positionBound, type FloorKey } from "./claim-floor.ts";
+import { compareKeys, onReadyIndex, positionBound, type FloorKey } from "./claim-floor.ts";
 
 /**
  * A claim when some control may apply: in one transaction, the control
@@ -211,7 +211,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
         const taskColumn = (column: string, as: string) => (eb: ExpressionBuilder<any, any>) => eb.selectFrom(tables.tasks).select(column).where("name", "=", sql.ref(`${tables.jobs}.task`)).as(as);
         columns = columns.select(taskColumn("max_running", TASK_CAP)).select(taskColumn("rate_limit", TASK_RATE));
         let q = guard(columns, "claim", { now: params.now }).where("queue", "in", queues);
-        if (index === "claim" && engine.readyQueueColumn !== undefined) q = q.where(engine.readyQueueColumn, "in", queues);
+        if (index === "claim") q = onReadyIndex(engine, q, queues);
         if (spent) q = unkeyed(q).where("rate_key", "is", null);
         else if (rates.spentKeys.size > 0) q = q.where((eb) => eb.or([eb("rate_key", "is", null), eb("rate_key", "not in", [...rates.spentKeys])]));
         if (chosen.length > 0) q = q.where("id", "not in", chosen);

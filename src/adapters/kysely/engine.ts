@@ -108,9 +108,10 @@ export interface Engine {
   shareLock<Q>(query: Q): Q;
   /**
    * The jobs table (`table`, unaliased) as a FROM item that makes the
-   * planner read it through `index`: the claim index (a claim read bounded
-   * at a position, claim-floor.ts) or the primary key (the same read's rows
-   * locked by id). For an engine whose planner, under an old snapshot,
+   * planner read it through `index`: "claim", the index a claim read bounded
+   * at a position ranges over (claim-floor.ts; with `readyQueueColumn`, the
+   * index that column leads, and the read must name it: `onReadyIndex`), or
+   * the primary key (the same read's rows locked by id). For an engine whose planner, under an old snapshot,
    * chose otherwise: MariaDB 10.11, with 90,000 claimed jobs' entries kept,
    * planned a floored read as a ref on (state, queue) with the bound as a
    * filter (270,489 pages, 62 ms for 100 jobs, locked) over a range
