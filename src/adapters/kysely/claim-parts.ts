@@ -39,7 +39,7 @@ export function claimMemory(): ClaimMemory {
  * outcome written (`results[i]` not null) whose job's queue or task this
  * store knows capped (`memory.capped`), less the slots a hand-off took
  * again in the same write (`reused`: jobs it claimed, by queue). Other
- * processes' idle workers should hear of these (see FreedSlotNotices).
+ * processes' idle workers should hear of these (see notice-window.ts).
  */
 export function freedCapQueues(memory: ClaimMemory, items: readonly SettleItem[], results: readonly unknown[], reused: readonly { queue: string }[] = []): string[] {
   if (memory.capped.queues.size === 0 && memory.capped.tasks.size === 0) return [];

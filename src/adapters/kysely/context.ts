@@ -2,6 +2,7 @@ import type { CompiledQuery } from "kysely";
 import type { Engine, AnyDb } from "./engine.ts";
 import type { TableNames } from "./identifiers.ts";
 import type { FairQueues } from "./fair-queues.ts";
+import type { NoticeWindow } from "./notice-window.ts";
 
 /** What every shared module works with: the kysely instance, docket's table names, the engine, the compiled statements. */
 export interface StoreContext {
@@ -12,6 +13,8 @@ export interface StoreContext {
   readonly statements: Map<string, CompiledQuery>;
   /** The fair queues the store knows (shared by every context of one store). */
   readonly fairQueues: FairQueues;
+  /** Ready notices of the store's own autocommit writes (not a caller's transaction's), sent through the engine's window (`Engine.noticeWindowMs`). */
+  readonly notices: NoticeWindow;
 }
 
 /** Rows per INSERT, and jobs per batched UPDATE. */

@@ -181,6 +181,14 @@ export interface Engine {
    * `payload` may be a compiled statement's Slot. Optional: an engine
    * without it is sent `announceReady` after the write.
    */
+  /**
+   * The window of the ready notices a store sends for its own autocommit
+   * writes (notice-window.ts), ms: where a notice is costly to the
+   * database (PostgreSQL serializes the commits that NOTIFY), a burst of
+   * enqueues sends one notice of a kind per window, each write's at most
+   * this long after its commit. Optional: 0, every write announces its own.
+   */
+  noticeWindowMs?: number;
   statementNotice?: {
     payload(notice: { queue: string; due: boolean }): string;
     expression(payload: unknown): RawBuilder<unknown>;

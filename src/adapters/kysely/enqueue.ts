@@ -45,7 +45,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     const records = runs.length === 1 ? await engine.writeStatement(db, write) : await engine.writeTransaction(db, write);
     // As below: in the caller's transaction the notice rides on it; otherwise it is sent in the background.
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
-    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    else announceAfter(ctx, records, background);
     return records;
   }
   if (fairBatchInOneStatement(ctx, params.jobs)) {
@@ -53,16 +53,16 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     const ids = await engine.writeStatement(db, (w) => insertManyFair(ctx, w, params.jobs, params.now));
     const records = params.jobs.map((job, i) => created(newJobRecord(ids[i]!, job, params.now)));
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
-    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    else announceAfter(ctx, records, background);
     return records;
   }
   const values = rowsOf(params);
   if (values.length === 1 && fairInOneStatement(ctx, params.jobs[0]!)) {
     // One fair job of a queue known fair: one statement tags and stores it (and announces it, where it can).
-    const notice = params.transaction === undefined && values[0]!.state === "ready" ? engine.statementNotice : undefined;
+    const notice = params.transaction === undefined ? carried(ctx, values[0]!) : undefined;
     const records = await engine.writeStatement(db, (w) => insertOneFair(ctx, w, values[0]!, params.jobs[0]!, notice));
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
-    else if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    else if (!notice) announceAfter(ctx, records, background);
     return records.map(created);
   }
   if (values.length === 1 && params.transaction === undefined && (await fairInTwoStatements(ctx, db, params.jobs[0]!))) {
@@ -73,9 +73,9 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     // One INSERT … RETURNING is atomic on its own: no transaction (on PostgreSQL, no BEGIN/COMMIT round trips).
     if (values.length === 1 && params.transaction === undefined) {
       // The common single enqueue: one statement that stores the job and, where the engine can, announces it on commit.
-      const notice = values[0]!.state === "ready" ? engine.statementNotice : undefined;
+      const notice = carried(ctx, values[0]!);
       const records = await engine.writeStatement(db, (w) => insertOne(ctx, w, values[0]!, notice));
-      if (!notice) background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+      if (!notice) announceAfter(ctx, records, background);
       return records.map(created);
     }
     const records = await engine.writeStatement(db, (w) => insertRows(ctx, w, values));
@@ -83,7 +83,7 @@ export async function enqueue(ctx: StoreContext, given: EnqueueParams, backgroun
     // in the background (a failure is reported, not thrown: workers still poll), on the next turn, after
     // the claims of this process's workers that the enqueue wakes.
     if (params.transaction !== undefined) await engine.announceReady(db, readyQueues(records));
-    else background(nextTurn().then(() => engine.announceReady(db, readyQueues(records))));
+    else announceAfter(ctx, records, background);
     return records.map(created);
   }
   if (!oneByOne && values.length === 1 && params.transaction === undefined) return [created(await insertOneRow(ctx, db, values[0]!, background))];
@@ -138,8 +138,25 @@ const UNSET_COLUMNS = { lease_token: null, lease_expires_at: null, result: null,
 async function insertOneRow(ctx: StoreContext, db: AnyDb, row: Record<string, unknown>, background: (work: Promise<void>) => void): Promise<JobRecord> {
   const res = await labelled(db.insertInto(ctx.tables.jobs).values(row), "enqueue").executeTakeFirstOrThrow();
   const record = rowToRecord({ ...UNSET_COLUMNS, ...(row as Omit<JobRow, "id">), id: Number(res.insertId) });
-  background(ctx.engine.announceReady(db, readyQueues([record])));
+  announceAfter(ctx, [record], background);
   return record;
+}
+
+/**
+ * Announces `records`' ready queues after the autocommit write that stored
+ * them (on the next turn: after the claims of this process's workers that
+ * the enqueue wakes), through the store's notice window; a failed send is
+ * reported in the background, not thrown (workers still poll).
+ */
+function announceAfter(ctx: StoreContext, records: readonly JobRecord[], background: (work: Promise<void>) => void): void {
+  const notices = readyQueues(records);
+  if (notices.length > 0) background(nextTurn().then(() => ctx.notices.announce(notices)));
+}
+
+/** The statement notice an autocommit single insert of `row` carries: the engine's, when the row is ready and the notice window lets it. */
+function carried(ctx: StoreContext, row: Record<string, unknown>): Engine["statementNotice"] {
+  const notice = ctx.engine.statementNotice;
+  return notice && row.state === "ready" && ctx.notices.carry({ queue: row.queue as string, due: false }) ? notice : undefined;
 }
 
 function rowsOf(params: EnqueueParams): Record<string, unknown>[] {

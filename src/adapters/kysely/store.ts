@@ -52,7 +52,7 @@ import { enqueue, holderOf } from "./enqueue.ts";
 import { claim, claimMemory } from "./claim.ts";
 import { FLOOR_TUNING, type FloorTuning } from "./claim-floor.ts";
 import { freedCapQueues } from "./claim-parts.ts";
-import { FreedSlotNotices } from "./freed-slots.ts";
+import { FREED_SLOT_NOTICE_MS, NoticeWindow } from "./notice-window.ts";
 import { transition } from "./guarded-write.ts";
 import { CLEAR_LEASE, failureWrite, settle } from "./outcomes.ts";
 import { dependenciesOf } from "./dependencies.ts";
@@ -102,15 +102,21 @@ export class KyselyStore implements DocketAdapter {
   readonly #errorListeners = new Set<(error: DocketError) => void>();
   #closed = false;
   readonly #background = new Set<Promise<void>>();
-  readonly #freedSlots = new FreedSlotNotices(
-    (queues) => this.#ctx.engine.announceReady(this.#ctx.db, queues.map((queue) => ({ queue, due: false }))),
+  readonly #freedSlots = new NoticeWindow(
+    FREED_SLOT_NOTICE_MS,
+    (notices) => this.#ctx.engine.announceReady(this.#ctx.db, notices),
     (work) => this.#inBackground(work),
   );
   readonly settleAndHandOff?: (params: SettleAndHandOffParams) => Promise<{ settled: (SettledJob | null)[]; claimed: JobRecord[] }>;
 
   constructor(options: StoreOptions) {
     const engine = options.instrument?.wrapEngine ? options.instrument.wrapEngine(options.engine) : options.engine;
-    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map(), fairQueues: new FairQueues() };
+    const notices = new NoticeWindow(
+      engine.noticeWindowMs ?? 0,
+      (list) => engine.announceReady(options.db, list),
+      (work) => this.#inBackground(work),
+    );
+    this.#ctx = { db: options.db, tables: tableNames(options.tablePrefix), engine, statements: new Map(), fairQueues: new FairQueues(), notices };
     this.#ownsDb = options.ownsDb;
     this.#floorTuning = { ...FLOOR_TUNING, ...options.instrument?.claimFloor };
     this.name = engine.name;
@@ -123,7 +129,7 @@ export class KyselyStore implements DocketAdapter {
       this.settleAndHandOff = (params) =>
         this.#run(async () => {
           const written = await settleAndHandOff(this.#ctx, this.#claims, params);
-          if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, written.settled, written.claimed));
+          if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, written.settled, written.claimed).map((queue) => ({ queue, due: false })));
           return written;
         });
     }
@@ -223,7 +229,7 @@ export class KyselyStore implements DocketAdapter {
   settle(params: SettleParams): Promise<(SettledJob | null)[]> {
     return this.#run(async () => {
       const results = await settle(this.#ctx, params);
-      if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, results));
+      if (params.announceFreed) this.#freedSlots.announce(freedCapQueues(this.#claims, params.items, results).map((queue) => ({ queue, due: false })));
       return results;
     });
   }
@@ -338,7 +344,9 @@ export class KyselyStore implements DocketAdapter {
     if (this.#closed) return;
     this.#closed = true;
     this.#freedSlots.clear();
-    // Notices still being sent go out before the connections close.
+    // Notices still being sent, and those owed to writes that committed, go out before the connections close.
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+    this.#ctx.notices.flush();
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     if (this.#ownsDb) await this.#ctx.db.destroy();
     await this.#ctx.engine.close();

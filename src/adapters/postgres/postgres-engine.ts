@@ -6,6 +6,9 @@ import { migrations } from "./migrations.ts";
 import { readyPayload, type ReadyListener } from "./listener.ts";
 import { isNamedStatementRefusal, type PreparedTexts } from "./prepared.ts";
 
+/** The window of the store's own ready notices on PostgreSQL, ms (Engine.noticeWindowMs). */
+export const NOTICE_WINDOW_MS = 10;
+
 const MAX_TRANSACTION_TRIES = 5;
 
 export interface PostgresEngineOptions {
@@ -73,6 +76,9 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
       await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);
     },
+    // Commits that NOTIFY are serialized (each holds the notification queue's lock across its flush): a burst of the
+    // store's own enqueues sends one notice per queue per window, each job's at most this long after its commit.
+    noticeWindowMs: NOTICE_WINDOW_MS,
     // A row an upsert inserted has no deleting transaction yet; the row it updated was locked by it (xmax set).
     insertedFlag: sql<boolean>`xmax = 0`,
     statementNotice: {
