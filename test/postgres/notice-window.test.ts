@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import type { ReadyNotice } from "../../src/core/adapter.ts";
+import type { Engine } from "../../src/adapters/kysely/engine.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
@@ -22,7 +23,7 @@ const WINDOW_MS = 2_000;
  */
 describe.skipIf(!url)("postgres: the store's ready notices per window", () => {
   it("a burst of 100 single enqueues sends one notice, and the window's end announces the jobs stored after it to an idle worker elsewhere", async () => {
-    const window = { instrument: { wrapEngine: (e: never) => ({ ...(e as object), noticeWindowMs: WINDOW_MS }) as never } };
+    const window = { instrument: { wrapEngine: (e: Engine): Engine => ({ ...e, noticeWindowMs: WINDOW_MS }) } };
     const listening = postgresAdapter({ connectionString: url!, tablePrefix: "w1_" });
     const producing = postgresAdapter({ connectionString: url!, tablePrefix: "w1_", ...window });
     const producer = new Docket({ adapter: producing });
@@ -63,7 +64,7 @@ describe.skipIf(!url)("postgres: the store's ready notices per window", () => {
   }, 30_000);
 
   it("a store that closes within a window sends the notice it owes", async () => {
-    const window = { instrument: { wrapEngine: (e: never) => ({ ...(e as object), noticeWindowMs: 60_000 }) as never } };
+    const window = { instrument: { wrapEngine: (e: Engine): Engine => ({ ...e, noticeWindowMs: 60_000 }) } };
     const listening = postgresAdapter({ connectionString: url!, tablePrefix: "w2_" });
     const producing = postgresAdapter({ connectionString: url!, tablePrefix: "w2_", ...window });
     try {
