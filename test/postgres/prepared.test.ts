@@ -79,7 +79,8 @@ describe.skipIf(!url)("postgres: named statements", () => {
 
   it("after a migration adds a column under a named statement, the call still succeeds, and later calls run unnamed", async () => {
     const { pool, sent } = recordingPool(1);
-    const adapter = postgresAdapter({ pool: pool as never, tablePrefix: "pc_" });
+    // Every enqueue carries its own notice (no window): each sends the one statement this test follows.
+    const adapter = postgresAdapter({ pool: pool as never, tablePrefix: "pc_", instrument: { wrapEngine: (e) => ({ ...e, noticeWindowMs: 0 }) } });
     const admin = new pg.Client({ connectionString: url! });
     await admin.connect();
     const enqueues = () => sent.filter((s) => /^with "inserted" as \(insert into/i.test(s.text)).map((s) => s.name);
