@@ -174,14 +174,6 @@ export interface Engine {
    */
   announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void>;
   /**
-   * Notices that ride on a statement of their own: `expression(payload)`,
-   * selected once by an autocommit statement, announces the notice that
-   * `payload(notice)` encodes when that statement commits (so another
-   * process hears of a job in the same round trip that stores it).
-   * `payload` may be a compiled statement's Slot. Optional: an engine
-   * without it is sent `announceReady` after the write.
-   */
-  /**
    * The window of the ready notices a store sends for its own autocommit
    * writes (notice-window.ts), ms: where a notice is costly to the
    * database (PostgreSQL serializes the commits that NOTIFY), a burst of
@@ -189,6 +181,14 @@ export interface Engine {
    * this long after its commit. Optional: 0, every write announces its own.
    */
   noticeWindowMs?: number;
+  /**
+   * Notices that ride on a statement of their own: `expression(payload)`,
+   * selected once by an autocommit statement, announces the notice that
+   * `payload(notice)` encodes when that statement commits (so another
+   * process hears of a job in the same round trip that stores it).
+   * `payload` may be a compiled statement's Slot. Optional: an engine
+   * without it is sent `announceReady` after the write.
+   */
   statementNotice?: {
     payload(notice: { queue: string; due: boolean }): string;
     expression(payload: unknown): RawBuilder<unknown>;
