@@ -51,8 +51,11 @@ export class NoticeWindow {
    * `announce` once it has committed.
    */
   carry(notice: Notice): boolean {
-    const key = keyOf(notice);
-    const now = this.#now();
+    return this.#opens(keyOf(notice), this.#now());
+  }
+
+  /** Whether a notice of `key` at `now` opens a window (none is open); if so, it counts as sent then. */
+  #opens(key: string, now: number): boolean {
     if (now - (this.#sentAt.get(key) ?? Number.NEGATIVE_INFINITY) < this.#windowMs) return false;
     this.#sentAt.set(key, now);
     return true;
@@ -64,16 +67,14 @@ export class NoticeWindow {
     const due: Notice[] = [];
     for (const notice of notices) {
       const key = keyOf(notice);
-      const since = now - (this.#sentAt.get(key) ?? Number.NEGATIVE_INFINITY);
-      if (since >= this.#windowMs) {
-        this.#sentAt.set(key, now);
+      if (this.#opens(key, now)) {
         due.push(notice);
       } else if (!this.#owed.has(key)) {
         const timer = setTimeout(() => {
           this.#owed.delete(key);
           this.#sentAt.set(key, this.#now());
           this.#background(this.#send([notice]));
-        }, this.#windowMs - since);
+        }, this.#sentAt.get(key)! + this.#windowMs - now);
         this.#owed.set(key, { notice, timer });
       }
     }
