@@ -4,8 +4,9 @@
  * start latency (wall clock now − the payload's enqueue time) and, for flood
  * jobs, how many started and when the last did. Prints {ready} once the
  * worker runs, {progress, flood} every 100 ms, and on {stop} stops the
- * worker and prints {done, latencies, flood, floodLast, cpu} (cpu: its own
- * CPU seconds).
+ * worker and prints {done, latencies, ats, starts, flood, floodLast, cpu}
+ * (ats: each small job's enqueue time, starts: [id, start time] of each;
+ * cpu: its own CPU seconds).
  *
  * argv: store spec (JSON), concurrency, pollMs.
  */
@@ -19,6 +20,8 @@ const [specJson, concurrencyArg, pollArg] = process.argv.slice(2);
 const adapter = await openSpec(JSON.parse(specJson!) as StoreSpec);
 const timing = process.env.BENCH_DEBUG ? timeClaims(adapter) : null;
 const latencies: number[] = [];
+const ats: number[] = [];
+const starts: [number, number][] = [];
 let flood = 0;
 let floodLast = 0;
 const worker = new Docket({ adapter }).worker({
@@ -28,7 +31,12 @@ const worker = new Docket({ adapter }).worker({
   ...(process.env.BENCH_PREFETCH ? { prefetch: Number(process.env.BENCH_PREFETCH) } : {}),
   logger: null,
   handlers: {
-    small: async (p: unknown) => void latencies.push(wallNow() - (p as { at: number }).at),
+    small: async (p: unknown, ctx) => {
+      const now = wallNow();
+      latencies.push(now - (p as { at: number }).at);
+      ats.push((p as { at: number }).at);
+      starts.push([ctx.job.id, now]);
+    },
     flood: async () => {
       flood++;
       floodLast = wallNow();
@@ -47,6 +55,6 @@ for await (const line of createInterface({ input: process.stdin })) {
     await adapter.close();
     // A pipe's writes are asynchronous: exit once this (large) line is out.
     const used = process.cpuUsage();
-    process.stdout.write(JSON.stringify({ done: true, latencies, flood, floodLast, cpu: (used.user + used.system) / 1e6 }) + "\n", () => process.exit(0));
+    process.stdout.write(JSON.stringify({ done: true, latencies, ats, starts, flood, floodLast, cpu: (used.user + used.system) / 1e6 }) + "\n", () => process.exit(0));
   }
 }
