@@ -25,12 +25,6 @@ export interface JobRecord {
   rateKey: string | null;
   /** The fairness key (see EnqueueOptions.fairness), or null. */
   fairKey: string | null;
-  /**
-   * Set by a claim only: the place in its fair queue's order the claim took
-   * it at, where that queue orders by place alone (not prioritized); absent
-   * otherwise. A worker starts a fair queue's buffered jobs in place order.
-   */
-  fairPlace?: number;
   /** Time limit of one attempt in ms, or null (the worker's default applies). */
   timeoutMs: number | null;
   leaseToken: string | null;

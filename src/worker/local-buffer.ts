@@ -7,7 +7,7 @@
  * - closed: the worker is not running; the buffer is empty and nothing is
  *   added or taken.
  * - open: the claim loop adds claimed attempts; free handler slots take
- *   them, oldest first (a fair queue's in place order: see `add`).
+ *   them, oldest first.
  * - draining: the worker is stopping: a claim still under way may add its
  *   attempts, nothing is taken to run; `release()` hands every buffered
  *   attempt back (to be released unstarted) and closes it.
@@ -21,10 +21,6 @@
 import type { Attempt } from "./attempt.ts";
 
 export type BufferMode = "closed" | "open" | "draining";
-
-const placeOf = (a: Attempt): number | null => a.record.fairPlace ?? null;
-/** Fair place order (place, then id) of two placed attempts. */
-const byPlace = (a: Attempt, b: Attempt): number => placeOf(a)! - placeOf(b)! || a.record.id - b.record.id;
 
 const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open", open: "draining", draining: "closed" };
 
@@ -81,36 +77,10 @@ export class LocalBuffer {
     return this.#attempts.splice(0);
   }
 
-  /**
-   * Adds one claim's attempts (in the claim's order). Open or draining only.
-   * An attempt with a fair place (`JobRecord.fairPlace`: a fair queue's job,
-   * not prioritized) goes before the first buffered attempt of its queue
-   * whose place is later, so a fair queue's buffered jobs start in place
-   * order across claims: a key that got a place at the head since the last
-   * claim does not wait behind the later places an earlier claim buffered.
-   * The rest go at the end, in the claim's order. Each key's jobs keep
-   * their order (a key's places rise with its jobs).
-   */
-  add(attempts: readonly Attempt[]): void {
+  /** Adds a claimed attempt at the end. Open or draining only. */
+  add(attempt: Attempt): void {
     if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");
-    const placed = attempts.filter((a) => placeOf(a) !== null);
-    const ahead = new Set<Attempt>();
-    for (const queue of new Set(placed.map((a) => a.record.queue))) {
-      const incoming = placed.filter((a) => a.record.queue === queue).sort(byPlace);
-      const merged: Attempt[] = [];
-      let next = 0;
-      for (const held of this.#attempts) {
-        if (held.record.queue === queue && placeOf(held) !== null && !ahead.has(held)) {
-          while (next < incoming.length && byPlace(incoming[next]!, held) < 0) {
-            ahead.add(incoming[next]!);
-            merged.push(incoming[next++]!);
-          }
-        }
-        merged.push(held);
-      }
-      this.#attempts.splice(0, this.#attempts.length, ...merged);
-    }
-    this.#attempts.push(...attempts.filter((a) => !ahead.has(a)));
+    this.#attempts.push(attempt);
   }
 
   /** Adds attempts ahead of every buffered one (they have handlers reserved: see Producer.accept). */

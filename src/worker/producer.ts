@@ -119,7 +119,7 @@ export class Producer {
         failures = 0;
         // Nothing claimable at all, not merely no room for constrained jobs (a freed handler would change that).
         this.#idle = claimed.length === 0 && constrained > 0;
-        buffer.add(claimed.map((record) => track(this.#parts.inFlight, record)));
+        for (const record of claimed) buffer.add(track(this.#parts.inFlight, record));
         this.#parts.startBuffered();
         full = claimed.length === room;
       }

@@ -17,12 +17,12 @@ describe("worker modes", () => {
     const buffer = new LocalBuffer({ concurrency: 2, fixed: null, blocking: false, now: () => 1 });
     const inFlight = new Map();
     const attempt = (id: number) => track(inFlight, { id, leaseToken: "t", leaseExpiresAt: 10 } as JobRecord);
-    expect(() => buffer.add([attempt(1)])).toThrow(/closed/);
+    expect(() => buffer.add(attempt(1))).toThrow(/closed/);
     buffer.open();
-    buffer.add([attempt(2)]);
+    buffer.add(attempt(2));
     expect(buffer.take()?.record.id).toBe(2);
     buffer.drain();
-    buffer.add([attempt(3)]);
+    buffer.add(attempt(3));
     expect(buffer.take()).toBeUndefined();
     expect(buffer.release().map((a) => a.record.id)).toEqual([3]);
     expect(buffer.mode).toBe("closed");

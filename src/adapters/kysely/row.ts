@@ -23,7 +23,6 @@ export interface JobRow {
   on_conflict: string | null;
   rate_key?: string | null;
   fair_key?: string | null;
-  fair_tag?: number | string | bigint | null;
   timeout_ms: number | string | bigint | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
@@ -84,19 +83,6 @@ export function rowToRecord(row: JobRow): JobRecord {
     errors: row.errors ?? null,
     steps: row.steps ?? null,
   };
-}
-
-/**
- * `rows` (a claim's, in its order) as records, each job of a queue in
- * `placed` (fair queues the claim took in place order alone) with its
- * place (`fairPlace`, its `fair_tag`) where it has one.
- */
-export function claimedRecords(rows: readonly JobRow[], placed: (queue: string) => boolean): JobRecord[] {
-  return rows.map((row) => {
-    const record = rowToRecord(row);
-    if (row.fair_tag !== null && row.fair_tag !== undefined && placed(record.queue)) record.fairPlace = int(row.fair_tag);
-    return record;
-  });
 }
 
 /** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */

@@ -8,7 +8,6 @@ import { transactionCases } from "./transaction.ts";
 import { handlerTransactionCases } from "./handler-transaction.ts";
 import { repairCases } from "./repair.ts";
 import { claimScopeCases } from "./claim-scope.ts";
-import { fairPlaceCases } from "./fair-places.ts";
 
 /**
  * The cases that need a kysely-based adapter (KyselyTestStore), in a stable
@@ -17,5 +16,5 @@ import { fairPlaceCases } from "./fair-places.ts";
  * target runs these after the portable `conformanceCases()`.
  */
 export function kyselyConformanceCases(): KyselyConformanceCase[] {
-  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases, ...claimScopeCases, ...fairPlaceCases];
+  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases, ...claimScopeCases];
 }
