@@ -25,6 +25,8 @@ export interface JobRecord {
   rateKey: string | null;
   /** The fairness key (see EnqueueOptions.fairness), or null. */
   fairKey: string | null;
+  /** Set by a claim only: true for a job of a fair queue that has its place there (absent otherwise). */
+  fairQueue?: true;
   /** Time limit of one attempt in ms, or null (the worker's default applies). */
   timeoutMs: number | null;
   leaseToken: string | null;

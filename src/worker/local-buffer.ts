@@ -16,7 +16,8 @@
  * Sizing: with `prefetch: "auto"` the size is about AUTO_PREFETCH_MS of work
  * at the finishing rate, measured in samples of RATE_WINDOW_MS (or fewer
  * once RATE_SAMPLE_JOBS jobs finished in it): unmeasured until the first
- * claim, then a first sample taken as is, then each new sample averaged in.
+ * claim, then a first sample taken as is, then each new sample averaged in;
+ * AUTO_PREFETCH_FAIR_MS instead while the worker claims a fair queue's jobs.
  */
 import type { Attempt } from "./attempt.ts";
 
@@ -26,6 +27,14 @@ const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open"
 
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
+/**
+ * The same while the worker claims jobs of a fair queue (AUTO_FAIR_WINDOW_MS
+ * since the last it claimed): a job placed at a fair queue's head waits for
+ * the work its worker buffered before it, so the buffer's time is that
+ * queue's fairness bound.
+ */
+const AUTO_PREFETCH_FAIR_MS = 50;
+const AUTO_FAIR_WINDOW_MS = 1_000;
 const AUTO_PREFETCH_MAX = 2_000;
 /** AUTO_PREFETCH_MAX on a blocking adapter, whose claim of n jobs holds the event loop for its whole run (~17 µs per job on SQLite). */
 const AUTO_PREFETCH_MAX_BLOCKING = 1_000;
@@ -45,6 +54,8 @@ export class LocalBuffer {
   /** Handlers finished so far, and the finishing rate (jobs per ms, smoothed) the auto size follows; `at` 0: unmeasured. */
   #finished = 0;
   #rate = { perMs: 0, at: 0, finished: 0, sampled: false };
+  /** When the buffer last took a job of a fair queue (JobRecord.fairQueue), or -Infinity. */
+  #fairAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: { concurrency: number; fixed: number | null; blocking: boolean; now: () => number }) {
     this.#concurrency = options.concurrency;
@@ -80,6 +91,7 @@ export class LocalBuffer {
   /** Adds a claimed attempt at the end. Open or draining only. */
   add(attempt: Attempt): void {
     if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");
+    if (attempt.record.fairQueue) this.#fairAt = this.#now();
     this.#attempts.push(attempt);
   }
 
@@ -136,7 +148,8 @@ export class LocalBuffer {
       }
     }
     const max = this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
-    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
+    const window = now - this.#fairAt < AUTO_FAIR_WINDOW_MS ? AUTO_PREFETCH_FAIR_MS : AUTO_PREFETCH_MS;
+    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * window)));
   }
 
   #to(next: BufferMode): void {

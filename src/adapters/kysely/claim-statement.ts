@@ -13,7 +13,7 @@ import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
 import { compiledOnce, Slot } from "./compiled.ts";
-import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
+import { claimedRecords, inClaimOrder, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { claimSet, countedControl, unkeyed } from "./claim-parts.ts";
 import { positionBound, type FloorKey } from "./claim-floor.ts";
@@ -102,7 +102,7 @@ export async function claimUncapped(ctx: StoreContext, db: AnyDb, params: ClaimP
   const build = () => uncappedStatement(ctx, ctx.db, { ...params, ...SLOTTED } as unknown as ClaimParams, keyed, fair, from !== null, held !== undefined, logged);
   const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
   const rows = (await db.executeQuery(compiled)).rows as JobRow[];
-  return claimedOrder(rows.map(rowToRecord), params.constrainedLimit === undefined ? null : (j) => j.concurrencyKey !== null);
+  return claimedOrder(claimedRecords(rows), params.constrainedLimit === undefined ? null : (j) => j.concurrencyKey !== null);
 }
 
 /** The claim parameters that change from one claim to the next: slots in the compiled claim. */

@@ -15,7 +15,7 @@ import { byClaimOrder, claimedOrder, holdRate, rateRoomOf, rateSlack, takeWithin
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
-import { inClaimOrder, rowToRecord, type JobRow } from "./row.ts";
+import { claimedRecords, inClaimOrder, type JobRow } from "./row.ts";
 import type { QueueRow, TaskRow } from "./controls.ts";
 import { RATE_COLUMNS, heldLimit, lockRateKeys, logTaken, roomOf, slackOf, takenLog, type HeldLimit } from "./rate-limits.ts";
 import { claimedAt, delayingLimit, readStarts, type RateScope } from "../../core/rate-limit.ts";
@@ -282,7 +282,7 @@ function claimUnderControls(ctx: StoreContext, memory: ClaimMemory, params: Clai
           ? chosen.map((id) => claimedRow(whole.get(id)!, params, startedAt))
           : ((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chosen).where("lease_token", "=", params.leaseToken).execute()) as JobRow[]);
     }
-    const records = rows.map(rowToRecord);
+    const records = claimedRecords(rows);
     nameDelays(records, limits);
     return claimedOrder(records, params.constrainedLimit === undefined ? null : (j) => room.takenConstrained!.has(j.id));
   });

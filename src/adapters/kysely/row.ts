@@ -23,6 +23,7 @@ export interface JobRow {
   on_conflict: string | null;
   rate_key?: string | null;
   fair_key?: string | null;
+  fair_tag?: number | string | bigint | null;
   timeout_ms: number | string | bigint | null;
   lease_token: string | null;
   lease_expires_at: number | string | bigint | null;
@@ -83,6 +84,15 @@ export function rowToRecord(row: JobRow): JobRecord {
     errors: row.errors ?? null,
     steps: row.steps ?? null,
   };
+}
+
+/** A claim's `rows` as records, each job with a place in a fair queue marked (`fairQueue`). */
+export function claimedRecords(rows: readonly JobRow[]): JobRecord[] {
+  return rows.map((row) => {
+    const record = rowToRecord(row);
+    if (row.fair_tag !== null && row.fair_tag !== undefined) record.fairQueue = true;
+    return record;
+  });
 }
 
 /** The columns `settle` reads back: what an outcome changes, and the queue (for ready notices). */
