@@ -34,6 +34,8 @@ const AUTO_PREFETCH_MS = 250;
  * queue's fairness bound.
  */
 const AUTO_PREFETCH_FAIR_MS = 50;
+/** AUTO_PREFETCH_MAX while the worker claims a fair queue's jobs (no-op jobs finish in bursts that overstate their rate). */
+const AUTO_PREFETCH_FAIR_MAX = 200;
 const AUTO_FAIR_WINDOW_MS = 1_000;
 const AUTO_PREFETCH_MAX = 2_000;
 /** AUTO_PREFETCH_MAX on a blocking adapter, whose claim of n jobs holds the event loop for its whole run (~17 µs per job on SQLite). */
@@ -128,7 +130,8 @@ export class LocalBuffer {
 
   /**
    * The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the
-   * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX] (or
+   * smoothed finishing rate (AUTO_PREFETCH_FAIR_MS within AUTO_FAIR_WINDOW_MS
+   * of taking a fair queue's job), within [concurrency, AUTO_PREFETCH_MAX] (or
    * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter): a backlog of fast
    * jobs reaches its full buffer within its first few claims, while slow
    * jobs are measured over the whole window.
@@ -147,9 +150,9 @@ export class LocalBuffer {
         this.#rate = { perMs: rate.sampled ? (rate.perMs + recent) / 2 : recent, at: now, finished: this.#finished, sampled: true };
       }
     }
-    const max = this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
-    const window = now - this.#fairAt < AUTO_FAIR_WINDOW_MS ? AUTO_PREFETCH_FAIR_MS : AUTO_PREFETCH_MS;
-    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * window)));
+    const fair = now - this.#fairAt < AUTO_FAIR_WINDOW_MS;
+    const max = fair ? AUTO_PREFETCH_FAIR_MAX : this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
+    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * (fair ? AUTO_PREFETCH_FAIR_MS : AUTO_PREFETCH_MS))));
   }
 
   #to(next: BufferMode): void {
