@@ -5,7 +5,7 @@
  * Prints {ready}; on {go} enqueues N jobs of task "flood" on queue "fair"
  * in batches of 1,000 (with fairness key "flood" when told), one after
  * another, and prints {done, first, enqueuedMs} (first: the wall-clock time
- * of the first batch's call) and exits.
+ * of the first batch's call) and exits; or {error} if an enqueue failed.
  *
  * argv: store spec (JSON), N, "fair" or "plain".
  */
@@ -26,8 +26,13 @@ say({ ready: true });
 for await (const line of createInterface({ input: process.stdin })) {
   if (!(JSON.parse(line) as { go?: boolean }).go) continue;
   const first = wallNow();
-  for (let i = 0; i < jobs; i += 1000) {
-    await client.enqueueMany(Array.from({ length: Math.min(1000, jobs - i) }, () => ({ task: "flood", payload: {}, options })) as never);
+  try {
+    for (let i = 0; i < jobs; i += 1000) {
+      await client.enqueueMany(Array.from({ length: Math.min(1000, jobs - i) }, () => ({ task: "flood", payload: {}, options })) as never);
+    }
+  } catch (e) {
+    process.stdout.write(JSON.stringify({ error: String((e as Error)?.stack ?? e) }) + "\n", () => process.exit(1));
+    break;
   }
   const enqueuedMs = wallNow() - first;
   await adapter.close();

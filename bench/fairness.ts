@@ -119,7 +119,8 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     await new Promise((r) => setTimeout(r, idleS * 1000));
   } else {
     flooder!.send({ go: true });
-    const done = await flooder!.next((x) => x.done === true);
+    const done = await flooder!.next((x) => x.done === true || x.error !== undefined);
+    if (done.error !== undefined) throw new Error(`the flood's enqueue failed: ${String(done.error)}`);
     m.floodFirst = Number(done.first);
     floodEnqueuedMs = Number(done.enqueuedMs);
     const deadline = Date.now() + 300_000;
