@@ -67,6 +67,8 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   const readGalera = options.galera ?? ((db: AnyDb) => sql<{ Value: string }>`show variables like 'wsrep_on'`.execute(db).then((r) => String(r.rows[0]?.Value ?? "OFF").toUpperCase() === "ON"));
   const knowCluster = (db: AnyDb): Promise<void> | void => {
     if (galera !== null) return;
+    // In a transaction, on its own connection (see readOnce).
+    if (db.isTransaction) return readGalera(db).then((on) => void (galera = on));
     galeraRead ??= readGalera(db)
       .then((on) => void (galera = on))
       .finally(() => (galeraRead = null));
@@ -197,12 +199,21 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   };
 }
 
-/** `read`'s answer, read on the first call and kept for every later one; a read that fails is tried again on the next call. */
+/**
+ * `read`'s answer, read on the first call and kept for every later one; a
+ * read that fails is tried again on the next call. Callers on the pool
+ * share a read in flight; a caller in a transaction reads on its own
+ * connection, never waiting for one that went to the pool.
+ */
 function readOnce<T>(read: (db: AnyDb) => Promise<T>): (db: AnyDb) => Promise<T> {
-  let answer: Promise<T> | null = null;
-  return (db) =>
-    (answer ??= read(db).catch((error) => {
-      answer = null;
-      throw error;
-    }));
+  let answer: { value: T } | null = null;
+  let pending: Promise<T> | null = null;
+  const keep = (value: T): T => ((answer = { value }), value);
+  return (db) => {
+    if (answer !== null) return Promise.resolve(answer.value);
+    // In a transaction, on its own connection: a read shared through the pool could wait for a connection that the
+    // transactions awaiting it hold (a deadlock, once every connection is such a transaction's).
+    if (db.isTransaction) return read(db).then(keep);
+    return (pending ??= read(db).then(keep).finally(() => (pending = null)));
+  };
 }
