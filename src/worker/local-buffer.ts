@@ -17,7 +17,7 @@
  * at the finishing rate, measured in samples of RATE_WINDOW_MS (or fewer
  * once RATE_SAMPLE_JOBS jobs finished in it): unmeasured until the first
  * claim, then a first sample taken as is, then each new sample averaged in;
- * AUTO_PREFETCH_FAIR_MS instead while the worker claims a fair queue's jobs.
+ * at most AUTO_PREFETCH_FAIR_MAX jobs while the worker claims a fair queue's.
  */
 import type { Attempt } from "./attempt.ts";
 
@@ -28,13 +28,13 @@ const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open"
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
 /**
- * The same while the worker claims jobs of a fair queue (AUTO_FAIR_WINDOW_MS
- * since the last it claimed): a job placed at a fair queue's head waits for
- * the work its worker buffered before it, so the buffer's time is that
- * queue's fairness bound.
+ * AUTO_PREFETCH_MAX while the worker claims jobs of a fair queue (within
+ * AUTO_FAIR_WINDOW_MS of the last it took): a job placed at a fair queue's
+ * head waits for what its worker buffered before it, so this bounds that
+ * wait in jobs. (A shorter time window instead starved MariaDB's fair
+ * claims, which take turns: the buffer sized the claims, their small size
+ * the rate the worker measured, and that rate the buffer.)
  */
-const AUTO_PREFETCH_FAIR_MS = 50;
-/** AUTO_PREFETCH_MAX while the worker claims a fair queue's jobs (no-op jobs finish in bursts that overstate their rate). */
 const AUTO_PREFETCH_FAIR_MAX = 200;
 const AUTO_FAIR_WINDOW_MS = 1_000;
 const AUTO_PREFETCH_MAX = 2_000;
@@ -130,9 +130,9 @@ export class LocalBuffer {
 
   /**
    * The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the
-   * smoothed finishing rate (AUTO_PREFETCH_FAIR_MS within AUTO_FAIR_WINDOW_MS
-   * of taking a fair queue's job), within [concurrency, AUTO_PREFETCH_MAX] (or
-   * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter): a backlog of fast
+   * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX] (or
+   * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter, or AUTO_PREFETCH_FAIR_MAX
+   * within AUTO_FAIR_WINDOW_MS of taking a fair queue's job): a backlog of fast
    * jobs reaches its full buffer within its first few claims, while slow
    * jobs are measured over the whole window.
    */
@@ -150,9 +150,8 @@ export class LocalBuffer {
         this.#rate = { perMs: rate.sampled ? (rate.perMs + recent) / 2 : recent, at: now, finished: this.#finished, sampled: true };
       }
     }
-    const fair = now - this.#fairAt < AUTO_FAIR_WINDOW_MS;
-    const max = fair ? AUTO_PREFETCH_FAIR_MAX : this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
-    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * (fair ? AUTO_PREFETCH_FAIR_MS : AUTO_PREFETCH_MS))));
+    const max = now - this.#fairAt < AUTO_FAIR_WINDOW_MS ? AUTO_PREFETCH_FAIR_MAX : this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
+    return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
   }
 
   #to(next: BufferMode): void {

@@ -8,6 +8,7 @@ import { transactionCases } from "./transaction.ts";
 import { handlerTransactionCases } from "./handler-transaction.ts";
 import { repairCases } from "./repair.ts";
 import { claimScopeCases } from "./claim-scope.ts";
+import { fairMarkCases } from "./fair-marks.ts";
 
 /**
  * The cases that need a kysely-based adapter (KyselyTestStore), in a stable
@@ -16,5 +17,5 @@ import { claimScopeCases } from "./claim-scope.ts";
  * target runs these after the portable `conformanceCases()`.
  */
 export function kyselyConformanceCases(): KyselyConformanceCase[] {
-  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases, ...claimScopeCases];
+  return [...kyselyMigrateCases, ...statementCases, ...transactionCases, ...handlerTransactionCases, ...scheduleRaceCases, ...raceCases, ...lifecycleRaceCases, ...repairCases, ...claimScopeCases, ...fairMarkCases];
 }
