@@ -7,7 +7,7 @@
  * - closed: the worker is not running; the buffer is empty and nothing is
  *   added or taken.
  * - open: the claim loop adds claimed attempts; free handler slots take
- *   them, oldest first.
+ *   them, oldest first (a fair queue's lone keys' jobs go ahead: see `add`).
  * - draining: the worker is stopping: a claim still under way may add its
  *   attempts, nothing is taken to run; `release()` hands every buffered
  *   attempt back (to be released unstarted) and closes it.
@@ -16,27 +16,19 @@
  * Sizing: with `prefetch: "auto"` the size is about AUTO_PREFETCH_MS of work
  * at the finishing rate, measured in samples of RATE_WINDOW_MS (or fewer
  * once RATE_SAMPLE_JOBS jobs finished in it): unmeasured until the first
- * claim, then a first sample taken as is, then each new sample averaged in;
- * at most AUTO_PREFETCH_FAIR_MAX jobs while the worker claims a fair queue's.
+ * claim, then a first sample taken as is, then each new sample averaged in.
  */
 import type { Attempt } from "./attempt.ts";
 
 export type BufferMode = "closed" | "open" | "draining";
 
+/** A fair queue's job's (queue, fairness key) as one string; null for any other job. */
+const keyOf = (a: Attempt): string | null => (a.record.fairQueue ? JSON.stringify([a.record.queue, a.record.fairKey ?? ""]) : null);
+
 const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open", open: "draining", draining: "closed" };
 
 /** The automatic prefetch buffer holds about this much work (ms at the current rate), between `concurrency` and AUTO_PREFETCH_MAX jobs. */
 const AUTO_PREFETCH_MS = 250;
-/**
- * AUTO_PREFETCH_MAX while the worker claims jobs of a fair queue (within
- * AUTO_FAIR_WINDOW_MS of the last it took): a job placed at a fair queue's
- * head waits for what its worker buffered before it, so this bounds that
- * wait in jobs. (A shorter time window instead starved MariaDB's fair
- * claims, which take turns: the buffer sized the claims, their small size
- * the rate the worker measured, and that rate the buffer.)
- */
-const AUTO_PREFETCH_FAIR_MAX = 200;
-const AUTO_FAIR_WINDOW_MS = 1_000;
 const AUTO_PREFETCH_MAX = 2_000;
 /** AUTO_PREFETCH_MAX on a blocking adapter, whose claim of n jobs holds the event loop for its whole run (~17 µs per job on SQLite). */
 const AUTO_PREFETCH_MAX_BLOCKING = 1_000;
@@ -56,8 +48,8 @@ export class LocalBuffer {
   /** Handlers finished so far, and the finishing rate (jobs per ms, smoothed) the auto size follows; `at` 0: unmeasured. */
   #finished = 0;
   #rate = { perMs: 0, at: 0, finished: 0, sampled: false };
-  /** When the buffer last took a job of a fair queue (JobRecord.fairQueue), or -Infinity. */
-  #fairAt = Number.NEGATIVE_INFINITY;
+  /** Buffered jobs of fair queues per (queue, fairness key): see `add`. */
+  readonly #perKey = new Map<string, number>();
 
   constructor(options: { concurrency: number; fixed: number | null; blocking: boolean; now: () => number }) {
     this.#concurrency = options.concurrency;
@@ -87,19 +79,41 @@ export class LocalBuffer {
   /** Every buffered attempt, oldest first, leaving the buffer empty and closed. */
   release(): Attempt[] {
     this.#to("closed");
+    this.#perKey.clear();
     return this.#attempts.splice(0);
   }
 
-  /** Adds a claimed attempt at the end. Open or draining only. */
+  /**
+   * Adds a claimed attempt at the end, unless it is a fair queue's job
+   * (`JobRecord.fairQueue`) whose key has no other job buffered: that one
+   * goes before the first buffered job of its queue whose key has more than
+   * one buffered (after any other such lone keys' jobs). A key that comes
+   * back with one job then starts at the next free handler, not after the
+   * jobs a flooding key got buffered before it was enqueued (which its
+   * place, given after them, cannot pass). Each key's jobs keep their order.
+   * Open or draining only.
+   */
   add(attempt: Attempt): void {
     if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");
-    if (attempt.record.fairQueue) this.#fairAt = this.#now();
-    this.#attempts.push(attempt);
+    const key = keyOf(attempt);
+    if (key === null) {
+      this.#attempts.push(attempt);
+      return;
+    }
+    const before = this.#perKey.get(key) ?? 0;
+    this.#perKey.set(key, before + 1);
+    const at = before === 0 ? this.#attempts.findIndex((a) => a.record.queue === attempt.record.queue && (this.#perKey.get(keyOf(a) ?? "") ?? 0) > 1) : -1;
+    if (at === -1) this.#attempts.push(attempt);
+    else this.#attempts.splice(at, 0, attempt);
   }
 
   /** Adds attempts ahead of every buffered one (they have handlers reserved: see Producer.accept). */
   addFirst(attempts: readonly Attempt[]): void {
     if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");
+    for (const a of attempts) {
+      const key = keyOf(a);
+      if (key !== null) this.#perKey.set(key, (this.#perKey.get(key) ?? 0) + 1);
+    }
     this.#attempts.unshift(...attempts);
   }
 
@@ -115,7 +129,15 @@ export class LocalBuffer {
 
   /** The oldest buffered attempt, removed; undefined when empty or not open. */
   take(): Attempt | undefined {
-    return this.#mode === "open" ? this.#attempts.shift() : undefined;
+    if (this.#mode !== "open") return undefined;
+    const taken = this.#attempts.shift();
+    const key = taken === undefined ? null : keyOf(taken);
+    if (key !== null) {
+      const left = this.#perKey.get(key)! - 1;
+      if (left === 0) this.#perKey.delete(key);
+      else this.#perKey.set(key, left);
+    }
+    return taken;
   }
 
   /** Counts a handler that finished (the auto size follows the rate of these). */
@@ -131,8 +153,7 @@ export class LocalBuffer {
   /**
    * The buffer size now: the fixed one, or AUTO_PREFETCH_MS of work at the
    * smoothed finishing rate, within [concurrency, AUTO_PREFETCH_MAX] (or
-   * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter, or AUTO_PREFETCH_FAIR_MAX
-   * within AUTO_FAIR_WINDOW_MS of taking a fair queue's job): a backlog of fast
+   * AUTO_PREFETCH_MAX_BLOCKING on a blocking adapter): a backlog of fast
    * jobs reaches its full buffer within its first few claims, while slow
    * jobs are measured over the whole window.
    */
@@ -150,7 +171,7 @@ export class LocalBuffer {
         this.#rate = { perMs: rate.sampled ? (rate.perMs + recent) / 2 : recent, at: now, finished: this.#finished, sampled: true };
       }
     }
-    const max = now - this.#fairAt < AUTO_FAIR_WINDOW_MS ? AUTO_PREFETCH_FAIR_MAX : this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
+    const max = this.#blocking ? AUTO_PREFETCH_MAX_BLOCKING : AUTO_PREFETCH_MAX;
     return Math.min(max, Math.max(this.#concurrency, Math.round(this.#rate.perMs * AUTO_PREFETCH_MS)));
   }
 
