@@ -45,8 +45,9 @@ export interface WorkerOptions<T extends TaskMap> {
    * released at a graceful stop and reclaimed after a crash within one
    * lease. 0 claims only for free handlers. Default "auto": about 250 ms
    * of work at the rate this worker has been finishing jobs, at least
-   * `concurrency` and at most 2,000 (1,000 on a blocking adapter, 200 while the worker claims a fair
-   * queue's jobs; slow jobs are not hoarded: at 10 jobs/s the buffer is `concurrency`).
+   * `concurrency` and at most 2,000 (1,000 on a blocking adapter; slow jobs are not hoarded: at 10 jobs/s
+   * the buffer is `concurrency`). Buffered jobs start in claim order, but a fair queue's job whose key has
+   * no other job buffered starts ahead of the keys that have several.
    */
   prefetch?: number | "auto";
   /** Lease length; a job whose worker misses heartbeats for this long is reclaimed. Default 30 000 ms. */
