@@ -22,8 +22,8 @@ import type { Attempt } from "./attempt.ts";
 
 export type BufferMode = "closed" | "open" | "draining";
 
-/** A fair queue's job's (queue, fairness key) as one string; null for any other job. */
-const keyOf = (a: Attempt): string | null => (a.record.fairQueue ? JSON.stringify([a.record.queue, a.record.fairKey ?? ""]) : null);
+/** A fair queue's job's (queue, fairness key) as one string (names hold no NUL); null for any other job. */
+const keyOf = (a: Attempt): string | null => (a.record.fairQueue ? `${a.record.queue}\u0000${a.record.fairKey ?? ""}` : null);
 
 const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open", open: "draining", draining: "closed" };
 

@@ -6,13 +6,12 @@ import { createMysqlTestDatabase, dropMysqlDatabase } from "../support/targets.t
 
 /**
  * The MariaDB engine reads a few server settings once (max_allowed_packet,
- * whether INSERT … RETURNING exists, the auto-increment step) and shares a
- * read in flight with every caller. A caller inside a transaction must not
- * wait for a read that went to the pool: the pool may have no connection to
- * give it but the ones those transactions hold. (Seen in bench/fairness.ts:
- * 100 producers on a pool of 40 stopped for good, 40 transactions open and
- * idle, when the first two-statement fair enqueue read the server version
- * on the pool while the first transactional ones needed it.)
+ * whether INSERT … RETURNING exists, the auto-increment step, Galera) and
+ * shares a read in flight between callers on the pool. A caller inside a
+ * transaction must not wait for a read that went to the pool: the pool may
+ * have no connection to give it but the ones those transactions hold. (Seen
+ * in bench/fairness.ts: 100 producers on a pool of 40 stopped for good, 40
+ * transactions open and idle, nothing stored.)
  */
 const created = await createMysqlTestDatabase("docket_shared_reads", "the mysql shared-read tests");
 

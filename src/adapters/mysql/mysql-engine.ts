@@ -62,18 +62,10 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
   const packet = readOnce((db) => sql<{ max: number | string }>`select @@max_allowed_packet as max`.execute(db).then((r) => Number(r.rows[0]?.max)));
   // Whether the server is a Galera node: null until read (once per engine, before its first transaction).
   let galera: boolean | null = null;
-  let galeraRead: Promise<void> | null = null;
   // Read by the adapter off the pool, beside kysely (not one of the statements an operation sends); without it, here.
   const readGalera = options.galera ?? ((db: AnyDb) => sql<{ Value: string }>`show variables like 'wsrep_on'`.execute(db).then((r) => String(r.rows[0]?.Value ?? "OFF").toUpperCase() === "ON"));
-  const knowCluster = (db: AnyDb): Promise<void> | void => {
-    if (galera !== null) return;
-    // In a transaction, on its own connection (see readOnce).
-    if (db.isTransaction) return readGalera(db).then((on) => void (galera = on));
-    galeraRead ??= readGalera(db)
-      .then((on) => void (galera = on))
-      .finally(() => (galeraRead = null));
-    return galeraRead;
-  };
+  const galeraOnce = readOnce(readGalera);
+  const knowCluster = (db: AnyDb): Promise<void> | void => (galera !== null ? undefined : galeraOnce(db).then((on) => void (galera = on)));
   /** `run` again while it fails with a lost race (deadlock, lock wait timeout; on Galera also a certification failure), up to the tries. */
   const retried = async <T>(run: () => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {

@@ -1,6 +1,7 @@
 /**
  * A claim marks the jobs it took from a fair queue (`JobRecord.fairQueue`),
- * which caps a worker's automatic prefetch (worker/local-buffer.ts): every
+ * by which a worker's buffer lets a lone key's job go ahead of a flooding
+ * key's (worker/local-buffer.ts `add`): every
  * claim path (one queue; beside a plain queue; a prioritized fair queue),
  * and never a plain queue's job.
  */
