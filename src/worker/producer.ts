@@ -12,6 +12,7 @@ import { track, type InFlight } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
 import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
+import { SHARED_FAIR_CLAIM_MAX, SHARED_FAIR_MS, sharedFairClaim } from "./fair-claims.ts";
 
 /** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
 export type HandOffClaim = SettleAndHandOffParams["handOff"];
@@ -87,6 +88,8 @@ export class Producer {
   #idle = false;
   /** Room for constrained jobs that this loop's claim in flight may take. */
   #claiming = 0;
+  /** Until when claims take at most SHARED_FAIR_CLAIM_MAX jobs (see fair-claims.ts). */
+  #sharedFairUntil = Number.NEGATIVE_INFINITY;
   /** Handlers reserved for the jobs of hand-offs in flight (`reserveConstrained`). */
   #reserved = 0;
 
@@ -106,9 +109,10 @@ export class Producer {
       const room = concurrency + prefetch - this.#held(prefetch);
       let full = false;
       if (room > 0 && buffer.low(prefetch)) {
-        const constrained = this.#constrainedRoom(room);
+        const limit = host.clock.now() < this.#sharedFairUntil ? Math.min(room, SHARED_FAIR_CLAIM_MAX) : room;
+        const constrained = this.#constrainedRoom(limit);
         this.#claiming = constrained;
-        const claimed = await this.#claim(room, constrained);
+        const claimed = await this.#claim(limit, constrained);
         this.#claiming = 0;
         if (!Array.isArray(claimed)) {
           const pause = errorBackoffDelay(++failures, ERROR_BACKOFF_BASE_MS, ERROR_BACKOFF_MAX_MS, host.random);
@@ -119,9 +123,10 @@ export class Producer {
         failures = 0;
         // Nothing claimable at all, not merely no room for constrained jobs (a freed handler would change that).
         this.#idle = claimed.length === 0 && constrained > 0;
+        if (sharedFairClaim(claimed)) this.#sharedFairUntil = host.clock.now() + SHARED_FAIR_MS;
         for (const record of claimed) buffer.add(track(this.#parts.inFlight, record));
         this.#parts.startBuffered();
-        full = claimed.length === room;
+        full = claimed.length === limit;
       }
       if (life.stopping) break;
       // A full batch means more may be waiting: a finishing job wakes the loop once the buffer runs low.
