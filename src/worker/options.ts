@@ -47,7 +47,8 @@ export interface WorkerOptions<T extends TaskMap> {
    * of work at the rate this worker has been finishing jobs, at least
    * `concurrency` and at most 2,000 (1,000 on a blocking adapter; slow jobs are not hoarded: at 10 jobs/s
    * the buffer is `concurrency`). Buffered jobs start in claim order, but a fair queue's job whose key has
-   * no other job buffered starts ahead of the keys that have several.
+   * no other job buffered starts ahead of the keys that have several; while claims show a fair queue
+   * shared by such keys and a backlog, each claim takes at most 200 jobs.
    */
   prefetch?: number | "auto";
   /** Lease length; a job whose worker misses heartbeats for this long is reclaimed. Default 30 000 ms. */
