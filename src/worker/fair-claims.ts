@@ -18,19 +18,22 @@ export const SHARED_FAIR_CLAIM_MAX = 200;
 /** How long after the last claim that showed a shared fair queue claims stay small (ms). */
 export const SHARED_FAIR_MS = 1_000;
 
+/** A fair queue's job's (queue, fairness key) as one string (names hold no NUL); null for any other job. */
+export const fairKeyOf = (record: JobRecord): string | null => (record.fairQueue ? `${record.queue}\u0000${record.fairKey ?? ""}` : null);
+
 /** Whether `claimed` holds, for one fair queue, a key with exactly one job and a key with more than one. */
 export function sharedFairClaim(claimed: readonly JobRecord[]): boolean {
-  let counts: Map<string, number> | null = null;
+  // Per queue: its keys' job counts.
+  const queues = new Map<string, Map<string | null, number>>();
   for (const record of claimed) {
     if (!record.fairQueue) continue;
-    counts ??= new Map();
-    const key = `${record.queue}\u0000${record.fairKey ?? ""}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+    let keys = queues.get(record.queue);
+    if (!keys) queues.set(record.queue, (keys = new Map()));
+    keys.set(record.fairKey ?? null, (keys.get(record.fairKey ?? null) ?? 0) + 1);
   }
-  if (counts === null) return false;
-  const lone = new Set<string>();
-  const several = new Set<string>();
-  for (const [key, n] of counts) (n === 1 ? lone : several).add(key.slice(0, key.indexOf("\u0000")));
-  for (const queue of lone) if (several.has(queue)) return true;
+  for (const keys of queues.values()) {
+    const counts = [...keys.values()];
+    if (counts.includes(1) && counts.some((n) => n > 1)) return true;
+  }
   return false;
 }

@@ -19,11 +19,12 @@
  * claim, then a first sample taken as is, then each new sample averaged in.
  */
 import type { Attempt } from "./attempt.ts";
+import { fairKeyOf } from "./fair-claims.ts";
 
 export type BufferMode = "closed" | "open" | "draining";
 
-/** A fair queue's job's (queue, fairness key) as one string (names hold no NUL); null for any other job. */
-const keyOf = (a: Attempt): string | null => (a.record.fairQueue ? `${a.record.queue}\u0000${a.record.fairKey ?? ""}` : null);
+/** A buffered job's fair key (see fairKeyOf). */
+const keyOf = (a: Attempt): string | null => fairKeyOf(a.record);
 
 const TRANSITIONS: { readonly [M in BufferMode]: BufferMode } = { closed: "open", open: "draining", draining: "closed" };
 
