@@ -72,15 +72,21 @@ const target: AdapterTarget = {
 
 describe.skipIf(!cluster)(target.name, () => {
   const tally = { ran: 0, failed: [] as string[], started: 0 };
-  const counted = async (c: ConformanceCase) => {
+  const counted = async (c: ConformanceCase, timeoutMs: number) => {
     tally.started ||= Date.now();
     tally.ran++;
+    // vitest's timeout fails the case without reaching the catch below: read the nodes' state before it fires.
+    const watchdog = setTimeout(() => {
+      void clusterState().then((s) => console.error(`galera: ${c.name} still running after ${(timeoutMs - WATCHDOG_LEAD_MS) / 1000} s; what each node is doing:\n${s}`));
+    }, timeoutMs - WATCHDOG_LEAD_MS);
     try {
       await runCase(target, c);
     } catch (error) {
       tally.failed.push(c.name);
       console.error(`galera: ${c.name} failed; what each node was doing:\n${await clusterState()}`);
       throw error;
+    } finally {
+      clearTimeout(watchdog);
     }
   };
   afterAll(() => {
@@ -92,9 +98,15 @@ describe.skipIf(!cluster)(target.name, () => {
     if (unmet.length > 0) it.skip(`${c.name} [skipped: needs ${unmet.join(", ")}]`, () => undefined);
     // Retried once: CI saw one case time out (concurrent purgers on three nodes) and the next case with it, once in
     // many runs, never reproduced here; a failure prints what each node was doing (clusterState), and both tries count.
-    else it(c.name, { timeout: c.timeoutMs ?? (c.slow ? 60_000 : 20_000), retry: 1 }, () => counted(c));
+    else {
+      const timeout = c.timeoutMs ?? (c.slow ? 60_000 : 20_000);
+      it(c.name, { timeout, retry: 1 }, () => counted(c, timeout));
+    }
   }
 });
+
+/** How long before a case's timeout its watchdog reads the nodes' state (clusterState takes up to ~1 s per node). */
+const WATCHDOG_LEAD_MS = 4_000;
 
 /** For a failed case: each node's sessions (SHOW FULL PROCESSLIST), its wsrep flow-control figures and the last lines of its error log. */
 async function clusterState(): Promise<string> {
