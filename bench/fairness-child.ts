@@ -6,7 +6,8 @@
  * worker runs, {progress, flood} every 100 ms, and on {stop} stops the
  * worker and prints {done, latencies, ats, starts, flood, floodLast, cpu}
  * (ats: each small job's enqueue time, starts: [id, start time] of each;
- * cpu: its own CPU seconds).
+ * cpu: its own CPU seconds). With BENCH_DEBUG its stderr line also splits the small jobs' latency
+ * at their claim's start (`startedAt`): waiting for a claim, then the claim and the wait for a handler.
  *
  * argv: store spec (JSON), concurrency, pollMs.
  */
@@ -22,6 +23,9 @@ const timing = process.env.BENCH_DEBUG ? timeClaims(adapter) : null;
 const latencies: number[] = [];
 const ats: number[] = [];
 const starts: [number, number][] = [];
+/** BENCH_DEBUG: each small job's enqueue call → its claim's start (startedAt), and claim start → handler start, ms. */
+const toClaim: number[] = [];
+const claimToStart: number[] = [];
 let flood = 0;
 let floodLast = 0;
 const worker = new Docket({ adapter }).worker({
@@ -36,6 +40,10 @@ const worker = new Docket({ adapter }).worker({
       latencies.push(now - (p as { at: number }).at);
       ats.push((p as { at: number }).at);
       starts.push([ctx.job.id, now]);
+      if (timing && ctx.job.startedAt !== null) {
+        toClaim.push(ctx.job.startedAt - (p as { at: number }).at);
+        claimToStart.push(now - ctx.job.startedAt);
+      }
     },
     flood: async () => {
       flood++;
@@ -51,7 +59,10 @@ for await (const line of createInterface({ input: process.stdin })) {
   if ((JSON.parse(line) as { stop?: boolean }).stop) {
     clearInterval(timer);
     await worker.stop();
-    if (timing) process.stderr.write(`child: ${timing.summary()}\n`);
+    if (timing) {
+      const q = (xs: number[], p: number) => (xs.length === 0 ? NaN : xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!).toFixed(1);
+      process.stderr.write(`child: ${timing.summary()}; small jobs: call → claim start p50 ${q(toClaim, 0.5)} p99 ${q(toClaim, 0.99)} ms, claim start → handler p50 ${q(claimToStart, 0.5)} p99 ${q(claimToStart, 0.99)} ms\n`);
+    }
     await adapter.close();
     // A pipe's writes are asynchronous: exit once this (large) line is out.
     const used = process.cpuUsage();

@@ -7,7 +7,9 @@
  * send N single enqueues of one queue; reported: enqueues per second, and
  * (BENCH_DEBUG) the database server's CPU microseconds per enqueue.
  *
- *   npx tsx bench/single-enqueue.ts [--adapters postgres,sqlite,mysql] [--jobs 4000] [--callers 20] [--listeners 4] [--runs 3]
+ * With --fair K, each enqueue carries one of K fairness keys (round-robin): what a fair enqueue costs against a plain one.
+ *
+ *   npx tsx bench/single-enqueue.ts [--adapters postgres,sqlite,mysql] [--jobs 4000] [--callers 20] [--listeners 4] [--runs 3] [--fair 0]
  */
 import { parseArgs } from "node:util";
 import { Docket } from "../src/index.ts";
@@ -21,6 +23,7 @@ const { values: args } = parseArgs({
     callers: { type: "string", default: "20" },
     listeners: { type: "string", default: "4" },
     runs: { type: "string", default: "3" },
+    fair: { type: "string", default: "0" },
   },
   strict: true,
 });
@@ -28,8 +31,9 @@ const jobs = Number(args.jobs);
 const callers = Number(args.callers);
 const listeners = Number(args.listeners);
 const runs = Number(args.runs);
+const fairKeys = Number(args.fair);
 
-console.log(`single enqueues: ${jobs} from ${callers} concurrent callers of one Docket, ${listeners} other stores listening`);
+console.log(`single enqueues: ${jobs} from ${callers} concurrent callers of one Docket, ${listeners} other stores listening${fairKeys > 0 ? `, ${fairKeys} fairness keys` : ""}`);
 for (const name of args.adapters!.split(",") as AdapterName[]) {
   const db = await openDatabase(name);
   try {
@@ -48,7 +52,7 @@ for (const name of args.adapters!.split(",") as AdapterName[]) {
       let next = 0;
       await Promise.all(
         Array.from({ length: callers }, async () => {
-          while (next++ < jobs) await docket.enqueue("t", {}, { queue: "q" });
+          while (next++ < jobs) await docket.enqueue("t", {}, fairKeys > 0 ? { queue: "q", fairness: { key: `k${next % fairKeys}` } } : { queue: "q" });
         }),
       );
       const seconds = (performance.now() - t0) / 1000;
