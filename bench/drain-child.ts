@@ -11,8 +11,8 @@ import { openSpec, type StoreSpec } from "./databases.ts";
 import { loopDelayMonitor, wallNow } from "./children.ts";
 
 const [specJson, concurrencyArg, extraJson, childJson] = process.argv.slice(2);
-/** `priority`: count only jobs of this priority (the scale benchmark's measured jobs); `handlerMs`: each handler waits that long. */
-const childOptions = JSON.parse(childJson ?? "{}") as { priority?: number; handlerMs?: number };
+/** `priority`: count only jobs of this priority (the scale benchmark's measured jobs); `handlerMs`: each handler waits that long; `queues`: the worker's queues. */
+const childOptions = JSON.parse(childJson ?? "{}") as { priority?: number; handlerMs?: number; queues?: string[] };
 const handlerMs = childOptions.handlerMs ?? 0;
 const spec = JSON.parse(specJson!) as StoreSpec;
 const counter = new StatementCounter();
@@ -25,6 +25,7 @@ let reported = 0;
 const worker = docket.worker({
   handlers: { noop: handlerMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, handlerMs)) : async () => undefined },
   concurrency: Number(concurrencyArg),
+  ...(childOptions.queues ? { queues: childOptions.queues } : {}),
   logger: null,
   onEvent: (e) => {
     if (e.type === "succeeded" && (childOptions.priority === undefined || e.job.priority === childOptions.priority)) {

@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/drain.ts [--systems sqlite,postgres,mysql,graphile-fast,…] [--jobs 20000]
  *     [--scenarios c10x1,c50x1,c10x4] [--runs 3] [--json out.json] [--worker '{"prefetch":0}'] [--capped 1]
- *     [--handler-ms 0] [--queue-cap N] [--keys K --key-limit L] [--controls none,keys200x1,keys20x5,cap10,cap50,fair100]
+ *     [--handler-ms 0] [--queue-cap N] [--keys K --key-limit L] [--controls none,keys200x1,keys20x5,cap10,cap50,fair100,queues3]
  *
  * --handler-ms: each docket job's handler waits that long (a timer, as for
  * I/O), so the drain measures how claims scale across processes rather than
@@ -17,7 +17,8 @@
  * "k{i mod K}" with limit L (default 1), so claims and outcomes admit and
  * promote under the keys' locks. --controls runs each listed control in
  * every run, side by side (none: no control; keysKxL: K keys of limit L;
- * capN: a queue cap of N; fairF: job i carries fairness key "f{i mod F}"),
+ * capN: a queue cap of N; fairF: job i carries fairness key "f{i mod F}";
+ * queuesQ: job i is of queue "q{i mod Q}" and the workers claim all Q),
  * and reports each one's enqueue and drain rates
  * as ratios to "none" on the same system and scenario (median of the runs'
  * ratios, each taken within one run).
@@ -49,13 +50,14 @@ const workerExtra = args.get("worker") ?? "{}";
 const capped = args.get("capped") === "1";
 const handlerMs = Number(args.get("handler-ms") ?? 0);
 const queueCap = args.has("queue-cap") ? Number(args.get("queue-cap")) : null;
-/** A control the drained jobs carry: none, K concurrency keys of limit L, a queue cap, or F fairness keys. */
+/** A control the drained jobs carry: none, K concurrency keys of limit L, a queue cap, F fairness keys, or Q queues. */
 interface Control {
   name: string;
   keys: number | null;
   keyLimit: number;
   queueCap: number | null;
   fairKeys?: number;
+  queues?: number;
 }
 function parseControl(spec: string): Control {
   if (spec === "none") return { name: spec, keys: null, keyLimit: 1, queueCap: null };
@@ -65,7 +67,9 @@ function parseControl(spec: string): Control {
   if (c) return { name: spec, keys: null, keyLimit: 1, queueCap: Number(c[1]) };
   const f = /^fair(\d+)$/.exec(spec);
   if (f) return { name: spec, keys: null, keyLimit: 1, queueCap: null, fairKeys: Number(f[1]) };
-  throw new Error(`bad control ${spec}: none, keysKxL, capN or fairF`);
+  const q = /^queues(\d+)$/.exec(spec);
+  if (q) return { name: spec, keys: null, keyLimit: 1, queueCap: null, queues: Number(q[1]) };
+  throw new Error(`bad control ${spec}: none, keysKxL, capN, fairF or queuesQ`);
 }
 const controls: Control[] = args.has("controls")
   ? args.get("controls")!.split(",").map(parseControl)
@@ -115,12 +119,14 @@ async function prepare(system: string, n: number, db: Database | null, control: 
       payload: { i: i + k },
       ...(keys === null ? {} : { options: { concurrency: { key: `k${(i + k) % keys}`, limit: keyLimit } } }),
       ...(control.fairKeys === undefined ? {} : { options: { fairness: { key: `f${(i + k) % control.fairKeys}` } } }),
+      ...(control.queues === undefined ? {} : { options: { queue: `q${(i + k) % control.queues}` } }),
     }));
     await docket.enqueueMany(batch);
   }
   const enqueuePerSec = jobs / ((performance.now() - t0) / 1000);
   await store.close();
-  return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra, JSON.stringify({ handlerMs })], enqueuePerSec, dispose: async () => undefined };
+  const queues = control.queues === undefined ? undefined : Array.from({ length: control.queues }, (_, q) => `q${q}`);
+  return { argv: (c) => [CHILD, JSON.stringify(db!.spec(n)), String(c), workerExtra, JSON.stringify({ handlerMs, queues })], enqueuePerSec, dispose: async () => undefined };
 }
 
 async function drainOnce(db: Database | null, n: number, system: string, s: (typeof scenarios)[number], control: Control, run: number): Promise<DrainResult> {

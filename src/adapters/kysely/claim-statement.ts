@@ -157,11 +157,30 @@ function uncappedStatement(
       },
     );
   const lock = <Q extends { forUpdate: () => { skipLocked: () => Q } }>(q: Q): Q => (caps.skipLocked ? q.forUpdate().skipLocked() : q);
-  /** The claimable ready jobs of the claim's queues and tasks, `columns` of them, with `where` added, the first `limit` in claim order. */
+  /**
+   * The claimable ready jobs of the claim's queues and tasks, `columns` of
+   * them, with `where` added, the first `limit` in claim order; with
+   * `locked`, each read locked (`FOR UPDATE SKIP LOCKED`) where the engine
+   * can. Of several queues: the first `limit` of each queue's first
+   * `limit`, each queue read on its own in index order (and locked on its
+   * own: at most `limit` rows per queue; those left out stay ready and are
+   * not written). One read of all of them in claim order sorts every ready
+   * job of those queues on PostgreSQL: a claim of 100 behind 100,000 took
+   * 37 ms against 2 ms for one queue, and grew with the backlog.
+   */
   // deno-lint-ignore no-explicit-any
-  const ready = (eb: any, columns: string[], limit: number, where: (q: any) => any = (q) => q) => {
+  const ready = (eb: any, columns: string[], limit: number, where: (q: any) => any = (q) => q, locked = false) => {
+    if (queues.length === 1) return readyOf(eb, queues, columns, limit, where, locked);
+    const read = [...new Set([...columns, ...ORDER_COLUMNS])];
+    // deno-lint-ignore no-explicit-any
+    const parts = queues.map((queue, i) => eb.selectFrom(readyOf(eb, [queue], read, limit, where, locked).as(`rq${i}`)).selectAll()) as any[];
+    const union = parts.slice(1).reduce((u, part) => u.unionAll(part), parts[0]);
+    return ordered(eb.selectFrom(union.as("rq")).select(columns), fair).limit(limit);
+  };
+  // deno-lint-ignore no-explicit-any
+  const readyOf = (eb: any, of: string[], columns: string[], limit: number, where: (q: any) => any, locked: boolean) => {
     let q = guard(eb.selectFrom(tables.jobs).select(columns), "claim", { now: params.now })
-      .where("queue", "in", queues)
+      .where("queue", "in", of)
       .where("queue", "not in", eb.selectFrom("ctl_q").select("name").where("paused", "=", 1))
       .where((w: ExpressionBuilder<any, any>) =>
         w.not(
@@ -179,14 +198,15 @@ function uncappedStatement(
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
     if (floored) q = q.where(positionBound(caps.indexedRowBound || "row", ">=", FLOOR_SLOTS));
-    return ordered(where(q), fair).limit(limit);
+    const read = ordered(where(q), fair).limit(limit);
+    return locked ? lock(read) : read;
   };
   if (keyed !== "some") {
-    const pick = (eb: unknown) => lock(ready(eb, ["id"], params.limit, keyed === "none" ? unkeyed : undefined));
+    const pick = (eb: unknown) => ready(eb, ["id"], params.limit, keyed === "none" ? unkeyed : undefined, true);
     return finishClaim(ctx, controls.with((cte) => cte("picked").materialized(), pick), params, rateHeld);
   }
   const picking = controls
-    .with((cte) => cte("unkeyed").materialized(), (eb) => lock(ready(eb, ORDER_COLUMNS, params.limit, unkeyed)))
+    .with((cte) => cte("unkeyed").materialized(), (eb) => ready(eb, ORDER_COLUMNS, params.limit, unkeyed, true))
     // The keyed jobs are chosen among the first `limit` ready ones, read unlocked (a bounded read of the claim
     // index, however many unkeyed jobs come first), then locked by id with the guard checked again; one another
     // claim holds is passed over.

@@ -509,7 +509,11 @@ async function readWindows(
  * find none. There, ONE statement reads each queue in index order, `(… queue
  * IN (q1) … LIMIT n FOR UPDATE SKIP LOCKED) UNION ALL (…)`, locking at most
  * `g.limit` rows per queue, and the first `g.limit` of them in claim order
- * are returned (the others stay ready: nothing writes them).
+ * are returned (the others stay ready: nothing writes them). PostgreSQL
+ * locks only what the LIMIT returns, but its read across queues sorts every
+ * ready job of them (a claim of 100 behind 100,000: 37 ms against 2 ms for
+ * one queue); it reads the same parts, each a derived table (PostgreSQL
+ * refuses a locking clause on a UNION's member).
  */
 async function readCandidates(
   ctx: StoreContext,
@@ -524,8 +528,9 @@ async function readCandidates(
     const q = candidateQuery(queues).limit(g.limit);
     return skipLocked ? q.forUpdate().skipLocked() : q;
   };
-  if (g.queues.length === 1 || !skipLocked || exactSkipLocked) return labelled(locked(g.queues), "claim-candidates").execute();
-  const parts = sql.join(g.queues.map((queue) => sql`(${locked([queue])})`), sql` union all `);
+  if (g.queues.length === 1 || !skipLocked) return labelled(locked(g.queues), "claim-candidates").execute();
+  const part = (queue: string, i: number) => (exactSkipLocked ? sql`select * from (${locked([queue])}) as ${sql.raw(`rq${i}`)}` : sql`(${locked([queue])})`);
+  const parts = sql.join(g.queues.map(part), sql` union all `);
   // deno-lint-ignore no-explicit-any
   const rows = (await sql<Record<string, any>>`${parts} ${sql.raw(labelComment("claim-candidates"))}`.execute(db)).rows;
   const order = (r: Record<string, unknown>) => ({ priority: Number(r.priority), runAt: Number(r.run_at), id: Number(r.id) });
