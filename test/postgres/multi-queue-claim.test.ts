@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
-import { tapDialect } from "../../src/testing/kysely/tapped-driver.ts";
+import { inlined, recordingPostgresAdapter } from "../support/sent-statements.ts";
 
 /**
  * A claim of several queues reads each queue's first jobs in index order,
@@ -20,7 +19,6 @@ afterAll(async () => {
 
 const PER_QUEUE = 2_000;
 const LIMIT = 10;
-const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
 
 /** The rows every scan of `table` in `plan` (EXPLAIN ANALYZE text) returned, loops counted, but reads by primary key. */
 function rowsScanned(plan: string, table: string): number {
@@ -40,12 +38,7 @@ describe.skipIf(!url)("postgres: a claim of several queues", () => {
   ] as const) {
     it(`${name} reads each queue's first jobs, not every ready job of the queues`, async () => {
       const prefix = capped ? "mqc_" : "mqs_";
-      const texts: { text: string; values: readonly unknown[] }[] = [];
-      const adapter = postgresAdapter({
-        connectionString: url!,
-        tablePrefix: prefix,
-        instrument: { wrapDialect: (d) => tapDialect(d, { query: (text, values) => void texts.push({ text, values }) }) },
-      });
+      const { adapter, sent } = recordingPostgresAdapter(url!, prefix);
       const admin = new pg.Client({ connectionString: url! });
       await admin.connect();
       try {
@@ -56,15 +49,14 @@ describe.skipIf(!url)("postgres: a claim of several queues", () => {
         if (capped) await docket.setQueueCap("c", 1_000);
         await admin.query(`ANALYZE ${prefix}jobs`);
         const now = Date.now();
-        texts.length = 0;
+        sent.length = 0;
         const claimed = await adapter.claim({ queues: capped ? ["a", "b", "c"] : ["a", "b"], limit: LIMIT, now, leaseToken: "tok", leaseExpiresAt: now + 30_000, stage: false });
         expect(claimed).toHaveLength(LIMIT);
         // The one-statement claim, or (a cap applies) the controls transaction's read of candidates.
-        const read = texts.find((t) => /for update skip locked/i.test(t.text) && (!capped || t.text.includes("docket:claim-candidates")));
-        expect(read, texts.map((t) => t.text.slice(0, 120)).join("\n")).toBeDefined();
-        const sql = read!.text.replace(/\$(\d+)/g, (_, n: string) => literal(read!.values[Number(n) - 1]));
+        const read = sent.find((t) => /for update skip locked/i.test(t.text) && (!capped || t.text.includes("docket:claim-candidates")));
+        expect(read, sent.map((t) => t.text.slice(0, 120)).join("\n")).toBeDefined();
         await admin.query("BEGIN");
-        const plan = (await admin.query(`EXPLAIN ANALYZE ${sql}`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+        const plan = (await admin.query(`EXPLAIN ANALYZE ${inlined(read!)}`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
         await admin.query("ROLLBACK");
         expect(rowsScanned(plan, `${prefix}jobs`), plan).toBeLessThanOrEqual(2 * LIMIT);
       } finally {

@@ -4,7 +4,7 @@ import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
 import { Docket, InvalidArgumentError } from "../../src/index.ts";
 import { PG_URL, createPgTestDatabase, dropPgDatabase } from "../support/targets.ts";
 import { until } from "../support/until.ts";
-import { tapDialect } from "../../src/testing/kysely/tapped-driver.ts";
+import { pgLiteral, recordingPostgresAdapter } from "../support/sent-statements.ts";
 
 const pg = (await import("pg")).default;
 const created = await createPgTestDatabase("docket_prepared", "the postgres prepared-statement tests");
@@ -142,12 +142,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
   });
 
   it("the claim's generic plan (the one a prepared statement may settle on) reads the claim index, not every ready job; so do those of a claim taking no keyed job or a few", async () => {
-    const texts: { text: string; values: readonly unknown[] }[] = [];
-    const adapter = postgresAdapter({
-      connectionString: url!,
-      tablePrefix: "pg_",
-      instrument: { wrapDialect: (d) => tapDialect(d, { query: (text, values) => void texts.push({ text, values }) }) },
-    });
+    const { adapter, sent: texts } = recordingPostgresAdapter(url!, "pg_");
     const admin = new pg.Client({ connectionString: url! });
     await admin.connect();
     try {
@@ -157,7 +152,6 @@ describe.skipIf(!url)("postgres: named statements", () => {
       await docket.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ task: "t", payload: {}, options: { concurrency: { key: `k${i}`, limit: 1 } } })));
       await admin.query("ANALYZE pg_jobs");
       await admin.query("SET plan_cache_mode = force_generic_plan");
-      const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
       for (const [i, constrainedLimit] of [undefined, 0, 5].entries()) {
         const now = Date.now();
         texts.length = 0;
@@ -166,7 +160,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
         const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
         await admin.query(`PREPARE claim_plan${i} AS ${claim.text}`);
         await admin.query("BEGIN");
-        const plan = (await admin.query(`EXPLAIN EXECUTE claim_plan${i}(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+        const plan = (await admin.query(`EXPLAIN EXECUTE claim_plan${i}(${claim.values.map(pgLiteral).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
         await admin.query("ROLLBACK");
         expect(plan, plan).not.toMatch(/Seq Scan on pg_jobs|Bitmap Heap Scan on pg_jobs/);
         expect(plan, plan).toMatch(/Index (Only )?Scan using pg_jobs_claim/);
@@ -178,12 +172,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
   });
 
   it("a claim taking no keyed job reads the claim index in order also when keyed history makes unkeyed rows rare (custom plan)", async () => {
-    const texts: { text: string; values: readonly unknown[] }[] = [];
-    const adapter = postgresAdapter({
-      connectionString: url!,
-      tablePrefix: "ph_",
-      instrument: { wrapDialect: (d) => tapDialect(d, { query: (text, values) => void texts.push({ text, values }) }) },
-    });
+    const { adapter, sent: texts } = recordingPostgresAdapter(url!, "ph_");
     const admin = new pg.Client({ connectionString: url! });
     await admin.connect();
     try {
@@ -200,9 +189,8 @@ describe.skipIf(!url)("postgres: named statements", () => {
       const claim = texts.find((t) => /for update skip locked/i.test(t.text))!;
       await admin.query(`PREPARE claim_unkeyed AS ${claim.text}`);
       await admin.query("SET plan_cache_mode = force_custom_plan");
-      const literal = (v: unknown) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
       await admin.query("BEGIN");
-      const plan = (await admin.query(`EXPLAIN EXECUTE claim_unkeyed(${claim.values.map(literal).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+      const plan = (await admin.query(`EXPLAIN EXECUTE claim_unkeyed(${claim.values.map(pgLiteral).join(", ")})`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
       await admin.query("ROLLBACK");
       // With `concurrency_key IS NULL` PostgreSQL took 1 row in 20 to be unkeyed, and read and sorted every ready job.
       expect(plan, plan).not.toMatch(/Seq Scan on ph_jobs|Bitmap Heap Scan on ph_jobs/);
