@@ -11,8 +11,13 @@ import { labelled } from "./labels.ts";
 import { GUARD_COLUMN } from "./guard-writes.ts";
 import { rowToRecord, type JobRow } from "./row.ts";
 
-/** The columns a merge takes from the last enqueue (besides its run time, `mergedRunAt`). */
-const MERGED_COLUMNS = ["payload", "priority", "max_attempts", "backoff", "timeout_ms", "trace_context"] as const;
+/**
+ * The columns a merge takes from the last enqueue (besides its run time,
+ * `mergedRunAt`). The rate key and fairness key too: the enqueue stored
+ * their rows before it merged, and the merged job is scheduled, so its
+ * fairness tag is the one a scheduled job gets (placed when due, or none).
+ */
+const MERGED_COLUMNS = ["payload", "priority", "max_attempts", "backoff", "timeout_ms", "trace_context", "rate_key", "fair_key", "fair_tag"] as const;
 
 /** The core's `mergedRunAt` in SQL, for a merge written in one statement: `createdAt` is the pending row's column. */
 function mergedRunAtSql(spec: DebounceSpec, now: number, createdAt: ReturnType<typeof sql.ref>) {

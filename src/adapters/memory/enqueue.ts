@@ -55,9 +55,22 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     const d = job.debounce;
     const pending = d ? pendingOf(state, job.queue, job.task, d.key) : null;
     if (d && pending) {
-      const set = { payload: job.payload, priority: job.priority, maxAttempts: job.maxAttempts, backoff: job.backoff, timeoutMs: job.timeoutMs ?? null, traceContext: job.traceContext ?? null };
+      const set = {
+        payload: job.payload,
+        priority: job.priority,
+        maxAttempts: job.maxAttempts,
+        backoff: job.backoff,
+        timeoutMs: job.timeoutMs ?? null,
+        traceContext: job.traceContext ?? null,
+        rateKey: job.rateLimit?.key ?? null,
+        fairKey: job.fairness?.key || null,
+      };
       const merged = applyTransition(state, "debounce", { id: pending.id, now }, { ...set, runAt: mergedRunAt(d, pending.createdAt, now) });
-      if (merged) return { ...copy(merged), created: false };
+      if (merged) {
+        if (tags.has(job)) state.fairTags.set(merged.id, tags.get(job)!);
+        else state.fairTags.delete(merged.id);
+        return { ...copy(merged), created: false };
+      }
     }
     const record = newJobRecord(state.nextId++, job, now);
     const c = job.concurrency;

@@ -249,4 +249,33 @@ export const debounceCases: ConformanceCase[] = [
       assert.equal(runs.length, await count(t), "every stored job ran once");
     },
   },
+  {
+    name: "debounce › a merge takes the last enqueue's rate key and fairness key (a merge without them clears them), and the claim obeys the merged rate key",
+    async run(t) {
+      const d = t.docket();
+      const first = await d.enqueue("t", { n: 1 }, { debounce: D, rateLimit: { key: "R1", limit: 5, periodMs: 10_000 }, fairness: { key: "F1" } });
+      const second = await d.enqueue("t", { n: 2 }, { debounce: D, rateLimit: { key: "R2", limit: 1, periodMs: 10_000 }, fairness: { key: "F2", weight: 3 } });
+      assert.equal(second.id, first.id);
+      assert.equal(second.created, false);
+      assert.equal(second.rateKey, "R2");
+      assert.equal(second.fairKey, "F2");
+      assert.equal((await d.get(first.id))?.rateKey, "R2", "as stored");
+      const cleared = await d.enqueue("t", { n: 3 }, { debounce: D });
+      assert.equal(cleared.id, first.id);
+      assert.equal(cleared.rateKey, null);
+      assert.equal(cleared.fairKey, null);
+      // A merge that adds a spent rate key: the job waits for it once due.
+      const spender = await d.enqueue("other", {}, { rateLimit: { key: "R3", limit: 1, periodMs: 10_000 } });
+      assert.equal((await claimOne(t)).id, spender.id);
+      const merged = await d.enqueue("t", { n: 4 }, { debounce: D, rateLimit: { key: "R3", limit: 1, periodMs: 10_000 } });
+      assert.equal(merged.rateKey, "R3");
+      t.clock.advance(1_000);
+      assert.deepEqual(await claim(t), [], "held by R3, whose one start in 10 s is spent");
+      t.clock.advance(9_000);
+      const run = await claimOne(t);
+      assert.equal(run.id, first.id);
+      assert.equal(run.payload, JSON.stringify({ n: 4 }));
+      assert.equal(await count(t), 2);
+    },
+  },
 ];

@@ -119,7 +119,7 @@ export type JobOp =
   /** An operator made this scheduled job due now. */
   | { kind: "runNow"; now: number }
   /** A debounced enqueue merging into this pending job: its options become the enqueue's, its run time `runAt`. */
-  | { kind: "debounce"; now: number; runAt: number; priority: number; maxAttempts: number; timeoutMs: number | null };
+  | { kind: "debounce"; now: number; runAt: number; priority: number; maxAttempts: number; timeoutMs: number | null; rateKey: string | null };
 
 /** The TRANSITIONS event an op performs. */
 export function eventOf(op: JobOp): TransitionEvent {
@@ -157,7 +157,7 @@ const EFFECTS: { [E in TransitionEvent]: (job: ModelJob, op: JobOp) => Partial<M
   runNow: (_j, op) => ({ runAt: op.now }),
   debounce: (_j, op) => {
     const m = op as Extract<JobOp, { kind: "debounce" }>;
-    return { runAt: m.runAt, priority: m.priority, maxAttempts: m.maxAttempts, timeoutMs: m.timeoutMs };
+    return { runAt: m.runAt, priority: m.priority, maxAttempts: m.maxAttempts, timeoutMs: m.timeoutMs, rateKey: m.rateKey };
   },
 };
 
@@ -360,7 +360,7 @@ export class ReferenceModel {
       const d = j.debounce;
       const pending = d ? [...this.jobs.values()].find((p) => p.debounceKey === d.key && p.queue === j.queue && p.task === j.task && DEBOUNCE_PENDING_STATES.includes(p.state)) : undefined;
       if (d && pending) {
-        const op: JobOp = { kind: "debounce", now, runAt: mergedRunAt(d, pending.createdAt, now), priority: j.priority, maxAttempts: j.maxAttempts, timeoutMs: j.timeoutMs ?? null };
+        const op: JobOp = { kind: "debounce", now, runAt: mergedRunAt(d, pending.createdAt, now), priority: j.priority, maxAttempts: j.maxAttempts, timeoutMs: j.timeoutMs ?? null, rateKey: j.rateLimit?.key ?? null };
         const merged = this.#write(pending.id, op);
         if (merged) return { ...merged, created: false };
       }

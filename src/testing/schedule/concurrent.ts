@@ -394,7 +394,7 @@ export async function runScenario(
             if (step.key !== null) e.admits = { now, keys: [step.key] };
             // A merge moves the pending job (its options and run time the enqueue's).
             const merged = debounce ? stored.filter((r) => !r.created) : [];
-            return merged.map((r) => ({ id: r.id, op: { kind: "debounce" as const, now, runAt: r.runAt, priority: job.priority, maxAttempts: job.maxAttempts, timeoutMs: null }, result: r }));
+            return merged.map((r) => ({ id: r.id, op: { kind: "debounce" as const, now, runAt: r.runAt, priority: job.priority, maxAttempts: job.maxAttempts, timeoutMs: null, rateKey: null }, result: r }));
           },
         );
       } else if (step.kind === "replayDead") {
