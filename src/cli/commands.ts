@@ -227,7 +227,8 @@ function required(value: string | undefined, what: string): string {
 function rateOf(text: string): { limit: number; periodMs: number } | null {
   if (text === "none") return null;
   const m = /^(\d+)\/(.+)$/.exec(text);
-  if (!m || Number(m[1]) < 1) throw new UsageError(`a rate limit is <n>/<duration> (e.g. 100/1m) or none, got ${JSON.stringify(text)}`);
+  // The form only: a limit or period out of range is the API's InvalidArgumentError (refused, exit 1).
+  if (!m) throw new UsageError(`a rate limit is <n>/<duration> (e.g. 100/1m) or none, got ${JSON.stringify(text)}`);
   return { limit: Number(m[1]), periodMs: parseDuration(m[2]!, "the rate limit's period") };
 }
 
@@ -237,7 +238,7 @@ function rateText(limit: { limit: number; periodMs: number } | null): string {
 
 function capOf(text: string): number | null {
   if (text === "none") return null;
-  if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`a cap is a positive integer or none, got ${JSON.stringify(text)}`);
+  if (!/^\d+$/.test(text)) throw new UsageError(`a cap is a positive integer or none, got ${JSON.stringify(text)}`);
   return Number(text);
 }
 

@@ -40,14 +40,14 @@ export class EventHub {
 /** One Docket's events and wake-ups. A listener's failure never fails the write it follows. */
 export class LocalBus {
   readonly events = new EventHub();
-  /** Workers of this docket, told about the queues of ready jobs it just enqueued. */
-  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string>, due: boolean) => void>();
+  /** Workers of this docket, told about the queues of ready jobs it just enqueued (null: any queue may have some). */
+  readonly #enqueueListeners = new Set<(queues: ReadonlySet<string> | null, due: boolean) => void>();
   /** Workers of this docket, told about the jobs it cancelled. */
   readonly #cancelListeners = new Set<(id: number) => void>();
 
   constructor(readonly clock: Clock) {}
 
-  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void {
+  onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void {
     this.#enqueueListeners.add(listener);
     return () => void this.#enqueueListeners.delete(listener);
   }
@@ -57,8 +57,12 @@ export class LocalBus {
     return () => void this.#cancelListeners.delete(listener);
   }
 
-  /** Tells every enqueue listener about `queues` (`due`: jobs a replay made due, which a claim must stage). */
-  tellEnqueued(queues: ReadonlySet<string>, due: boolean): void {
+  /**
+   * Tells every enqueue listener about `queues` (`due`: jobs a replay made
+   * due, which a claim must stage; null: any queue, after a control change
+   * that may let waiting jobs start).
+   */
+  tellEnqueued(queues: ReadonlySet<string> | null, due: boolean): void {
     for (const listener of this.#enqueueListeners) {
       try {
         listener(queues, due);
@@ -66,6 +70,11 @@ export class LocalBus {
         // A listener's failure must not fail the enqueue that committed.
       }
     }
+  }
+
+  /** `write`'s result once it committed, after waking the workers of `queue` (null: every one): a control change may let waiting jobs start. */
+  afterControl<R>(write: Promise<R>, queue: string | null): Promise<R> {
+    return write.then((control) => (this.tellEnqueued(queue === null ? null : new Set([queue]), false), control));
   }
 
   tellCancelled(id: number): void {

@@ -132,7 +132,7 @@ export class Docket<T extends TaskMap = TaskMap> {
    * replay made due (a claim must stage it). Returns an unsubscribe
    * function. For workers.
    */
-  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void {
+  onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void {
     return this.#bus.onEnqueued(listener);
   }
 
@@ -241,27 +241,27 @@ export class Docket<T extends TaskMap = TaskMap> {
   }
 
   async resumeQueue(queue: string): Promise<QueueControl> {
-    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false });
+    return this.#bus.afterControl(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false }), queue);
   }
 
   /** At most `cap` jobs of this queue run at once, cluster-wide (null: none); lowering it preempts nothing. */
   async setQueueCap(queue: string, cap: number | null): Promise<QueueControl> {
-    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") });
+    return this.#bus.afterControl(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), maxRunning: validateCap(cap, "cap") }), queue);
   }
 
   /** At most `cap` jobs of this task run at once across all workers (null removes the cap). */
   async setTaskCap(task: string, cap: number | null): Promise<TaskControl> {
-    return this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") });
+    return this.#bus.afterControl(this.adapter.setTaskControl({ task: validateName(task, "task"), maxRunning: validateCap(cap, "cap") }), null);
   }
 
   /** At most `limit` jobs of this queue start in any window of `periodMs`, cluster-wide (null: none); docs/flow-control.md "Rate limits". */
   async setQueueRateLimit(queue: string, limit: RateLimit | null): Promise<QueueControl> {
-    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), rateLimit: validateRateLimit(limit, "rateLimit") });
+    return this.#bus.afterControl(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), rateLimit: validateRateLimit(limit, "rateLimit") }), queue);
   }
 
   /** As setQueueRateLimit, for every job of a task whatever its queue. */
   async setTaskRateLimit(task: string, limit: RateLimit | null): Promise<TaskControl> {
-    return this.adapter.setTaskControl({ task: validateName(task, "task"), rateLimit: validateRateLimit(limit, "rateLimit") });
+    return this.#bus.afterControl(this.adapter.setTaskControl({ task: validateName(task, "task"), rateLimit: validateRateLimit(limit, "rateLimit") }), null);
   }
 
   /** Every stored queue and task control. */

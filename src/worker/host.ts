@@ -41,9 +41,10 @@ export interface WorkerHost {
   /**
    * Calls `listener` with the queues of the ready jobs each committed enqueue
    * of this docket stored (`due`: a replay made jobs due, so a claim must
-   * stage). Returns an unsubscribe function.
+   * stage), or null after this docket changed a control that may let jobs
+   * of any queue start. Returns an unsubscribe function.
    */
-  onEnqueued(listener: (queues: ReadonlySet<string>, due: boolean) => void): () => void;
+  onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void;
   /** Calls `listener` with the id of each job this docket cancelled, once the cancel committed. Returns an unsubscribe function. */
   onCancelled(listener: (id: number) => void): () => void;
   /** One sweep of expired leases (each becomes a retry or a dead letter). Rejects with what the storage threw. */

@@ -140,7 +140,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     const host = this.#host;
     const unsubscribeErrors = host.adapter.onError?.((error) => this.#emitter.emit({ type: "error", error, operation: "connection" }));
     const unsubscribeEnqueues = host.onEnqueued((queues, due) => {
-      if (config.queues.some((q) => queues.has(q))) this.#producer.ready(due);
+      if (queues === null || config.queues.some((q) => queues.has(q))) this.#producer.ready(due);
     });
     const unsubscribeCancels = host.onCancelled((id) => this.#leases.cancelled(id));
     const unsubscribeReady = host.adapter.onReady?.((notice) => {

@@ -127,6 +127,14 @@ describe("cli", () => {
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
       expect(JSON.parse((await run("queues", "list", "--json")).stdout).queues).toEqual([{ queue: "email", paused: true, maxRunning: 2, rateLimit: null }]);
       expect((await run("queues", "resume", "email")).stdout).toBe("queue email resumed\n");
+      // Out of range is refused (exit 1) with the API's message; a malformed value is a usage error (exit 2).
+      for (const args of [["queues", "rate", "email", "0/1s"], ["queues", "rate", "email", "5/0s"], ["queues", "cap", "email", "0"], ["tasks", "rate", "report", "0/1m"]]) {
+        const refused = await run(...args);
+        expect([args, refused.code, refused.stderr]).toEqual([args, 1, expect.stringMatching(/must be an integer in \[1, /)]);
+      }
+      expect((await run("queues", "rate", "email", "fast")).code).toBe(2);
+      expect((await run("queues", "rate", "email", "3/1s")).code).toBe(0);
+      expect((await run("queues", "rate", "email", "none")).code).toBe(0);
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report\s+0 3 \* \* \*\s+Europe\/Berlin\s+report/);
       expect((await run("schedules", "run", "nightly-report")).stdout).toMatch(/^enqueued job \d+ \(report\) from schedule nightly-report\n$/);
       expect((await run("schedules", "run", "nope")).code).toBe(1);

@@ -51,7 +51,7 @@ function toTaskControl(r: TaskRow): TaskControl {
   return { task: r.name, maxRunning: r.max_running === null ? null : Number(r.max_running), rateLimit: rateLimitOf(r) };
 }
 
-/** See DocketAdapter.setQueueControl: one transaction, so it waits for the claims that lock the row. */
+/** See DocketAdapter.setQueueControl: one transaction, so it waits for the claims that lock the row; announces the queue ready on commit. */
 export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams): Promise<QueueControl> {
   const changes: Record<string, unknown> = {};
   if (params.paused !== undefined) changes.paused = params.paused ? 1 : 0;
@@ -60,11 +60,13 @@ export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     await upsert(ctx, db, ctx.tables.queues, { name: params.queue, paused: 0, max_running: null, ...changes }, changes);
     const row = (await db.selectFrom(ctx.tables.queues).selectAll().where("name", "=", params.queue).executeTakeFirstOrThrow()) as QueueRow;
+    // A resumed queue, a raised cap or a changed limit may let waiting jobs start: workers claim now, not at their next poll.
+    await ctx.engine.announceReady(db, [{ queue: params.queue, due: false }]);
     return toQueueControl(row);
   });
 }
 
-/** See DocketAdapter.setTaskControl. */
+/** See DocketAdapter.setTaskControl; announces every queue ready on commit. */
 export function setTaskControl(ctx: StoreContext, params: SetTaskControlParams): Promise<TaskControl> {
   const changes: Record<string, unknown> = {};
   if (params.maxRunning !== undefined) changes.max_running = params.maxRunning;
@@ -72,6 +74,8 @@ export function setTaskControl(ctx: StoreContext, params: SetTaskControlParams):
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     await upsert(ctx, db, ctx.tables.tasks, { name: params.task, max_running: null, ...changes }, changes);
     const row = (await db.selectFrom(ctx.tables.tasks).selectAll().where("name", "=", params.task).executeTakeFirstOrThrow()) as TaskRow;
+    // The task's jobs may be in any queue: every worker claims now.
+    await ctx.engine.announceReady(db, [{ queue: null, due: false }]);
     return toTaskControl(row);
   });
 }

@@ -169,10 +169,11 @@ export interface Engine {
   maxStatementBytes?(db: AnyDb): Promise<number>;
   /**
    * Tells other processes' workers that jobs became ready (or due) in these
-   * queues, inside the caller's transaction (delivered on commit). An engine
-   * without notifications does nothing.
+   * queues (a null queue: any queue, e.g. a task's control changed), inside
+   * the caller's transaction (delivered on commit). An engine without
+   * notifications does nothing.
    */
-  announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]): Promise<void>;
+  announceReady(db: AnyDb, notices: readonly { queue: string | null; due: boolean }[]): Promise<void>;
   /**
    * The window of the ready notices a store sends for its own autocommit
    * writes (notice-window.ts), ms: where a notice is costly to the

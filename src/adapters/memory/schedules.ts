@@ -8,7 +8,7 @@ import type { FireScheduleParams, PutScheduleParams, QueueControl, SetQueueContr
 import type { JobRecord } from "../../core/job.ts";
 import { checkCap, checkNewJobs, checkRateLimit } from "./constraints.ts";
 import { enqueue } from "./enqueue.ts";
-import { byName, type MemoryState } from "./state.ts";
+import { announce, byName, type MemoryState } from "./state.ts";
 
 /** See DocketAdapter.putSchedule: a new one starts at `lastTick`; an existing one gets the new definition, its last tick never moving back. */
 export function putSchedule(state: MemoryState, p: PutScheduleParams): StoredSchedule {
@@ -73,6 +73,7 @@ export function setQueueControl(state: MemoryState, p: SetQueueControlParams, na
     state.rateHeldUntil.delete(`queue:${p.queue}`);
   }
   state.queues.set(p.queue, next);
+  announce(state, [{ queue: p.queue, due: false }]);
   return { ...next };
 }
 
@@ -87,6 +88,7 @@ export function setTaskControl(state: MemoryState, p: SetTaskControlParams, name
     state.rateHeldUntil.delete(`task:${p.task}`);
   }
   state.tasks.set(p.task, next);
+  announce(state, [{ queue: null, due: false }]);
   return { ...next };
 }
 

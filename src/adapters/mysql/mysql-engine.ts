@@ -148,7 +148,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     ...(wakes
       ? {
           // A wake (see wakes.ts): after COMMIT for docket's own writes, inside a caller's transaction otherwise.
-          async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]) {
+          async announceReady(db: AnyDb, notices: readonly { queue: string | null; due: boolean }[]) {
             if (notices.length === 0) return;
             if (!db.isTransaction) return wakes.bump();
             if (own.has(db)) return void announced.add(db);

@@ -9,9 +9,9 @@ export interface ListenClient {
 }
 
 
-/** Encodes a notice's payload: "r" (ready) or "d" (due, stage first), then the queue name. */
-export function readyPayload(queue: string, due: boolean): string {
-  return (due ? "d" : "r") + queue;
+/** Encodes a notice's payload: "r" (ready) or "d" (due, stage first), then the queue name; "a" for any queue (read as due). */
+export function readyPayload(queue: string | null, due: boolean): string {
+  return queue === null ? "a" : (due ? "d" : "r") + queue;
 }
 
 /** A probe's payload: "p" then a nonce; never a notice (see NotifyProbe). */

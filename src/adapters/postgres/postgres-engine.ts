@@ -71,7 +71,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     // SQLSTATE 23505 unique_violation.
     isUniqueViolation: (error) => (error as { code?: unknown })?.code === "23505",
     // One NOTIFY per distinct notice, sent when the caller's transaction commits.
-    async announceReady(db: AnyDb, notices: readonly { queue: string; due: boolean }[]) {
+    async announceReady(db: AnyDb, notices: readonly { queue: string | null; due: boolean }[]) {
       if (notices.length === 0) return;
       const payloads = [...new Set(notices.map((n) => readyPayload(n.queue, n.due)))];
       await sql`select pg_notify(${channel}, p) from unnest(${payloads}::text[]) as p`.execute(db);

@@ -33,6 +33,27 @@ export const rateLimitCases: ConformanceCase[] = [
     },
   },
   {
+    name: "rate limits › a changed limit counts the starts of its log: a lowered limit and a lengthened period count those of the last two old periods",
+    async run(t) {
+      for (let i = 0; i < 20; i++) await insert(t, { queue: "q" });
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 3, periodMs: 1000 } });
+      assert.equal((await claimAt(t, 10)).jobs.length, 3);
+      t.clock.advance(1_500);
+      assert.equal((await claimAt(t, 1)).jobs.length, 1, "t=1500: the three starts of t=0 left the window");
+      // Lowered to 1: the start of t=1500 fills it.
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 1, periodMs: 1000 } });
+      assert.deepEqual((await claimAt(t, 10)).jobs, []);
+      // Lengthened to 4 per 10 s at t=1900: the four starts of t=0 and t=1500 are within 2 × the old period and all count.
+      t.clock.advance(400);
+      await t.adapter.setQueueControl({ queue: "q", rateLimit: { limit: 4, periodMs: 10_000 } });
+      assert.deepEqual((await claimAt(t, 10)).jobs, [], "four starts in the new window: no room");
+      t.clock.advance(8_099);
+      assert.deepEqual((await claimAt(t, 10)).jobs, [], "t=9999: all four still in the new window");
+      t.clock.advance(1);
+      assert.equal((await claimAt(t, 10)).jobs.length, 3, "t=10000: the three of t=0 left; the one of t=1500 still counts");
+    },
+  },
+  {
     name: "rate limits › a sliding window: starts leave it one by one, not all at a boundary",
     async run(t) {
       for (let i = 0; i < 10; i++) await insert(t, { queue: "q" });

@@ -131,4 +131,49 @@ export const workerLoopCases: ConformanceCase[] = [
       assert.equal((await d.get(other.id))?.state, "ready", "a job of a queue the worker does not serve stays");
     },
   },
+  {
+    // A control change that lets waiting jobs start wakes the workers, in this process (its docket) and in others (the store's notice).
+    name: "worker › a resumed queue or a removed queue or task rate limit starts waiting jobs at once, not at the next poll, whichever docket changed it",
+    slow: true,
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter });
+      const other = new Docket({ adapter: await t.connect() });
+      const ran: string[] = [];
+      const w = d.worker({ ...FAST, pollMs: 600_000, handlers: { a: (p) => void ran.push(p as string), b: (p) => void ran.push(p as string) } });
+      const ranSoon = async (id: number, what: string) => {
+        await eventually(async () => (await d.get(id))?.state === "succeeded", 5_000, `${what}: the job ran long before the 10-minute poll`);
+      };
+      await w.start();
+      try {
+        for (const [changer, name] of [[d, "own docket"], [other, "another connection"]] as const) {
+          await changer.pauseQueue("default");
+          const paused = await d.enqueue("a", `paused via ${name}`);
+          await sleep(100); // the worker's claims found nothing it may take: it sleeps for pollMs
+          await changer.resumeQueue("default");
+          await ranSoon(paused.id, `resume via ${name}`);
+
+          await changer.setQueueRateLimit("default", { limit: 1, periodMs: 3_600_000 });
+          const first = await d.enqueue("a", `first via ${name}`);
+          await ranSoon(first.id, `rate limit via ${name}`);
+          const held = await d.enqueue("a", `held via ${name}`);
+          await sleep(100);
+          assert.equal((await d.get(held.id))?.state, "ready", "held by the rate limit");
+          await changer.setQueueRateLimit("default", null);
+          await ranSoon(held.id, `removed rate limit via ${name}`);
+
+          await changer.setTaskRateLimit("b", { limit: 1, periodMs: 3_600_000 });
+          const taskFirst = await d.enqueue("b", `task's first via ${name}`);
+          await ranSoon(taskFirst.id, `task rate limit via ${name}`);
+          const taskHeld = await d.enqueue("b", `task's held via ${name}`);
+          await sleep(100);
+          assert.equal((await d.get(taskHeld.id))?.state, "ready", "held by the task's rate limit");
+          await changer.setTaskRateLimit("b", null);
+          await ranSoon(taskHeld.id, `removed task rate limit via ${name}`);
+        }
+      } finally {
+        await w.stop();
+      }
+      assert.equal(ran.length, 10);
+    },
+  },
 ];
