@@ -4,10 +4,9 @@
  * described — and keeps at most `concurrency` handlers running, feeding free
  * slots from the local buffer.
  */
-import { jobsOf } from "../core/dependencies.ts";
 import type { WorkerHost } from "./host.ts";
-import { LeaseLostError } from "../core/errors.ts";
-import { stepsOf, type StepFunction } from "./steps.ts";
+import type { StepFunction } from "./steps.ts";
+import { HandlerContext } from "./handler-context.ts";
 import { transactionOf, type TransactionFunction } from "./transaction.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
@@ -221,15 +220,18 @@ export class Executor {
     this.#parts.emitter.emit({ type: "started", job });
     // From the moment ctx.transaction writes the success, the lease check must not take the attempt for a lost
     // one (a heartbeat that lands after the commit finds no lease); if the write fails, it checks it again.
-    const tx = transactionOf(this.#parts.host, record, (ending) => {
-      if (ending && attempt.phase === "running") attempt.phase = "settling";
-      else if (!ending && attempt.phase === "settling") attempt.phase = "running";
-    });
-    const ran = await this.#runHandler(job, controller, record, tx.run);
+    // Made when the handler first reads ctx.transaction.
+    let tx: ReturnType<typeof transactionOf> | null = null;
+    const transaction = () =>
+      (tx ??= transactionOf(this.#parts.host, record, (ending) => {
+        if (ending && attempt.phase === "running") attempt.phase = "settling";
+        else if (!ending && attempt.phase === "settling") attempt.phase = "running";
+      })).run;
+    const ran = await this.#runHandler(job, controller, record, transaction);
     free();
     if (!this.#parts.inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there
     attempt.phase = "settling";
-    const settled = tx.settled();
+    const settled = (tx as ReturnType<typeof transactionOf> | null)?.settled() ?? null;
     const outcome: AttemptEnd = settled
       ? { kind: "settled", job: settled }
       : "result" in ran
@@ -245,30 +247,15 @@ export class Executor {
    * (null for undefined), or the failure reason (a throw, a timeout, a value
    * that cannot be stored). Never throws.
    */
-  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord, transaction: TransactionFunction): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord, transaction: () => TransactionFunction): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
     const handler = this.#config.handlers.get(job.task) ?? this.#config.fallback;
     if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const host = this.#parts.host;
     const timeoutMs = job.timeoutMs ?? this.#config.timeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timeout: JobTimeoutError | null = null;
-    const progress = async (value: unknown): Promise<void> => {
-      const limit = host.payloadLimit();
-      const text = serializePayload(value, typeof limit === "number" ? limit : await limit);
-      const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now() };
-      if (!(await host.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
-    };
     try {
-      const context: JobContext = {
-        job,
-        get signal() {
-          return controller.signal;
-        },
-        progress,
-        step: stepsOf(host, record),
-        transaction,
-        parents: () => parentsOf(host, record.id),
-      };
+      const context = new HandlerContext(job, transaction, host, record, controller);
       const run = Promise.resolve().then(() => handler(job.payload, context));
       let value: unknown;
       if (timeoutMs === null) {
@@ -299,10 +286,4 @@ export class Executor {
       clearTimeout(timer);
     }
   }
-}
-
-/** Job `id`'s parents as stored now, in id order (a purged one left out). */
-async function parentsOf(host: WorkerHost, id: number): Promise<Job[]> {
-  const { parents } = await host.adapter.dependencies({ id });
-  return jobsOf(host.adapter, parents);
 }
