@@ -33,9 +33,14 @@ export function loopDelayMonitor(): { start(): void; stop(): number } {
   };
 }
 
-/** Starts `node --import tsx …argv`. */
+/**
+ * Starts `node --import tsx …argv`. BENCH_NODE_FLAGS (space-separated) are
+ * passed to each child's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` (flags
+ * that NODE_OPTIONS refuses).
+ */
 export function startChild(argv: string[]): Child {
-  const p = spawn(process.execPath, ["--import", "tsx", ...argv], {
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
+  const p = spawn(process.execPath, [...flags, "--import", "tsx", ...argv], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
