@@ -88,7 +88,7 @@ export class Completer {
       this.#parts.inFlight.delete(attempt.key);
       if (attempt.record.concurrencyKey !== null) this.#parts.slotsFreed();
       if (outcome.job.released) this.#parts.childrenReleased(outcome.job.released);
-      this.#parts.emitter.emit({ type: "succeeded", job: toJob({ ...attempt.record, ...outcome.job }) });
+      if (this.#parts.emitter.wants("succeeded")) this.#parts.emitter.emit({ type: "succeeded", job: toJob({ ...attempt.record, ...outcome.job }) });
       return Promise.resolve();
     }
     attempt.phase = "settling";
@@ -171,7 +171,7 @@ export class Completer {
       inFlight.delete(p.attempt.key);
       const settled = results[i] ?? null;
       if (settled) {
-        this.#emitOutcome({ ...p.attempt.record, ...settled }, p.outcome);
+        this.#emitOutcome(p.attempt.record, settled, p.outcome);
         p.written();
       } else void this.#parts.reportLost([p.attempt.record], null).then(p.written);
     });
@@ -215,7 +215,7 @@ export class Completer {
         // After a failed try, the earlier write may have committed without its answer reaching us.
         if (result === null && failures > 0) result = await this.#committedEarlier(record, outcome);
         inFlight.delete(attempt.key);
-        if (result) this.#emitOutcome(result, outcome);
+        if (result) this.#emitOutcome(result, null, outcome);
         else await this.#parts.reportLost([record], null);
         return;
       } catch (error) {
@@ -256,9 +256,15 @@ export class Completer {
     return (now.state === "dead" || now.state === "scheduled") && now.attempt === record.attempt && now.lastError === outcome.error ? now : null;
   }
 
-  /** Reports the outcome the attempt's write recorded (`result`: the job as it left it), and logs a failure. */
-  #emitOutcome(result: JobRecord, outcome: Outcome): void {
+  /**
+   * Reports the outcome the attempt's write recorded (the job as it left it:
+   * `record` with `settled` over it), and logs a failure. A success or
+   * release nobody reads builds nothing.
+   */
+  #emitOutcome(record: JobRecord, settled: SettledJob | null, outcome: Outcome): void {
     const { emitter, host } = this.#parts;
+    if ((outcome.kind === "succeeded" || outcome.kind === "released") && !emitter.wants(outcome.kind)) return;
+    const result = settled === null ? record : { ...record, ...settled };
     const job = toJob(result);
     if (result.state === "scheduled") this.#parts.requestStage(result.runAt);
     if (outcome.kind === "succeeded") emitter.emit({ type: "succeeded", job });

@@ -20,13 +20,22 @@ export type { WorkerEvent };
 /** Sends each event to the log, the observer and the docket's stream. `emit` never throws. */
 export class Emitter {
   readonly #host: WorkerHost;
-  readonly #onEvent: (event: WorkerEvent) => void;
+  readonly #onEvent: ((event: WorkerEvent) => void) | null;
   readonly log: WorkerLog;
 
-  constructor(host: WorkerHost, onEvent: (event: WorkerEvent) => void, log: WorkerLog) {
+  constructor(host: WorkerHost, onEvent: ((event: WorkerEvent) => void) | null, log: WorkerLog) {
     this.#host = host;
     this.#onEvent = onEvent;
     this.log = log;
+  }
+
+  /**
+   * Whether an event of `type` that logs nothing (started, succeeded,
+   * released) reaches anyone: the observer, or a docket listener. When not,
+   * a caller may skip building it.
+   */
+  wants(type: "started" | "succeeded" | "released"): boolean {
+    return this.#onEvent !== null || this.#host.listens(type);
   }
 
   emit(event: WorkerEvent): void {
@@ -40,7 +49,7 @@ export class Emitter {
       else this.log.warn(`${attemptLabel(event.job)} lost: ${event.reason}`);
     }
     try {
-      this.#onEvent(event);
+      this.#onEvent?.(event);
     } catch {
       // An observer's failure must not affect the job.
     }

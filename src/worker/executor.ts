@@ -217,7 +217,7 @@ export class Executor {
   async #execute(attempt: Attempt, free: () => void): Promise<void> {
     const { record, controller } = attempt;
     const job = toJob(record);
-    this.#parts.emitter.emit({ type: "started", job });
+    if (this.#parts.emitter.wants("started")) this.#parts.emitter.emit({ type: "started", job });
     // From the moment ctx.transaction writes the success, the lease check must not take the attempt for a lost
     // one (a heartbeat that lands after the commit finds no lease); if the write fails, it checks it again.
     // Made when the handler first reads ctx.transaction.

@@ -114,7 +114,8 @@ export interface WorkerConfig {
   readonly shutdownTimeoutMs: number;
   /** The default time limit of one attempt, or null for none. */
   readonly timeoutMs: number | null;
-  readonly onEvent: (event: WorkerEvent) => void;
+  /** The observer, or null when none was given (events nobody reads are then not built: see Emitter.wants). */
+  readonly onEvent: ((event: WorkerEvent) => void) | null;
   readonly logger: WorkerLogger | null;
 }
 
@@ -160,7 +161,7 @@ export function resolveOptions<T extends TaskMap>(host: WorkerHost, options: Wor
   const shutdownTimeoutMs = validateInteger(options.shutdownTimeoutMs ?? 10_000, "shutdownTimeoutMs", 0, 24 * 3600_000);
   const timeoutMs = options.timeoutMs === undefined ? null : validateInteger(options.timeoutMs, "timeoutMs", 1, 24 * 3600_000);
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new InvalidArgumentError("onEvent must be a function");
-  const onEvent = options.onEvent ?? (() => undefined);
+  const onEvent = options.onEvent ?? null;
   const logger = validateLogger(options.logger);
   return { handlers, fallback, queues, unreachable, name, concurrency, fixedPrefetch, leaseMs, heartbeatMs, pollMs, reclaimMs, shutdownTimeoutMs, timeoutMs, onEvent, logger };
 }
