@@ -219,7 +219,7 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
       p99: pct(latencies[m]!, 99),
       dead: h?.deadRows?.find((r) => r.table === `${spec.prefix}jobs`)?.dead ?? null,
       backlog: h?.purgeBacklog ?? null,
-      oldestS: h ? h.oldestTransactionAgeMs / 1000 : null,
+      oldestS: h && h.oldestTransactionAgeMs !== null ? h.oldestTransactionAgeMs / 1000 : null,
       inFlight: waiting,
       owed: Math.max(0, Math.floor(((Math.min(performance.now(), end) - t0) / 1000) * RATE) - sent),
       enqueueP99: pct(enqueueLatencies[m]!, 99),

@@ -49,8 +49,12 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     }
     case "status": {
       const s = await docket.stats(flags.window === undefined ? {} : { windowMs: parseDuration(flags.window, "--window") });
-      // The warnings are text only: --json prints the stats as before (health() is the API for them).
-      const warnings = healthText(await docket.health());
+      // The warnings are text only: --json prints the stats as before (health() is the API for them). A health
+      // reading that fails is a line of its own: the stats are still shown.
+      const warnings = await docket.health().then(
+        (h) => healthText(h),
+        (error: unknown) => [`note: health() could not be read: ${(error as Error).message}`],
+      );
       return { text: [statsText(s), ...(warnings.length > 0 ? ["", ...warnings] : [])].join("\n"), json: s };
     }
     case "jobs list": {

@@ -122,6 +122,7 @@ export function healthText(h: StoreHealth | null): string[] {
   if (h === null) return [];
   const lines: string[] = [];
   if (h.autovacuum === false) lines.push("warning: autovacuum does not run for docket's tables: their dead rows pile up until VACUUM, and claims slow down");
-  if (h.oldestTransactionAgeMs >= OLD_TRANSACTION_MS) lines.push(`warning: a transaction has been open for ${age(h.oldestTransactionAgeMs)}: dead rows it can still see are kept, and claims slow down`);
+  if (h.oldestTransactionAgeMs === null) lines.push("note: the oldest open transaction cannot be read with this role (MariaDB: it needs the PROCESS privilege)");
+  else if (h.oldestTransactionAgeMs >= OLD_TRANSACTION_MS) lines.push(`warning: a transaction has been open for ${age(h.oldestTransactionAgeMs)}: dead rows it can still see are kept, and claims slow down`);
   return lines;
 }

@@ -828,11 +828,17 @@ export interface FireScheduleParams {
  * MariaDB `PROCESS`).
  */
 export interface StoreHealth {
-  /** Age of the oldest open transaction the database shows (ms; 0 when none; without the privileges above, the role's own sessions only). */
-  oldestTransactionAgeMs: number;
+  /**
+   * Age of the oldest transaction that holds the horizon (ms; 0 when none):
+   * PostgreSQL, one holding a transaction id or a snapshot (a READ COMMITTED
+   * session idle between statements holds neither); MariaDB, any open InnoDB
+   * transaction. Without the privileges above: PostgreSQL reads the role's
+   * own sessions only; MariaDB cannot read it at all, and it is null.
+   */
+  oldestTransactionAgeMs: number | null;
   /** Dead row versions per docket table (PostgreSQL: n_dead_tup, an estimate); null where the engine has no such count. */
   deadRows: { table: string; dead: number; live: number }[] | null;
-  /** Undo records not yet purged (MariaDB's history list length); null elsewhere. */
+  /** Undo records not yet purged (MariaDB's history list length); null elsewhere, and on MariaDB without PROCESS. */
   purgeBacklog: number | null;
   /**
    * Whether the database removes docket's dead rows on its own: PostgreSQL's

@@ -1,32 +1,18 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { openUrl } from "../../src/cli/open.ts";
 import { OLD_TRANSACTION_MS, healthText } from "../../src/cli/format.ts";
 import { Docket } from "../../src/client/docket.ts";
 import { AdapterError } from "../../src/core/errors.ts";
+import { BIN, TSX, runCli } from "../support/cli.ts";
 import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
 
-const TSX = resolve("node_modules/.bin/tsx");
-const BIN = resolve("src/cli/bin.ts");
-
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `docket …` as a user would (a child process), with --url. */
-function docket(url: string | null, ...args: string[]): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(TSX, [BIN, ...args, ...(url === null ? [] : ["--url", url])], { timeout: 60_000, env: { ...process.env, DOCKET_URL: "" } }, (error, stdout, stderr) => {
-      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr: stderr.replace(/^npm warn.*\n/gm, "") });
-    });
-  });
-}
+const docket = runCli;
 
 const pgDb = await createPgTestDatabase("docket_cli", "the CLI on PostgreSQL");
 const mysqlDb = await createMysqlTestDatabase("docket_cli", "the CLI on MariaDB");
@@ -331,6 +317,7 @@ describe("healthText", () => {
     expect(healthText(null)).toEqual([]);
     expect(healthText(quiet)).toEqual([]);
     expect(healthText({ ...quiet, autovacuum: null, oldestTransactionAgeMs: OLD_TRANSACTION_MS - 1 })).toEqual([]);
+    expect(healthText({ ...quiet, autovacuum: null, oldestTransactionAgeMs: null })).toEqual([expect.stringMatching(/^note: the oldest open transaction cannot be read with this role/)]);
     expect(healthText({ ...quiet, autovacuum: false })).toEqual(["warning: autovacuum does not run for docket's tables: their dead rows pile up until VACUUM, and claims slow down"]);
     const [line] = healthText({ ...quiet, oldestTransactionAgeMs: 12 * 60_000 });
     expect(line).toMatch(/^warning: a transaction has been open for 12 ?m/);

@@ -3,6 +3,7 @@ import mysql from "mysql2/promise";
 import { mysqlAdapter } from "../../src/adapters/mysql/index.ts";
 import { Docket } from "../../src/index.ts";
 import { MYSQL_URL, createMysqlTestDatabase, dropMysqlDatabase } from "../support/targets.ts";
+import { runCli } from "../support/cli.ts";
 
 const created = await createMysqlTestDatabase("docket_lp", "the MariaDB least-privilege user test");
 const user = `docket_lp_${process.pid.toString(36)}${Date.now().toString(36)}`.slice(0, 32);
@@ -54,6 +55,12 @@ describe.skipIf(!created)("mysql: a least-privilege worker user", () => {
       const job = await docket.enqueue("t", { n: 21 }, { concurrency: { key: "k", limit: 1 }, idempotencyKey: "once" });
       const done = await docket.waitFor(job.id, { timeoutMs: 10_000 });
       expect([done.state, done.result]).toEqual(["succeeded", { doubled: 42 }]);
+      // health() reads InnoDB's transactions and purge history, which need PROCESS: without it, null, not an error.
+      expect(await docket.health()).toEqual({ oldestTransactionAgeMs: null, deadRows: null, purgeBacklog: null, autovacuum: null });
+      const status = await runCli(asWorker.toString(), "status");
+      expect([status.code, status.stdout]).toEqual([0, expect.stringContaining("note: the oldest open transaction cannot be read with this role")]);
+      const json = await runCli(asWorker.toString(), "status", "--json");
+      expect([json.code, Object.keys(JSON.parse(json.stdout))]).toEqual([0, expect.arrayContaining(["queues", "rateLimits"])]);
     } finally {
       await worker.stop();
       await adapter.close();

@@ -94,6 +94,12 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     });
   };
   // The undo history InnoDB has not purged (needs PROCESS; null without it): it grows while an old snapshot stays open.
+  /** `read`'s value, or null when the server refused it for want of the PROCESS privilege (errno 1227, ER_SPECIFIC_ACCESS_DENIED_ERROR). */
+  const withoutProcess = <T>(read: Promise<T>): Promise<T | null> =>
+    read.catch((error: unknown) => {
+      if ((error as { errno?: unknown })?.errno === 1227) return null;
+      throw error;
+    });
   const historyLength = async (db: AnyDb): Promise<number | null> => {
     const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
     const n = history.rows[0]?.n;
@@ -133,13 +139,16 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     horizonBacklog: (db: AnyDb) => historyLength(db).catch(() => null),
     // InnoDB's horizon: the oldest open transaction (INNODB_TRX; needs PROCESS to see other sessions') and the undo
     // history not yet purged, which grows while it stays open. InnoDB keeps no per-table count of dead versions.
+    // Both reads need PROCESS: a role without it (databases.md's least-privilege roles) gets null for each.
     async health(db: AnyDb) {
-      const oldest = await sql<{ ms: string | number | null }>`select timestampdiff(microsecond, min(trx_started), now(6)) div 1000 as ms
-        from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id()`.execute(db);
-      const backlog = await historyLength(db);
-      const ms = oldest.rows[0]?.ms;
+      const oldest = await withoutProcess(
+        sql<{ ms: string | number | null }>`select timestampdiff(microsecond, min(trx_started), now(6)) div 1000 as ms
+        from information_schema.innodb_trx where trx_mysql_thread_id <> connection_id()`.execute(db),
+      );
+      const backlog = await withoutProcess(historyLength(db));
+      const ms = oldest === null ? null : oldest.rows[0]?.ms;
       return {
-        oldestTransactionAgeMs: ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
+        oldestTransactionAgeMs: oldest === null ? null : ms === null || ms === undefined ? 0 : Math.max(0, Number(ms)),
         deadRows: null,
         purgeBacklog: backlog,
         autovacuum: null,
