@@ -5,15 +5,19 @@ const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,39}$/;
 
 /**
  * Validates a table prefix: "" or lower-case letters, digits and
- * underscores, not starting with a digit, at most 40 characters. It is
+ * underscores, not starting with a digit, at most 40 characters (or
+ * `maxLength`, an engine's bound: see MYSQL_MAX_TABLE_PREFIX). It is
  * interpolated into DDL, so nothing else is accepted; lower case only,
  * because PostgreSQL folds the unquoted names of DDL to lower case while
  * queries quote them, so "Docket_" would name other tables than it created.
  */
-export function validateTablePrefix(value: unknown): string {
+export function validateTablePrefix(value: unknown, maxLength = 40, engine = ""): string {
   if (value === "") return value;
   if (typeof value !== "string" || !TABLE_PREFIX.test(value)) {
     throw new InvalidArgumentError(`tablePrefix must match ${TABLE_PREFIX.source} (lower case, at most 40 characters) or be "", got ${shown(value)}`);
+  }
+  if (value.length > maxLength) {
+    throw new InvalidArgumentError(`tablePrefix must be at most ${maxLength} characters on ${engine} (its longest schema name must fit the engine's identifiers), got ${value.length}: ${shown(value)}`);
   }
   return value;
 }

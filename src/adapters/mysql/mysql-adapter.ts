@@ -9,6 +9,9 @@ import { mysqlEngine } from "./mysql-engine.ts";
 import { discardingClosedConnections, poolQuery } from "./pool.ts";
 import { WAKE_CHECK_MS, wakes } from "./wakes.ts";
 
+/** MariaDB's identifiers hold 64 characters, and its longest schema name is the prefix + "jobs_idempotency_nonempty" (25). */
+export const MYSQL_MAX_TABLE_PREFIX = 64 - "jobs_idempotency_nonempty".length;
+
 export interface MysqlAdapterOptions {
   /**
    * A mysql2 (callback API) pool. The caller keeps ownership: `close()` does
@@ -44,7 +47,7 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   }
   const limit = options.connectionLimit ?? 10;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${shown(limit)}`);
-  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_");
+  const prefix = validateTablePrefix(options.tablePrefix ?? "docket_", MYSQL_MAX_TABLE_PREFIX, "MariaDB");
   const wakeCheckMs = options.wakeCheckMs ?? WAKE_CHECK_MS;
   if (!Number.isSafeInteger(wakeCheckMs) || wakeCheckMs < 0) throw new InvalidArgumentError(`wakeCheckMs must be an integer >= 0, got ${shown(wakeCheckMs)}`);
   // The pool is opened lazily, after construction: errors reach the store through this sink.
