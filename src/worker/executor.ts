@@ -5,8 +5,7 @@
  * slots from the local buffer.
  */
 import type { WorkerHost } from "./host.ts";
-import type { StepFunction } from "./steps.ts";
-import { HandlerContext } from "./handler-context.ts";
+import { HandlerContext, type JobContext } from "./handler-context.ts";
 import { transactionOf, type TransactionFunction } from "./transaction.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
@@ -17,65 +16,7 @@ import type { Emitter } from "./emitter.ts";
 import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
 
-/** What a handler gets besides its payload. */
-export interface JobContext<P = unknown> {
-  job: Job<P>;
-  /**
-   * Aborted when the worker stops (graceful shutdown), when the job's lease
-   * is lost (cancelled, or reclaimed after missed heartbeats), or when the
-   * job's timeout passes. A handler should stop soon after; whatever it
-   * returns then is not recorded.
-   */
-  signal: AbortSignal;
-  /**
-   * Records `value` (JSON, bounded like payloads) as the job's progress,
-   * readable through `docket.get` while it runs. Fenced by the lease: when
-   * the attempt no longer holds it, rejects with LeaseLostError and writes nothing.
-   */
-  progress(value: unknown): Promise<void>;
-  /**
-   * A durable step: when this job recorded a step named `name` (in this or
-   * an earlier attempt), resolves to its stored result without calling
-   * `fn`; otherwise calls `fn`, records its result (JSON, bounded like
-   * payloads; undefined is stored as null) fenced by the lease, and
-   * resolves to the result as stored. A step whose record fails is not
-   * recorded, and runs again in the next attempt: exactly once holds for
-   * the steps recorded. Rejects with LeaseLostError (writing nothing) when
-   * the attempt no longer holds the lease, with InvalidArgumentError for a
-   * name that is not a non-empty string or that this attempt used already
-   * (names are unique within a job), and with InvalidPayloadError or
-   * PayloadTooLargeError for a result that cannot be stored.
-   */
-  step: StepFunction;
-  /**
-   * Completion in the handler's transaction: runs `fn` in ONE transaction on
-   * the adapter's database, handing it the transaction (a kysely
-   * `Transaction`; `docket.enqueue(…, { transaction: trx })` takes it, so
-   * follow-up jobs exist only if it commits), and records the job's success
-   * in that same transaction, fenced by the attempt's lease, with `fn`'s
-   * return value as the job's result. Resolves to that value once it
-   * committed: the job has succeeded, whatever the handler does after. When
-   * the lease was lost (cancelled, reclaimed, expired) the transaction
-   * rolls back, so none of `fn`'s writes survive, and it rejects with
-   * LeaseLostError; when `fn` throws, it rolls back and rejects with that
-   * error (the handler's outcome decides, as usual). At most once per
-   * attempt (InvalidArgumentError after); UnsupportedError on an adapter
-   * without transactions (the memory adapter). Write through `trx` only:
-   * on SQLite, other docket writes of this process wait until it ends.
-   * On PostgreSQL, `ctx.transaction(fn, { client })` takes a `pg` Client or
-   * PoolClient the handler holds, idle: BEGIN and COMMIT are sent on it and
-   * `fn` gets that client (`enqueue` takes it as `transaction` too); the
-   * caller keeps and releases it.
-   */
-  transaction: TransactionFunction;
-  /**
-   * This job's parents (EnqueueOptions.after), in id order, as stored now:
-   * for a child released by their success, each has succeeded and carries
-   * its `result`. Empty for a job without parents; a purged parent is left
-   * out. Reads only.
-   */
-  parents(): Promise<Job[]>;
-}
+export type { JobContext };
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
 
