@@ -93,13 +93,13 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
       return result;
     });
   };
-  // The undo history InnoDB has not purged (needs PROCESS; null without it): it grows while an old snapshot stays open.
   /** `read`'s value, or null when the server refused it for want of the PROCESS privilege (errno 1227, ER_SPECIFIC_ACCESS_DENIED_ERROR). */
   const withoutProcess = <T>(read: Promise<T>): Promise<T | null> =>
     read.catch((error: unknown) => {
       if ((error as { errno?: unknown })?.errno === 1227) return null;
       throw error;
     });
+  // The undo history InnoDB has not purged (needs PROCESS): it grows while an old snapshot stays open.
   const historyLength = async (db: AnyDb): Promise<number | null> => {
     const history = await sql<{ n: string | number }>`select count as n from information_schema.innodb_metrics where name = 'trx_rseg_history_len'`.execute(db);
     const n = history.rows[0]?.n;
