@@ -8,7 +8,7 @@ import { openUrl } from "../../src/cli/open.ts";
 import { OLD_TRANSACTION_MS, healthText } from "../../src/cli/format.ts";
 import { Docket } from "../../src/client/docket.ts";
 import { AdapterError } from "../../src/core/errors.ts";
-import { BIN, TSX, runCli } from "../support/cli.ts";
+import { BIN, NODE, runCli } from "../support/cli.ts";
 import { PG_URL, createMysqlTestDatabase, createPgTestDatabase, dropMysqlDatabase, dropPgDatabase } from "../support/targets.ts";
 
 /** Runs `docket …` as a user would (a child process), with --url. */
@@ -142,7 +142,7 @@ describe("cli", () => {
   it("docket dashboard serves the dashboard until SIGINT, then exits 0", async () => {
     const url = `sqlite:${join(dir, "dashboard.db")}`;
     expect((await docket(url, "migrate")).code).toBe(0);
-    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--url", url], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, DOCKET_DASHBOARD_TOKEN: "cli-test-token" } });
+    const child = spawn(NODE, [BIN, "dashboard", "--port", "0", "--url", url], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, DOCKET_DASHBOARD_TOKEN: "cli-test-token" } });
     const served = await new Promise<string>((resolve, reject) => {
       let out = "";
       child.stdout.on("data", (d) => {

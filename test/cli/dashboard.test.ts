@@ -2,11 +2,12 @@ import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_pro
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openUrl } from "../../src/cli/open.ts";
 import { Docket } from "../../src/client/docket.ts";
+import { BIN, NODE } from "../support/cli.ts";
 
 /**
  * `docket dashboard` run as a user runs it (a child process): only Hosts
@@ -14,8 +15,6 @@ import { Docket } from "../../src/client/docket.ts";
  * password it prints, and a huge POST is refused with 413 without the
  * process buffering it.
  */
-const TSX = resolve("node_modules/.bin/tsx");
-const BIN = resolve("src/cli/bin.ts");
 const dir = mkdtempSync(join(tmpdir(), "docket-cli-dash-"));
 const dbUrl = `sqlite:${join(dir, "dash.db")}`;
 const CHROMIUM = (() => {
@@ -62,10 +61,10 @@ function rssKb(pid: number): { rss: number; hwm: number } {
 }
 
 beforeAll(async () => {
-  await new Promise<void>((done, fail) => execFile(TSX, [BIN, "migrate", "--url", dbUrl], (e) => (e ? fail(e) : done())));
+  await new Promise<void>((done, fail) => execFile(NODE, [BIN, "migrate", "--url", dbUrl], (e) => (e ? fail(e) : done())));
   const env = { ...process.env, DOCKET_URL: "" };
   delete env.DOCKET_DASHBOARD_TOKEN;
-  const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--url", dbUrl], { stdio: ["ignore", "pipe", "pipe"], env });
+  const child = spawn(NODE, [BIN, "dashboard", "--port", "0", "--url", dbUrl], { stdio: ["ignore", "pipe", "pipe"], env });
   const out = await new Promise<string>((done, fail) => {
     let text = "";
     const timer = setTimeout(() => fail(new Error(`no URL printed within 30 s: ${text}`)), 30_000);
@@ -216,11 +215,11 @@ describe("docket dashboard (CLI child process)", () => {
   it("--host binds another address (its Host is served, with the password); --no-auth beside a non-loopback --host is a usage error that serves nothing", async () => {
     const env = { ...process.env, DOCKET_URL: "", DOCKET_DASHBOARD_TOKEN: "a password for the test" };
     const refused = await new Promise<{ code: number | null; err: string }>((done) => {
-      execFile(TSX, [BIN, "dashboard", "--port", "0", "--host", "0.0.0.0", "--no-auth", "--url", dbUrl], { env }, (e, _out, err) => done({ code: (e as { code?: number } | null)?.code ?? 0, err }));
+      execFile(NODE, [BIN, "dashboard", "--port", "0", "--host", "0.0.0.0", "--no-auth", "--url", dbUrl], { env }, (e, _out, err) => done({ code: (e as { code?: number } | null)?.code ?? 0, err }));
     });
     expect(refused.code).toBe(2);
     expect(refused.err).toContain("--no-auth serves the queue to anyone who can reach 0.0.0.0");
-    const child = spawn(TSX, [BIN, "dashboard", "--port", "0", "--host", "127.0.0.2", "--url", dbUrl], { stdio: ["ignore", "pipe", "pipe"], env });
+    const child = spawn(NODE, [BIN, "dashboard", "--port", "0", "--host", "127.0.0.2", "--url", dbUrl], { stdio: ["ignore", "pipe", "pipe"], env });
     try {
       const out = await new Promise<string>((done, fail) => {
         let text = "";
