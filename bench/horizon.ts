@@ -137,12 +137,14 @@ async function holder(system: AdapterName, url: string, jobs: string, scenario: 
 const floorText = (f: { on: number; lowered: number; off: number; slowestCheck: number }) =>
   f.on + f.lowered + f.off === 0 ? "–" : `on ${f.on}, lowered ${f.lowered}, off ${f.off}, slowest check ${f.slowestCheck.toFixed(0)} ms`;
 
-/** A scenario's run: its minutes, and start latency over every job started after the first minute. */
+/** A scenario's run: its minutes, and start latency over every job started after the first minute, and over the whole run. */
 interface Run {
   minutes: Minute[];
   p50: number;
   p99: number;
   enqueueP99: number;
+  wholeP50: number;
+  wholeP99: number;
 }
 
 async function run(system: AdapterName, n: number, scenario: Scenario): Promise<Run> {
@@ -270,7 +272,8 @@ async function run(system: AdapterName, n: number, scenario: Scenario): Promise<
     const after = MINUTES > 1 ? 1 : 0;
     const all = latencies.slice(after).flat();
     const enqueues = enqueueLatencies.slice(after).flat();
-    return { minutes: minutes.slice(0, MINUTES), p50: pct(all, 50), p99: pct(all, 99), enqueueP99: pct(enqueues, 99) };
+    const whole = latencies.flat();
+    return { minutes: minutes.slice(0, MINUTES), p50: pct(all, 50), p99: pct(all, 99), enqueueP99: pct(enqueues, 99), wholeP50: pct(whole, 50), wholeP99: pct(whole, 99) };
   } finally {
     await db.dispose();
   }
@@ -307,6 +310,12 @@ for (const system of args.adapters.split(",") as AdapterName[]) {
       const [m, b] = [r.minutes[k]!, base.minutes[k]!];
       console.log(`${system} ${scenario} / none, last minute: throughput ${(m.started / b.started).toFixed(2)}, p50 ${(m.p50 / b.p50).toFixed(2)}×, p99 ${(m.p99 / b.p99).toFixed(2)}×`);
       console.log(`${system} ${scenario} / none, minutes ${MINUTES > 1 ? 2 : 1}-${MINUTES}: p50 ${(r.p50 / base.p50).toFixed(2)}×, p99 ${(r.p99 / base.p99).toFixed(2)}×`);
+      const total = (x: Run) => x.minutes.reduce((a, m) => a + m.started, 0);
+      console.log(
+        `${system} ${scenario} / none, the whole run (minutes 1-${MINUTES}, every job started): throughput ${(total(r) / total(base)).toFixed(2)}, ` +
+          `p50 ${r.wholeP50.toFixed(1)} / ${base.wholeP50.toFixed(1)} ms = ${(r.wholeP50 / base.wholeP50).toFixed(2)}×, p99 ${r.wholeP99.toFixed(1)} / ${base.wholeP99.toFixed(1)} ms = ${(r.wholeP99 / base.wholeP99).toFixed(2)}×, ` +
+          `minutes with p99 over 2× none's: ${r.minutes.filter((m, k) => m.p99 > 2 * base.minutes[k]!.p99).length} of ${MINUTES}`,
+      );
     }
   }
 }
