@@ -132,7 +132,10 @@ async function serveDashboard(docket: Docket, flags: DashboardFlags): Promise<nu
     ...(flags.publicOrigin === undefined ? {} : { publicOrigin: flags.publicOrigin }),
     ...(process.env.DOCKET_DASHBOARD_SECRET ? { secret: process.env.DOCKET_DASHBOARD_SECRET } : {}),
   });
-  const { server, url } = await serveOnNode(handler, port, { host, allowedHosts: flags.allowHosts, ...(password === undefined ? {} : { password }) });
+  const { server, url } = await serveOnNode(handler, port, { host, allowedHosts: flags.allowHosts, ...(password === undefined ? {} : { password }) }).catch((error: NodeJS.ErrnoException) => {
+    const why = error.code === "EADDRINUSE" ? "the port is in use (another dashboard, or another server)" : error.code === "EADDRNOTAVAIL" ? "the address is not one of this machine's" : error.message;
+    throw new Refused(`cannot serve the dashboard on ${host.includes(":") ? `[${host}]` : host}:${port}: ${why}`);
+  });
   console.log(`docket dashboard on ${url}${flags.readOnly ? " (read-only)" : ""} (pid ${process.pid}); Ctrl-C stops it`);
   if (!loopback && flags.allowHosts.length === 0) console.log(`it answers only requests whose Host names ${host}: add --allow-host <name> for each name browsers use to reach it`);
   if (password === undefined) console.log("authentication is off (--no-auth): anyone who can reach this address controls the queue");

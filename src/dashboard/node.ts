@@ -34,7 +34,8 @@ export interface ServeOptions extends NodeListenerOptions {
 
 /**
  * Serves a web-standard handler on `node:http` at 127.0.0.1:`port` (0: any
- * free port). Resolves with the server and its URL once it listens. Only a
+ * free port). Resolves with the server and its URL once it listens; rejects
+ * with the listen's error (e.g. `EADDRINUSE`) when it cannot. Only a
  * Host header naming the bound address (as 127.0.0.1, localhost or [::1]
  * with the port, or the bound host) or one of `allowedHosts` is served.
  */
@@ -43,7 +44,15 @@ export async function serveOnNode(handler: DashboardHandler, port: number, hostO
   const host = options.host ?? "127.0.0.1";
   checkOptions(options);
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  // A failed listen (the port taken, the address not this machine's) rejects, and leaves nothing open.
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: Error) => reject(error);
+    server.once("error", failed);
+    server.listen(port, host, () => {
+      server.off("error", failed);
+      resolve();
+    });
+  });
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;
   const named = host.includes(":") ? `[${host}]` : host;

@@ -1,6 +1,7 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -240,6 +241,24 @@ describe("docket dashboard (CLI child process)", () => {
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGINT");
       await exited;
+    }
+  }, 60_000);
+
+  it("a port already in use: serveOnNode rejects with EADDRINUSE (nothing left open), and docket dashboard says so and exits 1, with no stack trace", async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const { serveOnNode } = await import("../../src/dashboard/node.ts");
+      await expect(serveOnNode(() => new Response("no"), port)).rejects.toMatchObject({ code: "EADDRINUSE" });
+      const env = { ...process.env, DOCKET_URL: "", DOCKET_DASHBOARD_TOKEN: "a password for the test" };
+      const ran = await new Promise<{ code: number | null; err: string }>((done) => {
+        execFile(NODE, [BIN, "dashboard", "--port", String(port), "--url", dbUrl], { env, timeout: 30_000 }, (e, _out, err) => done({ code: (e as { code?: number } | null)?.code ?? 0, err }));
+      });
+      expect(ran.code).toBe(1);
+      expect(ran.err.trim()).toBe(`docket: cannot serve the dashboard on 127.0.0.1:${port}: the port is in use (another dashboard, or another server)`);
+    } finally {
+      await new Promise((r) => taken.close(r));
     }
   }, 60_000);
 });
