@@ -1,5 +1,5 @@
 import { Docket } from "../client/docket.ts";
-import { BULK_ACTIONS, type BulkAction } from "../core/bulk.ts";
+import { BULK_ACTIONS, bulkRefusal, type BulkAction } from "../core/bulk.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
 import { healthText, jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";
@@ -91,6 +91,9 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
       if (!Object.hasOwn(BULK_ACTIONS, act)) throw new UsageError(`a bulk action is one of ${Object.keys(BULK_ACTIONS).join(", ")}, got ${JSON.stringify(act)}`);
       if (flags.state === undefined) throw new UsageError("jobs bulk needs --state (what the action means depends on it)");
       if (!isJobState(flags.state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
+      // Refused before counting: a dry run must not offer a count that --expect would then refuse.
+      const refusal = bulkRefusal(act as BulkAction, flags.state);
+      if (refusal !== null) return refused(refusal);
       const selection = { state: flags.state, ...filter, ...(flags.key === undefined ? {} : { concurrencyKey: flags.key }) };
       const count = await docket.bulk.count(selection);
       if (flags.dryRun || flags.expect === undefined) {

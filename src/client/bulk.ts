@@ -7,7 +7,7 @@
  */
 import type { CountParams } from "../core/adapter.ts";
 import { DocketError, InvalidArgumentError } from "../core/errors.ts";
-import { BULK_ACTIONS, isBulkAction, type BulkAction } from "../core/bulk.ts";
+import { BULK_ACTIONS, bulkRefusal, isBulkAction, type BulkAction } from "../core/bulk.ts";
 import { JOB_STATES, isJobState, type JobState } from "../core/states.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
@@ -55,8 +55,8 @@ export class BulkActions {
     const f = checkedFilter(filter);
     checkKeys(options, ["limit"], "apply(options)");
     const limit = options.limit === undefined ? Number.MAX_SAFE_INTEGER : validateInteger(options.limit, "limit", 0, Number.MAX_SAFE_INTEGER);
-    const states: readonly JobState[] = BULK_ACTIONS[action];
-    if (!states.includes(f.state!)) throw new InvalidArgumentError(`${action} applies to ${states.join(", ")} jobs, not ${f.state}`);
+    const refusal = bulkRefusal(action, f.state!);
+    if (refusal !== null) throw new InvalidArgumentError(refusal);
     const one = (id: number): Promise<unknown> =>
       action === "cancel" ? cancelJob(this.host, id) : action === "delete" ? deleteJob(this.host, id) : action === "run-now" ? runJobNow(this.host, id) : this.host.replay(id);
     let applied = 0;

@@ -20,3 +20,9 @@ export type BulkAction = keyof typeof BULK_ACTIONS;
 export function isBulkAction(value: unknown): value is BulkAction {
   return typeof value === "string" && Object.hasOwn(BULK_ACTIONS, value);
 }
+
+/** Why `action` cannot apply to jobs in `state` (the message every caller refuses with), or null when it can. */
+export function bulkRefusal(action: BulkAction, state: JobState): string | null {
+  const states: readonly JobState[] = BULK_ACTIONS[action];
+  return states.includes(state) ? null : `${action} applies to ${states.join(", ")} jobs, not ${state}`;
+}

@@ -107,7 +107,11 @@ describe("cli", () => {
       expect([unconfirmed.code, unconfirmed.stderr]).toEqual([2, expect.stringContaining("jobs bulk changes 2 job(s) now")]);
       expect((await run("jobs", "bulk", "cancel", "--state", "ready", "--queue", "email", "--dry-run")).stdout).toBe("would cancel 2 job(s); dry run, nothing changed (to do it: --expect 2)\n");
       expect((await run("jobs", "bulk", "cancel", "--state", "ready", "--queue", "email", "--expect", "1")).stdout).toBe("cancel: 1 job(s) done; 1 more match now, beyond the 1 expected\n");
-      expect((await run("jobs", "bulk", "delete", "--state", "ready")).code).toBe(2);
+      // An action the state does not allow is refused before any count, with --dry-run too (a count --expect would refuse).
+      for (const confirm of [[], ["--dry-run"], ["--expect", "1"]]) {
+        const wrong = await run("jobs", "bulk", "delete", "--state", "ready", ...confirm);
+        expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([1, "", "docket: delete applies to succeeded, dead, cancelled jobs, not ready\n"]);
+      }
 
       expect((await run("queues", "pause", "email")).stdout).toBe("queue email paused\n");
       expect((await run("queues", "cap", "email", "2")).stdout).toBe("queue email: cap 2\n");
