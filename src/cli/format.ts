@@ -30,12 +30,16 @@ export function jobsTable(jobs: Job[]): string {
   );
 }
 
-/** One job, a field a line; every value on one line with its control characters escaped, but the last error, whose own lines are kept. */
 /** A runtime in ms as the CLI prints it, or "-". */
 function runtimeText(ms: number | null): string {
   return ms === null ? "-" : ms < 1_000 ? `${ms} ms` : `${(ms / 1_000).toFixed(ms < 60_000 ? 2 : 0)} s`;
 }
 
+/**
+ * One job, a field a line; every value on one line with its control
+ * characters escaped, but the last error, whose own lines are kept,
+ * each indented under its first: no line of an error can pass for a field.
+ */
 export function jobDetail(j: Job): string {
   const rows: [string, string][] = [
     ["id", String(j.id)],
@@ -62,7 +66,8 @@ export function jobDetail(j: Job): string {
     ...j.steps.map((s): [string, string] => [`step ${s.name}`, `${time(s.at)}: ${JSON.stringify(s.result)}`]),
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(w)}  ${k === "last error" ? printable(v) : oneLine(v)}`).join("\n");
+  const indent = "\n" + " ".repeat(w + 2);
+  return rows.map(([k, v]) => `${k.padEnd(w)}  ${k === "last error" ? printable(v).replace(/\n/g, indent) : oneLine(v)}`).join("\n");
 }
 
 export function statsText(s: DocketStats): string {

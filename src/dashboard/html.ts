@@ -1,4 +1,5 @@
 /** HTML building blocks for the dashboard. Every value interpolated into a page goes through `esc`. */
+import { visible } from "../core/unsafe-text.ts";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -15,20 +16,26 @@ export class Html {
   }
 }
 
-/** Tagged template: interpolations are escaped unless they are Html (or arrays of Html). */
+/**
+ * Tagged template: interpolations are escaped unless they are Html (or
+ * arrays of Html). In text, the characters that could deceive a reader
+ * (controls, bidi overrides: core/unsafe-text.ts) are shown as escapes
+ * (`\u202e`), newlines kept; in an attribute's value (after `="`) they are
+ * kept as they are, so a form posts back the exact name it was given.
+ */
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
   let out = strings[0]!;
   values.forEach((v, i) => {
-    out += render(v) + strings[i + 1]!;
+    out += render(v, /=\s*["']$/.test(strings[i]!)) + strings[i + 1]!;
   });
   return new Html(out);
 }
 
-function render(v: unknown): string {
+function render(v: unknown, inAttribute: boolean): string {
   if (v instanceof Html) return v.text;
-  if (Array.isArray(v)) return v.map(render).join("");
+  if (Array.isArray(v)) return v.map((x) => render(x, inAttribute)).join("");
   if (v === null || v === undefined || v === false) return "";
-  return esc(v);
+  return inAttribute ? esc(v) : esc(visible(String(v)));
 }
 
 export function time(ms: number | null): string {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import { openUrl } from "../../src/cli/open.ts";
-import { OLD_TRANSACTION_MS, healthText } from "../../src/cli/format.ts";
+import { OLD_TRANSACTION_MS, healthText, jobDetail } from "../../src/cli/format.ts";
 import { Docket } from "../../src/client/docket.ts";
 import { AdapterError } from "../../src/core/errors.ts";
 import { BIN, NODE, runCli } from "../support/cli.ts";
@@ -325,5 +325,26 @@ describe("healthText", () => {
     expect(healthText({ ...quiet, autovacuum: false })).toEqual(["warning: autovacuum does not run for docket's tables: their dead rows pile up until VACUUM, and claims slow down"]);
     const [line] = healthText({ ...quiet, oldestTransactionAgeMs: 12 * 60_000 });
     expect(line).toMatch(/^warning: a transaction has been open for 12 ?m/);
+  });
+});
+
+describe("jobDetail", () => {
+  it("indents every further line of the last error under its first, so an error cannot print a line that passes for a field", async () => {
+    const d = new Docket({ adapter: sqliteAdapter({ filename: join(dir, "detail.db") }) });
+    try {
+      await d.migrate();
+      const job = await d.enqueue("forge", {}, { maxAttempts: 1 });
+      const w = d.worker({ pollMs: 10, logger: null, handlers: { forge: () => Promise.reject(new Error("ok\nstate             succeeded\n\u001b[2J")) } });
+      await w.start();
+      await d.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
+      await w.stop();
+      const lines = jobDetail((await d.get(job.id))!).split("\n");
+      expect(lines.filter((l) => /^state /.test(l)).map((l) => l.replace(/ +/g, " "))).toEqual(["state dead"]);
+      const at = lines.findIndex((l) => l.startsWith("last error"));
+      const column = lines[at]!.indexOf("Error: ok");
+      expect(lines.slice(at, at + 3)).toEqual([`${"last error".padEnd(column)}Error: ok`, `${" ".repeat(column)}state             succeeded`, `${" ".repeat(column)}\\x1b[2J`]);
+    } finally {
+      await d.close();
+    }
   });
 });

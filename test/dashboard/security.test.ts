@@ -121,10 +121,39 @@ describe("dashboard request checks", () => {
     const done = await file.docket.enqueue("t", {}, { queue: "banner-cancel" });
     await file.docket.cancel(done.id);
     expect(await follow(`jobs/${done.id}/cancel`)).toMatch(/cancelled/);
+    // A signed banner moved to another page is not shown: job 20's "cancelled" on job 21's page.
+    const victim = await file.docket.enqueue("t", {}, { queue: "banner-cancel" });
+    const other = await file.docket.enqueue("t", {}, { queue: "banner-cancel" });
+    const csrf = await tokenOf(handler);
+    const cancelled = await handler(new Request(`http://127.0.0.1/jobs/${victim.id}/cancel`, { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: `csrf=${csrf}` }));
+    const signed = new URL(cancelled.headers.get("location")!, "http://127.0.0.1");
+    expect(signed.searchParams.get("sig")).toBeTruthy();
+    expect(banner(await get(`${signed.pathname}${signed.search}`))).toBeTruthy();
+    expect(banner(await get(`/jobs/${other.id}${signed.search}`))).toBeUndefined();
     const miss = await handler(new Request("http://127.0.0.1/lookup?q=no-such-key"));
     const missPage = await miss.text();
     expect(banner(missPage)).toBe("no job with that id or idempotency key");
     expect(missPage).toContain('value="no-such-key"');
+  });
+
+  it("text that could deceive an operator (bidi overrides, controls) shows as escapes in pages; form fields keep the exact value, so a bulk action posts back the queue it was given", async () => {
+    const queue = "bidi\u202eq";
+    const job = await file.docket.enqueue("report\u202efdp.exe", { y: "\u202eRTL", bell: "\u0007" }, { queue });
+    const handler = file.docket.dashboard({ authorize: () => true });
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const list = await get(`/jobs?queue=${encodeURIComponent(queue)}`);
+    expect(list).toContain("<td>report\\u202efdp.exe</td>");
+    // Raw only in the filter box's value (links carry it percent-encoded).
+    expect([...list.matchAll(/.{0,30}\u202e.{0,10}/g)].map((m) => m[0])).toEqual(['input name="queue" value="bidi\u202eq" size="1']);
+    const page = await get(`/jobs/${job.id}`);
+    expect(page).toContain("\\u202eRTL");
+    expect(page).not.toMatch(/[\u202e\u0007]/);
+    const confirm = await get(`/jobs/bulk?${new URLSearchParams({ state: "ready", queue, action: "cancel" })}`);
+    expect(confirm).toContain(`<input type="hidden" name="queue" value="${queue}">`);
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(confirm)![1]!;
+    const r = await handler(new Request("http://127.0.0.1/jobs/bulk", { method: "POST", headers: { ...FORM, origin: "http://127.0.0.1" }, body: new URLSearchParams({ csrf, action: "cancel", state: "ready", queue, expected: "1" }).toString() }));
+    expect(r.status).toBe(303);
+    expect((await file.docket.get(job.id))?.state).toBe("cancelled");
   });
 
   it("allowedHosts: a Host not listed is refused with 421 before anything else; listed names pass on any port, name:port entries on that port only", async () => {
