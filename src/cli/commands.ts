@@ -205,7 +205,8 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
     case "schedules resume": {
       const name = required(args[0], "a schedule name");
       const s = action === "pause" ? await docket.schedules.pause(name) : await docket.schedules.resume(name);
-      return { text: `schedule ${s.name} ${s.paused ? "paused" : "resumed"}; next tick ${time(s.nextTickAt)}`, json: s };
+      // A paused schedule fires no tick: its stored next tick is not one.
+      return { text: s.paused ? `schedule ${s.name} paused; no tick fires until it is resumed` : `schedule ${s.name} resumed; next tick ${time(s.nextTickAt)}`, json: s };
     }
     case "schedules run": {
       const job = await docket.schedules.runNow(required(args[0], "a schedule name"));

@@ -170,15 +170,16 @@ function editDistance(a: string, b: string): number {
  * UTF-16 without NUL. What a handler reads back then equals what was
  * enqueued on every adapter (except -0, which JSON writes as 0). Anything
  * else (undefined, functions, symbols, NaN, Infinity, Dates, Maps, class
- * instances, bigints, cycles) is an InvalidPayloadError naming the path, as
+ * instances, bigints, cycles) is an InvalidPayloadError naming the path
+ * (from `what`: "payload", or "result", "progress", a step's result), as
  * is a payload over `maxBytes` (UTF-8) a PayloadTooLargeError. Iterative:
  * no input can overflow the stack. The text is written from a copy made
  * while checking, so what is stored is exactly what was checked: each value
  * is read once (a getter is not asked again), `toJSON` is never called, and
  * only array elements and own enumerable string keys are kept.
  */
-export function serializePayload(payload: unknown, maxBytes: number): string {
-  const text = JSON.stringify(checkedCopy(payload));
+export function serializePayload(payload: unknown, maxBytes: number, what = "payload"): string {
+  const text = JSON.stringify(checkedCopy(payload, what));
   const bytes = utf8Bytes(text);
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return text;
@@ -192,10 +193,10 @@ export function utf8Bytes(text: string): number {
 type Slot = { value: unknown; path: string; depth: number; into: Record<string, unknown> | unknown[]; key: string | number };
 
 /** A copy of `root` in plain arrays and null-prototype objects, or an InvalidPayloadError naming the path of the first offence. */
-function checkedCopy(root: unknown): unknown {
+function checkedCopy(root: unknown, what: string): unknown {
   // Depth-first with an explicit stack; `open` holds the containers on the current path (cycle check).
   const top: unknown[] = [];
-  const stack: (Slot | { exit: object })[] = [{ value: root, path: "payload", depth: 0, into: top, key: 0 }];
+  const stack: (Slot | { exit: object })[] = [{ value: root, path: what, depth: 0, into: top, key: 0 }];
   const open = new Set<object>();
   while (stack.length > 0) {
     const slot = stack.pop()!;

@@ -138,7 +138,7 @@ ${jobs.map((j) => html`<tr data-job="${j.id}"><td><a href="${v.base}jobs/${j.id}
 /** The confirmation of a bulk replay: the exact count now, and the button that replays them. */
 export function confirmReplayAll(total: number, v: View): Html {
   if (total === 0) return html`<p class="muted">No dead jobs.</p><p><a href="${v.base}dead">Back to the dead letters</a></p>`;
-  return html`<p id="confirm">Replay all <strong>${total}</strong> dead job(s)? Each goes back to ready with its attempts reset.</p>
+  return html`<p id="confirm">Replay all <strong>${total}</strong> dead job(s)? Each is due again now, its attempts reset (scheduled until a worker admits it).</p>
 <p><form class="inline" method="post" action="${v.base}dead/replay-all"><input type="hidden" name="csrf" value="${v.csrf}"><input type="hidden" name="expected" value="${total}"><button name="replay-all" data-action="replay-all">Replay ${total} job(s)</button></form>
 <a href="${v.base}dead">Cancel</a></p>`;
 }

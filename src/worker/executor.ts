@@ -215,7 +215,7 @@ export class Executor {
       try {
         if (value === undefined) return { result: null };
         const limit = host.payloadLimit();
-        return { result: serializePayload(value, typeof limit === "number" ? limit : await limit) };
+        return { result: serializePayload(value, typeof limit === "number" ? limit : await limit, "result") };
       } catch (error) {
         return { failure: `the handler's return value cannot be stored as its result: ${(error as Error).message}` };
       }

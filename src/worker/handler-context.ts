@@ -110,7 +110,7 @@ export class HandlerContext implements JobContext {
     const record = this.#record;
     return (this.#progress ??= async (value: unknown): Promise<void> => {
       const limit = host.payloadLimit();
-      const text = serializePayload(value, typeof limit === "number" ? limit : await limit);
+      const text = serializePayload(value, typeof limit === "number" ? limit : await limit, "progress");
       const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now() };
       if (!(await host.adapter.setProgress({ ...fence, progress: text }))) throw new LeaseLostError(record.id, "progress not recorded");
     });

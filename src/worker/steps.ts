@@ -30,7 +30,7 @@ export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
     const limit = host.payloadLimit();
     let text: string;
     try {
-      text = serializePayload(value === undefined ? null : value, typeof limit === "number" ? limit : await limit);
+      text = serializePayload(value === undefined ? null : value, typeof limit === "number" ? limit : await limit, `the result of step ${JSON.stringify(checked)}`);
     } catch (error) {
       if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, `the result of step ${JSON.stringify(checked)}`);
       throw error;

@@ -45,7 +45,7 @@ export function transactionOf(host: WorkerHost, record: JobRecord, ending?: (end
       ending?.(true);
       if (value === undefined) return null;
       try {
-        return serializePayload(value, limit);
+        return serializePayload(value, limit, "result");
       } catch (error) {
         if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, "the transaction's result");
         throw error;

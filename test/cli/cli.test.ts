@@ -128,7 +128,7 @@ describe("cli", () => {
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report\s+0 3 \* \* \*\s+Europe\/Berlin\s+report/);
       expect((await run("schedules", "run", "nightly-report")).stdout).toMatch(/^enqueued job \d+ \(report\) from schedule nightly-report\n$/);
       expect((await run("schedules", "run", "nope")).code).toBe(1);
-      expect((await run("schedules", "pause", "nightly-report")).stdout).toMatch(/^schedule nightly-report paused/);
+      expect((await run("schedules", "pause", "nightly-report")).stdout).toBe("schedule nightly-report paused; no tick fires until it is resumed\n");
       expect((await run("schedules", "list")).stdout).toMatch(/nightly-report .* paused /);
       expect((await run("schedules", "resume", "nightly-report")).stdout).toMatch(/^schedule nightly-report resumed; next tick \d{4}-/);
       expect((await run("workers", "list")).stdout).toBe("no worker is running\n");

@@ -57,6 +57,8 @@ export const resultCases: ConformanceCase[] = [
           assert.match(done.lastError ?? "", /return value cannot be stored as its result/);
           assert.equal(done.result, null);
         }
+        // The reason names the result, not a payload.
+        assert.match((await d.get(bigint.id))!.lastError ?? "", /as its result: result\.n is a bigint/);
       } finally {
         await w.stop();
       }
