@@ -206,7 +206,13 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
         if (path === "lookup") {
           const q = (url.searchParams.get("q") ?? "").trim();
           const byId = /^\d+$/.test(q) ? await docket.get(Number(q)) : null;
-          const found = byId ?? (q === "" ? null : await docket.getByIdempotencyKey(q).catch(() => null));
+          const byKey = q === "" ? null : await docket.getByIdempotencyKey(q).catch(() => null);
+          // A number that is both a job's id and another job's idempotency key: both, to choose from.
+          if (byId && byKey && byId.id !== byKey.id) {
+            const choice = html`<p>“${q}” names two jobs:</p><ul id="lookup-choices"><li><a href="${base}jobs/${byId.id}">job #${byId.id}</a> (its id)</li><li><a href="${base}jobs/${byKey.id}">job #${byKey.id}</a> (its idempotency key)</li></ul>`;
+            return respond(200, page({ title: "Two jobs match", base, query: q, body: choice }));
+          }
+          const found = byId ?? byKey;
           if (found) return back(`${base}jobs/${found.id}`);
           return respond(404, page({ title: "Not found", base, query: q, error: "no job with that id or idempotency key", body: emptyBody("Nothing matched the lookup.") }));
         }

@@ -156,6 +156,19 @@ describe("dashboard request checks", () => {
     expect((await file.docket.get(job.id))?.state).toBe("cancelled");
   });
 
+  it("lookup: a number that is one job's id and another's idempotency key offers both; one match redirects to it", async () => {
+    const handler = file.docket.dashboard({ authorize: () => true });
+    const first = await file.docket.enqueue("t", {}, { queue: "lookup" });
+    const keyed = await file.docket.enqueue("t", {}, { queue: "lookup", idempotencyKey: String(first.id) });
+    const both = await handler(new Request(`http://127.0.0.1/lookup?q=${first.id}`));
+    expect(both.status).toBe(200);
+    const links = [...(await both.text()).matchAll(/<li><a href="\/jobs\/(\d+)">/g)].map((m) => Number(m[1]));
+    expect(links).toEqual([first.id, keyed.id]);
+    const onlyKey = await file.docket.enqueue("t", {}, { queue: "lookup", idempotencyKey: "999999" });
+    const one = await handler(new Request("http://127.0.0.1/lookup?q=999999"));
+    expect([one.status, one.headers.get("location")]).toEqual([303, `/jobs/${onlyKey.id}`]);
+  });
+
   it("allowedHosts: a Host not listed is refused with 421 before anything else; listed names pass on any port, name:port entries on that port only", async () => {
     const handler = file.docket.dashboard({ allowedHosts: ["ops.example.com", "127.0.0.1:8080"] });
     const status = async (host: string) => (await handler(new Request("http://x/", { headers: { host } }))).status;
