@@ -6,7 +6,8 @@
  */
 import type { WorkerHost } from "./host.ts";
 import { HandlerContext, type JobContext } from "./handler-context.ts";
-import { transactionOf, type TransactionFunction } from "./transaction.ts";
+import { transactionOf } from "./transaction.ts";
+import type { AttemptTransaction } from "./handler-context.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
@@ -163,11 +164,20 @@ export class Executor {
     // one (a heartbeat that lands after the commit finds no lease); if the write fails, it checks it again.
     // Made when the handler first reads ctx.transaction.
     let tx: ReturnType<typeof transactionOf> | null = null;
-    const transaction = () =>
-      (tx ??= transactionOf(this.#parts.host, record, (ending) => {
-        if (ending && attempt.phase === "running") attempt.phase = "settling";
-        else if (!ending && attempt.phase === "settling") attempt.phase = "running";
-      })).run;
+    const transaction: AttemptTransaction = {
+      run: () =>
+        (tx ??= transactionOf(this.#parts.host, record, (ending) => {
+          if (!ending) {
+            if (attempt.phase === "settling") attempt.phase = "running";
+            return true;
+          }
+          // An attempt no longer running (timed out, or its handler returned) must not commit its transaction.
+          if (attempt.phase !== "running") return false;
+          attempt.phase = "settling";
+          return true;
+        })).run,
+      open: () => (tx as ReturnType<typeof transactionOf> | null)?.running() ?? false,
+    };
     const ran = await this.#runHandler(job, controller, record, transaction);
     free();
     if (!this.#parts.inFlight.has(attempt.key)) return; // lost at a heartbeat: reported there
@@ -188,7 +198,7 @@ export class Executor {
    * (null for undefined), or the failure reason (a throw, a timeout, a value
    * that cannot be stored). Never throws.
    */
-  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord, transaction: () => TransactionFunction): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
+  async #runHandler(job: Job, controller: LazyAbort, record: JobRecord, transaction: AttemptTransaction): Promise<{ result: string | null } | { failure: string; timedOut?: true }> {
     const handler = this.#config.handlers.get(job.task) ?? this.#config.fallback;
     if (!handler) return { failure: `no handler for task ${JSON.stringify(job.task)} in this worker` };
     const host = this.#parts.host;

@@ -5,13 +5,19 @@
  * on every read, so a handler may destructure the context.
  */
 import { jobsOf } from "../core/dependencies.ts";
-import { LeaseLostError } from "../core/errors.ts";
+import { InvalidArgumentError, LeaseLostError } from "../core/errors.ts";
 import type { Job, JobRecord } from "../core/job.ts";
 import { serializePayload } from "../core/validate.ts";
 import type { WorkerHost } from "./host.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { stepsOf, type StepFunction } from "./steps.ts";
 import type { TransactionFunction } from "./transaction.ts";
+
+/** The attempt's ctx.transaction, made (once) when first read, and whether its transaction is open now. */
+export interface AttemptTransaction {
+  run(): TransactionFunction;
+  open(): boolean;
+}
 
 /** What a handler gets besides its payload. */
 export interface JobContext<P = unknown> {
@@ -80,12 +86,11 @@ export class HandlerContext implements JobContext {
   #progress: ((value: unknown) => Promise<void>) | null = null;
   #step: StepFunction | null = null;
   #parents: (() => Promise<Job[]>) | null = null;
-  /** Makes (once) and returns the attempt's ctx.transaction. */
-  readonly #transaction: () => TransactionFunction;
+  readonly #transaction: AttemptTransaction;
 
   constructor(
     readonly job: Job,
-    transaction: () => TransactionFunction,
+    transaction: AttemptTransaction,
     host: WorkerHost,
     record: JobRecord,
     controller: LazyAbort,
@@ -97,7 +102,21 @@ export class HandlerContext implements JobContext {
   }
 
   get transaction(): TransactionFunction {
-    return this.#transaction();
+    return this.#transaction.run();
+  }
+
+  /**
+   * Refuses a write of its own (a step's record, progress) while this
+   * attempt's ctx.transaction is open on a store with one writer at a time
+   * (SQLite): that write would wait for the transaction, which waits for
+   * the handler: a hang, never an error.
+   */
+  #checkOwnWrite(what: string): void {
+    if (this.#transaction.open() && this.#host.adapter.capabilities?.rowLocks !== true) {
+      throw new InvalidArgumentError(
+        `${what} inside ctx.transaction: on ${this.#host.adapter.name} (one writer at a time) its write would wait for the transaction, which waits for it; call it before or after ctx.transaction`,
+      );
+    }
   }
 
   get signal(): AbortSignal {
@@ -109,6 +128,7 @@ export class HandlerContext implements JobContext {
     const host = this.#host;
     const record = this.#record;
     return (this.#progress ??= async (value: unknown): Promise<void> => {
+      this.#checkOwnWrite("ctx.progress");
       const limit = host.payloadLimit();
       const text = serializePayload(value, typeof limit === "number" ? limit : await limit, "progress");
       const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now() };
@@ -117,7 +137,7 @@ export class HandlerContext implements JobContext {
   }
 
   get step(): StepFunction {
-    return (this.#step ??= stepsOf(this.#host, this.#record));
+    return (this.#step ??= stepsOf(this.#host, this.#record, () => this.#checkOwnWrite("ctx.step")));
   }
 
   /** See JobContext.parents: job `id`'s parents as stored now, in id order (a purged one left out). */

@@ -1,7 +1,8 @@
 /** Durable steps in a worker: `ctx.step` (see JobContext.step). */
 import type { WorkerHost } from "./host.ts";
 import type { JobRecord } from "../core/job.ts";
-import { LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
+import { InvalidArgumentError, LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
+import { shown } from "../core/shown.ts";
 import { appendStep, readSteps, repeatedStep, validateStepName, type Step } from "../core/steps.ts";
 import { serializePayload } from "../core/validate.ts";
 
@@ -12,19 +13,24 @@ export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promis
  * `ctx.step` for one attempt of `record`: the steps as the claim read them,
  * the names this attempt used, and the step records written one after
  * another (each writes the whole list, so none may overtake another).
+ * `beforeRun` may throw to refuse a step that would run (and write) now.
  */
-export function stepsOf(host: WorkerHost, record: JobRecord): StepFunction {
+export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: () => void = () => undefined): StepFunction {
   // Parsed once, at the first step: the recorded steps, then this attempt's as they are written.
   let recorded: Step[] | null = null;
   let used: Set<string> | null = null;
   let writes: Promise<unknown> = Promise.resolve();
   return async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
     const checked = validateStepName(name);
+    // Checked before the name is taken: a refused call leaves the name free for a correct one.
+    if (typeof fn !== "function") throw new InvalidArgumentError(`ctx.step(${JSON.stringify(checked)}, fn): fn must be a function, got ${shown(fn)}`);
     used ??= new Set();
     if (used.has(checked)) throw repeatedStep(checked);
-    used.add(checked);
     recorded ??= readSteps(record.steps);
     const done = recorded.find((s) => s.name === checked);
+    // A step to run and record may be refused here (`beforeRun`); the name is taken only past this point.
+    if (done === undefined) beforeRun();
+    used.add(checked);
     if (done !== undefined) return done.result as T;
     const value = await fn();
     const limit = host.payloadLimit();

@@ -143,6 +143,75 @@ export const handlerTransactionCases: KyselyConformanceCase[] = [
     },
   },
   {
+    name: "ctx.transaction › bad options and a step without a function are INVALID_ARGUMENT before anything runs; a step or progress inside the transaction never hangs (recorded with row locks, INVALID_ARGUMENT where writers take turns); a transaction whose attempt timed out rolls back",
+    needs: ["sql"],
+    async run(t) {
+      const effects = await effectsTable(t);
+      const d = new Docket({ adapter: t.adapter, retry: { baseMs: 0, jitter: 0 } });
+      const refused: unknown[] = [];
+      const inside: unknown[] = [];
+      let ranWithBadOptions = false;
+      const w = d.worker({
+        pollMs: 10,
+        logger: null,
+        handlers: {
+          options: async (_p, ctx) => {
+            for (const options of [{ clinet: {} }, "fast"]) {
+              await ctx.transaction(async () => void (ranWithBadOptions = true), options as never).catch((e) => void refused.push(e));
+            }
+            await ctx.step("s", 5 as never).catch((e) => void refused.push(e));
+            return ctx.step("s", () => 1);
+          },
+          inner: async (_p, ctx) =>
+            ctx.transaction(async (trx: AnyKysely) => {
+              await ctx.step("inner", () => 7).catch((e) => void inside.push(e));
+              await ctx.progress({ half: true }).catch((e) => void inside.push(e));
+              await trx.insertInto(effects.name).values({ job_id: ctx.job.id }).execute();
+              return "ok";
+            }),
+          slow: async (_p, ctx) =>
+            ctx.transaction(async (trx: AnyKysely) => {
+              if (ctx.job.attempt === 1) await new Promise((r) => setTimeout(r, 600));
+              await trx.insertInto(effects.name).values({ job_id: ctx.job.id }).execute();
+              return ctx.job.attempt;
+            }),
+        },
+      });
+      try {
+        const options = await d.enqueue("options", {});
+        const inner = await d.enqueue("inner", {});
+        const slow = await d.enqueue("slow", {}, { timeoutMs: 200, maxAttempts: 2 });
+        await w.start();
+        const o = await d.waitFor(options.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(o.state, "succeeded");
+        assert.equal(o.result, 1, "the refused ctx.step left its name free");
+        assert.equal(ranWithBadOptions, false, "fn ran with options it cannot honour");
+        assert.equal(refused.length, 3);
+        for (const e of refused) assert.ok(e instanceof InvalidArgumentError, String(e));
+        assert.match(String(refused[0]), /clinet/);
+        const i = await d.waitFor(inner.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(i.state, "succeeded");
+        const rowLocks = (t.adapter as { capabilities?: { rowLocks?: boolean } }).capabilities?.rowLocks === true;
+        if (rowLocks) {
+          assert.deepEqual(inside, []);
+          assert.deepEqual(i.steps.map((x) => x.name), ["inner"]);
+        } else {
+          assert.equal(inside.length, 2);
+          for (const e of inside) assert.ok(e instanceof InvalidArgumentError && /inside ctx\.transaction/.test(e.message), String(e));
+          assert.deepEqual(i.steps, []);
+        }
+        const s = await d.waitFor(slow.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(s.state, "succeeded");
+        assert.equal(s.result, 2, "the timed-out attempt's transaction committed");
+        assert.match(s.errors[0]?.error ?? "", /timed out/);
+        assert.deepEqual(await effects.rows(), [inner.id, slow.id], "one effect row per succeeded job");
+      } finally {
+        await w.stop();
+        await effects.close();
+      }
+    },
+  },
+  {
     name: "races › R24: the lease is lost between the handler's writes and the commit: the success is refused and the writes roll back",
     needs: ["sql"],
     async run(t) {
