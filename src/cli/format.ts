@@ -76,9 +76,10 @@ export function statsText(s: DocketStats): string {
     s.queues.length === 0
       ? "queues: none"
       : table(
-          ["queue", "ready", "scheduled", "blocked", "running", `succeeded ${age(s.windowMs)}`, "dead", `cancelled ${age(s.windowMs)}`, "oldest ready", "paused", "cap"],
+          ["queue", "waiting", "ready", "scheduled", "blocked", "running", `succeeded ${age(s.windowMs)}`, "dead", `cancelled ${age(s.windowMs)}`, "oldest ready", "paused", "cap"],
           s.queues.map((q) => [
             q.queue,
+            q.counts.waiting,
             q.counts.ready,
             q.counts.scheduled,
             q.counts.blocked,

@@ -67,7 +67,7 @@ describe("cli", () => {
       expect(q("billing").dead).toBe(1);
       expect(stats.keys).toEqual([{ key: "account-7", limit: 1, holders: 1, running: 0, blocked: 1 }]);
       const statusText = (await run("status")).stdout;
-      expect(statusText).toMatch(/email\s+2\s+0\s+0\s+0/);
+      expect(statusText).toMatch(/email\s+0\s+2\s+0\s+0\s+0/);
       // The health warnings as the store reads: PostgreSQL's autovacuum may be off on the server the tests use.
       const probe = new Docket({ adapter: await openUrl(url!, undefined) });
       const health = await probe.health().finally(() => probe.close());

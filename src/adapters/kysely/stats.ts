@@ -30,6 +30,7 @@ export async function readStats(ctx: StoreContext, params: StatsParams): Promise
     ...(await countBy(["ready", "scheduled"])),
     ...(await countBy(["running"])),
     ...(await countBy(["blocked"])),
+    ...(await countBy(["waiting"])),
     ...(await countBy(["dead"])),
     ...(await countBy(["succeeded", "cancelled"], params.since)),
   ];

@@ -45,6 +45,18 @@ export const statsCases: ConformanceCase[] = [
     },
   },
   {
+    name: "stats › jobs waiting for their parents are counted as waiting, per queue and task",
+    async run(t) {
+      const d = t.docket();
+      const parent = await d.enqueue("charge", {}, { queue: "flow" });
+      await d.enqueue("invoice", {}, { queue: "flow", after: [parent.id] });
+      await d.enqueue("invoice", {}, { queue: "mail", after: [parent.id] });
+      const s = await d.stats();
+      assert.deepEqual(s.queues.map((q) => [q.queue, q.counts.waiting, q.counts.ready]), [["flow", 1, 1], ["mail", 1, 0]]);
+      assert.deepEqual(s.tasks.map((x) => [x.task, x.counts.waiting, x.counts.ready]), [["charge", 0, 1], ["invoice", 2, 0]]);
+    },
+  },
+  {
     name: "stats › throughput counts finished jobs per bucket over the window, oldest first, zeros included; older ones are left out",
     async run(t) {
       const d = t.docket();
