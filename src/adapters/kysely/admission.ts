@@ -107,7 +107,8 @@ export async function rebalance(ctx: StoreContext, db: AnyDb, name: string, now:
  * transaction, rows other stagers hold are skipped; those of fair queues
  * at new places, see fair-stage.ts), keyed ones per key
  * under the key's lock through `rebalance`. Reads first, so an idle poll
- * writes nothing.
+ * writes nothing. The queues that gained ready jobs are announced (a claim
+ * elsewhere may have passed over the rows while they were being staged).
  */
 export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
   const { db, tables, engine } = ctx;
@@ -115,14 +116,18 @@ export async function stageDue(ctx: StoreContext, now: number): Promise<void> {
   const unkeyed = await dueUnkeyed(db.selectFrom(tables.jobs).select("id"), now, false).limit(1).execute();
   if (unkeyed.length > 0) {
     await engine.writeTransaction(db, async (trx) => {
-      let q = dueUnkeyed(guard(trx.selectFrom(tables.jobs).select("id"), "stage", { now }), now, false)
+      let q = dueUnkeyed(guard(trx.selectFrom(tables.jobs).select(["id", "queue"]), "stage", { now }), now, false)
         .orderBy("run_at")
         .orderBy("id")
         .limit(1000);
       if (engine.capabilities.skipLocked) q = q.forUpdate().skipLocked();
-      const ids = (await q.execute()).map((r) => Number(r.id));
-      if (ids.length === 0) return;
+      const rows = (await q.execute()) as { id: unknown; queue: string }[];
+      if (rows.length === 0) return;
+      const ids = rows.map((r) => Number(r.id));
       await labelled(guard(trx.updateTable(tables.jobs).set({ state: TRANSITIONS.stage.to, updated_at: now }).where("id", "in", ids), "stage", { now, byId: true }), "stage").execute();
+      // Another process's claim may have passed over these rows while this transaction held them (SKIP LOCKED),
+      // found nothing and gone idle: it is told, as for any job made ready.
+      await engine.announceReady(trx, [...new Set(rows.map((r) => r.queue))].map((queue) => ({ queue, due: false })));
     });
   }
   await stageFairDue(ctx, now);

@@ -94,6 +94,8 @@ export async function stageFairDue(ctx: StoreContext, now: number): Promise<void
       await labelled(trx.updateTable(tables.fairKeys).set({ served: placed.last }).where("queue", "=", queue).where("name", "=", name), "fair-stage-keys").execute();
     }
     await writeStaged(ctx, trx, rows.map((r) => Number(r.id)), tags, now);
+    // Other processes' claims may have passed over these rows while this transaction held them: they are told.
+    await engine.announceReady(trx, [...new Set(rows.map((r) => r.queue))].map((queue) => ({ queue, due: false })));
   });
 }
 

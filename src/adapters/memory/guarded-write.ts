@@ -133,6 +133,13 @@ export function stageDue(state: MemoryState, now: number): void {
   }
   // Unkeyed fair jobs take their places now (a keyed one keeps its place: its key admits it when a slot frees).
   const places = placeDue(state, due);
-  for (const j of due) if (applyTransition(state, "stage", { id: j.id, now }, {}) && places.has(j.id)) state.fairTags.set(j.id, places.get(j.id)!);
+  const staged = new Set<string>();
+  for (const j of due) {
+    if (!applyTransition(state, "stage", { id: j.id, now }, {})) continue;
+    staged.add(j.queue);
+    if (places.has(j.id)) state.fairTags.set(j.id, places.get(j.id)!);
+  }
+  // As the SQL adapters do: the queues that gained ready jobs are announced.
+  if (staged.size > 0) announce(state, [...staged].map((queue) => ({ queue, due: false })));
   for (const key of [...keys].sort()) rebalance(state, key, now);
 }

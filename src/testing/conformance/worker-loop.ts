@@ -9,6 +9,31 @@ const FAST = { pollMs: 10, leaseMs: 400, heartbeatMs: 50, reclaimMs: 50, logger:
 
 export const workerLoopCases: ConformanceCase[] = [
   {
+    // A claim elsewhere may pass over the rows a staging transaction holds (SKIP LOCKED) and go idle: it must hear of them.
+    name: "notices › a due job that a claim stages to ready is announced to the other stores' listeners",
+    slow: true,
+    async run(t) {
+      const other = await t.connect();
+      assert.ok(other.onReady, `${other.name} has no ready notices`);
+      await other.get({ id: 1 }); // opens its connection: a store checks for notices once it has one
+      const heard: unknown[] = [];
+      const off = other.onReady((n) => void heard.push(n));
+      try {
+        const d = t.docket();
+        const job = await d.enqueue("later", {}, { queue: "late", delay: 1_000 });
+        assert.equal((await d.get(job.id))?.state, "scheduled");
+        await sleep(300); // the enqueue's own notice has arrived (MariaDB's wake counter is read every 25 ms)
+        heard.length = 0;
+        const now = t.clock.advance(2_000);
+        await t.adapter.claim({ queues: ["elsewhere"], limit: 1, now, leaseToken: "stager", leaseExpiresAt: now + 30_000 });
+        assert.equal((await d.get(job.id))?.state, "ready", "the claim staged the due job");
+        await eventually(async () => heard.length > 0, 3_000, "the other store heard that the staged job is ready");
+      } finally {
+        off();
+      }
+    },
+  },
+  {
     // A synchronous driver resolves every statement without a macrotask: the worker loop must still yield to timers.
     name: "worker › timers keep firing and heartbeats are written while a backlog drains",
     slow: true,
