@@ -1,15 +1,11 @@
 /** Text for a terminal: what stored data cannot use to drive it (core/unsafe-text.ts). */
 import { oneLine, visible } from "../core/unsafe-text.ts";
 
-export { oneLine };
+/** `oneLine`: every unsafe character escaped, newlines too; `printable`: the newline kept. */
+export { oneLine, visible as printable };
 
 /** The unsafe characters (core/unsafe-text.ts) that JSON.stringify leaves raw (it escapes U+0000–U+001F itself). */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/** `text` with every unsafe character (core/unsafe-text.ts) but the newline written as an escape: safe to print on a terminal. */
-export function printable(text: string): string {
-  return visible(text);
-}
 
 /**
  * `value` as indented JSON with no character a terminal acts on: what

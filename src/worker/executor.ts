@@ -5,9 +5,8 @@
  * slots from the local buffer.
  */
 import type { WorkerHost } from "./host.ts";
-import { HandlerContext, type JobContext } from "./handler-context.ts";
+import { HandlerContext, type AttemptTransaction, type JobContext } from "./handler-context.ts";
 import { transactionOf } from "./transaction.ts";
-import type { AttemptTransaction } from "./handler-context.ts";
 import { toJob, type Job, type JobRecord } from "../core/job.ts";
 import type { LazyAbort } from "./lazy-abort.ts";
 import { describeThrown } from "../core/thrown.ts";
