@@ -4,7 +4,7 @@ import type { JobRecord } from "../core/job.ts";
 import { InvalidArgumentError, LeaseLostError, PayloadTooLargeError } from "../core/errors.ts";
 import { shown } from "../core/shown.ts";
 import { appendStep, readSteps, repeatedStep, validateStepName, type Step } from "../core/steps.ts";
-import { serializePayload } from "../core/validate.ts";
+import { serializePayload, utf8Bytes } from "../core/validate.ts";
 
 /** The type of `ctx.step` (see JobContext.step). */
 export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promise<T>;
@@ -33,10 +33,11 @@ export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: () => vo
     used.add(checked);
     if (done !== undefined) return done.result as T;
     const value = await fn();
-    const limit = host.payloadLimit();
+    const known = host.payloadLimit();
+    const limit = typeof known === "number" ? known : await known;
     let text: string;
     try {
-      text = serializePayload(value === undefined ? null : value, typeof limit === "number" ? limit : await limit, `the result of step ${JSON.stringify(checked)}`);
+      text = serializePayload(value === undefined ? null : value, limit, `the result of step ${JSON.stringify(checked)}`);
     } catch (error) {
       if (error instanceof PayloadTooLargeError) throw new PayloadTooLargeError(error.bytes, error.limit, `the result of step ${JSON.stringify(checked)}`);
       throw error;
@@ -44,7 +45,11 @@ export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: () => vo
     const write = writes.then(async () => {
       const now = host.clock.now();
       const next = appendStep(recorded!, checked, text, now);
-      if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps: JSON.stringify(next) }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
+      const steps = JSON.stringify(next);
+      // The list is stored as one value: bounded as a payload is, on every adapter alike (MariaDB could not store more than its packet).
+      const bytes = utf8Bytes(steps);
+      if (bytes > limit) throw new PayloadTooLargeError(bytes, limit, `the steps of job ${record.id} with step ${JSON.stringify(checked)}: a job's steps are stored together, and their results together must fit the limit`);
+      if (!(await host.adapter.recordStep({ id: record.id, leaseToken: record.leaseToken!, now, steps }))) throw new LeaseLostError(record.id, `step ${JSON.stringify(checked)} not recorded`);
       recorded = next;
     });
     writes = write.catch(() => undefined);

@@ -126,6 +126,47 @@ export const stepCases: ConformanceCase[] = [
     },
   },
   {
+    name: "steps › a job's steps together are bounded like one payload: a step that would take them past the limit is PAYLOAD_TOO_LARGE and records nothing; the steps before it stand, and a smaller one after it is recorded",
+    slow: true,
+    async run(t) {
+      // Each step alone fits 200 bytes; two of them together do not (MariaDB could store no list past its packet).
+      const d = new Docket({ adapter: t.adapter, maxPayloadBytes: 200, retry: { baseMs: 0, jitter: 0 } });
+      let refused: unknown = "no error";
+      const w = d.worker({
+        pollMs: 10,
+        logger: null,
+        handlers: {
+          big: async (_p, ctx) => {
+            await ctx.step("a", () => "x".repeat(60));
+            try {
+              await ctx.step("b", () => "y".repeat(60));
+            } catch (error) {
+              refused = error;
+            }
+            await ctx.step("c", () => 1);
+            return "done";
+          },
+        },
+      });
+      const job = await d.enqueue("big", {}, { maxAttempts: 1 });
+      await w.start();
+      try {
+        const done = await d.waitFor(job.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(done.state, "succeeded", `the handler went on after the refused step: ${JSON.stringify(done.errors)}`);
+      } finally {
+        await w.stop();
+      }
+      assert.ok(refused instanceof PayloadTooLargeError, `the step past the limit: ${String(refused)}`);
+      assert.match((refused as Error).message, /steps of job/);
+      const stored = await d.get(job.id);
+      assert.deepEqual(
+        stored!.steps.map((s) => s.name),
+        ["a", "c"],
+        "the refused step wrote nothing; the ones before and after it are recorded",
+      );
+    },
+  },
+  {
     name: "steps › a replayed dead job keeps its steps; replay with resetSteps forgets them",
     async run(t) {
       const d = t.docket();
