@@ -259,11 +259,13 @@ export interface DocketAdapter {
   /**
    * Upserts a queue's controls; only the given fields change. Takes the
    * queue's control row lock, so once it returns no claim that started
-   * before can still commit under the old setting.
+   * before can still commit under the old setting. A queue left with every
+   * control at its default (and no mark its jobs left) keeps no row: it is
+   * not listed by listControls.
    */
   setQueueControl(params: SetQueueControlParams): Promise<QueueControl>;
 
-  /** Upserts a task's controls (cap, rate limit); only the given fields change. Returns the stored control. */
+  /** Upserts a task's controls (cap, rate limit); only the given fields change; a task left with neither keeps no row. Returns the stored control. */
   setTaskControl(params: SetTaskControlParams): Promise<TaskControl>;
 
   /** Every stored queue and task control. */

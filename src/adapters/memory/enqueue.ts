@@ -47,6 +47,7 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     if (stored?.limit !== j.rateLimit.limit || stored.periodMs !== j.rateLimit.periodMs) state.rateHeldUntil.delete(`key:${j.rateLimit.key}`);
     state.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
     if (!state.queues.has(j.queue)) state.queues.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
+    state.rateKeyed.add(j.queue);
   }
   const tags = fairTagsOf(state, params.jobs);
   const records = params.jobs.map((job, i): EnqueuedRecord => {

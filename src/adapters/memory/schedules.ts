@@ -60,7 +60,7 @@ export function pauseSchedule(state: MemoryState, p: { name: string; paused: boo
   return { ...schedule };
 }
 
-/** See DocketAdapter.setQueueControl: only the given fields change. */
+/** See DocketAdapter.setQueueControl: only the given fields change; a queue back to every default keeps no row. */
 export function setQueueControl(state: MemoryState, p: SetQueueControlParams, name: string): QueueControl {
   checkCap(p.maxRunning, name);
   checkRateLimit(p.rateLimit, name);
@@ -72,7 +72,9 @@ export function setQueueControl(state: MemoryState, p: SetQueueControlParams, na
     if (p.rateLimit === null) state.rateLogs.delete(`queue:${p.queue}`);
     state.rateHeldUntil.delete(`queue:${p.queue}`);
   }
-  state.queues.set(p.queue, next);
+  // A row back to every default goes (as in SQL), unless rate-keyed jobs marked it.
+  if (!next.paused && next.maxRunning === null && next.rateLimit === null && !state.rateKeyed.has(p.queue)) state.queues.delete(p.queue);
+  else state.queues.set(p.queue, next);
   announce(state, [{ queue: p.queue, due: false }]);
   return { ...next };
 }
@@ -87,7 +89,8 @@ export function setTaskControl(state: MemoryState, p: SetTaskControlParams, name
     if (p.rateLimit === null) state.rateLogs.delete(`task:${p.task}`);
     state.rateHeldUntil.delete(`task:${p.task}`);
   }
-  state.tasks.set(p.task, next);
+  if (next.maxRunning === null && next.rateLimit === null) state.tasks.delete(p.task);
+  else state.tasks.set(p.task, next);
   announce(state, [{ queue: null, due: false }]);
   return { ...next };
 }

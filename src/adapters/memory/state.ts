@@ -23,6 +23,8 @@ export interface MemoryState {
   readonly tasks: Map<string, TaskControl>;
   /** The stored limit of each rate key, set by every enqueue that names the key. */
   readonly rateKeys: Map<string, RateLimit>;
+  /** The queues that have held rate-keyed jobs: their control rows stay when every control is back to its default (SQL's mark). */
+  readonly rateKeyed: Set<string>;
   /** The starts inside the window of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly rateLogs: Map<string, StartLog>;
   /** When each rate limit a claim left with no room next has room, by the same ids (see JobRecord.delayedBy). */
@@ -55,6 +57,7 @@ export function emptyState(): MemoryState {
     queues: new Map(),
     tasks: new Map(),
     rateKeys: new Map(),
+    rateKeyed: new Set(),
     rateLogs: new Map(),
     rateHeldUntil: new Map(),
     schedules: new Map(),

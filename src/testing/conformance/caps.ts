@@ -119,6 +119,45 @@ export const capCases: ConformanceCase[] = [
       });
     },
   },
+  {
+    name: "controls › a control set back to its default leaves no row: resuming a queue never paused (a mistyped name), a cap or a rate limit removed; a queue its rate-keyed jobs marked keeps its row",
+    async run(t) {
+      const d = t.docket();
+      assert.deepEqual(await d.resumeQueue("mial-typo"), { queue: "mial-typo", paused: false, maxRunning: null, rateLimit: null });
+      await d.pauseQueue("p");
+      await d.resumeQueue("p");
+      await d.setQueueCap("c", 3);
+      await d.setQueueCap("c", null);
+      await d.setQueueRateLimit("l", { limit: 5, periodMs: 1000 });
+      await d.setQueueRateLimit("l", null);
+      await d.setTaskCap("x", 2);
+      await d.setTaskCap("x", null);
+      await d.setTaskRateLimit("y", { limit: 5, periodMs: 1000 });
+      await d.setTaskRateLimit("y", null);
+      assert.deepEqual(await t.adapter.listControls(), { queues: [], tasks: [] });
+      // A cap and a pause: removing one keeps the row for the other.
+      await d.setQueueCap("both", 2);
+      await d.pauseQueue("both");
+      await d.setQueueCap("both", null);
+      await d.enqueue("t", {}, { queue: "marked", rateLimit: { key: "k", limit: 1, periodMs: 1000 } });
+      await d.pauseQueue("marked");
+      await d.resumeQueue("marked");
+      const other = await t.connect();
+      const { queues } = await other.listControls();
+      assert.deepEqual(
+        queues.map((q) => [q.queue, q.paused]),
+        [
+          ["both", true],
+          ["marked", false],
+        ],
+      );
+      // The marked queue's claims still apply its key's limit.
+      await d.enqueue("t", {}, { queue: "marked", rateLimit: { key: "k", limit: 1, periodMs: 1000 } });
+      const now = t.clock.now();
+      const got = await t.adapter.claim({ queues: ["marked"], limit: 10, now, leaseToken: token(), leaseExpiresAt: now + 60_000 });
+      assert.equal(got.length, 1, "one start per second for key k");
+    },
+  },
   ...([0, -1, 1.5, NaN, Infinity] as number[]).map((cap) => ({
     name: `controls › a cap of ${cap} is InvalidArgumentError and writes nothing`,
     async run(t: import("../harness.ts").CaseContext) {
