@@ -77,7 +77,7 @@ export const stepCases: ConformanceCase[] = [
     name: "steps › bad steps reject with typed errors and record nothing: a repeated name, a name that is not a non-empty string, a result over the payload limit; a lost lease rejects with LeaseLostError",
     slow: true,
     async run(t) {
-      const d = new Docket({ adapter: t.adapter, maxPayloadBytes: 64, retry: { baseMs: 0, jitter: 0 } });
+      const d = new Docket({ adapter: t.adapter, maxPayloadBytes: 200, retry: { baseMs: 0, jitter: 0 } });
       const errors: Record<string, unknown> = {};
       let ran = 0;
       const capture = async (what: string, f: () => Promise<unknown>) => {
@@ -97,7 +97,7 @@ export const stepCases: ConformanceCase[] = [
             await capture("repeated", () => ctx.step("once", () => ++ran));
             await capture("empty", () => ctx.step("", () => ++ran));
             await capture("number", () => ctx.step(7 as unknown as string, () => ++ran));
-            await capture("large", () => ctx.step("large", () => "x".repeat(100)));
+            await capture("large", () => ctx.step("large", () => "x".repeat(300)));
             await d.cancel(ctx.job.id);
             await capture("lost", () => ctx.step("after-cancel", () => ++ran));
           },
