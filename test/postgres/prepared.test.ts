@@ -56,7 +56,7 @@ async function runOne(docket: Docket, sent: { text: string; name: string | null 
  * graphile-worker's are; `preparedStatements: false` sends every one unnamed.
  */
 describe.skipIf(!url)("postgres: named statements", () => {
-  it("the claim, the completion and a single enqueue run as named statements; with preparedStatements: false nothing is named", async () => {
+  it("a single enqueue runs as a named statement, the claim and the completion unnamed (planned at each run: plans.test.ts); with preparedStatements: false nothing is named", async () => {
     for (const preparedStatements of [true, false]) {
       const { pool, sent } = recordingPool(2);
       const adapter = postgresAdapter({ pool: pool as never, tablePrefix: `p${Number(preparedStatements)}_`, preparedStatements });
@@ -69,7 +69,7 @@ describe.skipIf(!url)("postgres: named statements", () => {
           claim: named.some((s) => /for update skip locked/i.test(s.text) && /^with/i.test(s.text)),
           completion: named.some((s) => /^update/i.test(s.text) && /"lease_token" = \$/.test(s.text)),
         };
-        expect(kinds).toEqual(preparedStatements ? { enqueue: true, claim: true, completion: true } : { enqueue: false, claim: false, completion: false });
+        expect(kinds).toEqual(preparedStatements ? { enqueue: true, claim: false, completion: false } : { enqueue: false, claim: false, completion: false });
       } finally {
         await adapter.close();
         await pool.end();
@@ -114,22 +114,19 @@ describe.skipIf(!url)("postgres: named statements", () => {
     try {
       const docket = new Docket({ adapter });
       await docket.migrate();
-      const ids = [];
-      for (let n = 0; n < 3; n++) ids.push((await docket.enqueue("t", { n })).id);
-      const now = Date.now();
-      const lease = { leaseToken: "tok", concurrencyKey: null };
-      expect(await adapter.claim({ queues: ["default"], limit: 3, now, leaseToken: "tok", leaseExpiresAt: now + 60_000 })).toHaveLength(3);
-      // One completion alone: one autocommit statement, prepared under its name on the pool's one connection.
-      await adapter.settle({ items: [{ kind: "complete", id: ids[0]!, now, ...lease }] });
-      expect(sent.some((s) => s.name !== null && /^update/i.test(s.text))).toBe(true);
+      // An enqueue with a concurrency key: one transaction (the key's limit, then the row), whose insert is named.
+      const keyed = (n: number) => docket.enqueue("t", { n }, { concurrency: { key: "k", limit: 5 } });
+      await keyed(0);
+      expect(sent.some((s) => s.name !== null && /insert into/i.test(s.text))).toBe(true);
       // The connection forgets its statements; pg still sends "execute <name>" only.
       const client = await pool.connect();
       await client.query("DEALLOCATE ALL");
       client.release();
       sent.length = 0;
-      // Two kinds of outcome: one transaction, whose named completion is refused.
-      const settled = await adapter.settle({ items: [{ kind: "complete", id: ids[1]!, now, ...lease }, { kind: "release", id: ids[2]!, now, ...lease }] });
-      expect(settled.map((s) => s?.state)).toEqual(["succeeded", "ready"]);
+      // The transaction's named insert is refused: the transaction runs again unnamed.
+      const job = await keyed(1);
+      expect(sent.map((s) => s.text.toLowerCase()).filter((t) => t === "begin" || t === "commit" || t === "rollback")).toEqual(["begin", "rollback", "begin", "commit"]);
+      expect((await docket.get(job.id))?.payload).toEqual({ n: 1 });
       expect(warned).toHaveLength(1);
       expect(warned[0]).toContain("postgresAdapter({ preparedStatements: false })");
       sent.length = 0;

@@ -5,6 +5,16 @@ export class Slot {
   constructor(readonly name: string) {}
 }
 
+/**
+ * What a statement that finds jobs by a predicate passes as `onCompile`:
+ * nothing, so the engine does not prepare it and the server plans it at each
+ * run (see EngineHooks.prepare). On PostgreSQL a named statement's generic
+ * plan made while the jobs table was nearly empty kept scanning the whole
+ * table for every claim and completion after a burst of 100,000 jobs
+ * (test/postgres/plans.test.ts).
+ */
+export const PLANNED_EACH_RUN = undefined;
+
 /** How many statements one cache keeps; past that it starts over (keys are few: one per worker's queue and task set). */
 const MAX_ENTRIES = 64;
 

@@ -215,8 +215,13 @@ export interface Engine {
   transactionOnClient?<T>(client: object, fn: (db: AnyDb) => Promise<T>): Promise<T>;
   /**
    * Told each statement text the store compiled once and will run again and
-   * again with new parameters (claim, completion, single enqueue), so the
-   * engine may have the server parse and plan it once per connection.
+   * again with new parameters, so the engine may have the server parse and
+   * plan it once per connection. Only texts whose best plan does not depend
+   * on how many jobs are stored are told (inserts, reads of control rows):
+   * a claim or an outcome that finds jobs by a predicate runs planned for
+   * the table as it is, since a plan made once while the table was nearly
+   * empty (a fresh or drained store) scanned every job at each run after a
+   * burst, until the table was next analyzed (see `PLANNED_EACH_RUN`).
    * Optional; must not change what the statement does.
    */
   prepare?(sql: string): void;

@@ -131,12 +131,16 @@ export async function clockOf(ctx: StoreContext, db: AnyDb, queue: string, fresh
 
 async function readClock(ctx: StoreContext, db: AnyDb, queue: string): Promise<number> {
   const { tables } = ctx;
+  // The first entry of the (queue, fair_tag) index, not min(): PostgreSQL planned min() as an aggregate over every
+  // ready job of the queue when its statistics were stale (18 ms at 65,000 ready, on each fair enqueue).
   const head = await db
     .selectFrom(tables.jobs)
-    .select((eb: ExpressionBuilder<any, any>) => eb.fn.min("fair_tag").as("m"))
+    .select("fair_tag as m")
     .where("queue", "=", queue)
     .where("state", "=", "ready")
     .where("fair_tag", "is not", null)
+    .orderBy("fair_tag")
+    .limit(1)
     .executeTakeFirst();
   if (head?.m !== null && head?.m !== undefined) return fairClock(Number(head.m), 0);
   const top = await db

@@ -5,7 +5,7 @@ import { byClaimOrder } from "../../core/claim-order.ts";
 import type { StoreContext } from "./context.ts";
 import type { Capabilities } from "./engine.ts";
 import { CAPS_MEMORY_MS, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
-import { compiledOnce, Slot } from "./compiled.ts";
+import { compiledOnce, PLANNED_EACH_RUN, Slot } from "./compiled.ts";
 import { guard } from "./guard.ts";
 import { labelled } from "./labels.ts";
 import { settle, slottedCompletionUpdate } from "./outcomes.ts";
@@ -43,7 +43,7 @@ export async function settleAndHandOff(
   };
   const key = JSON.stringify(["hand-off", handOff.queues, handOff.tasks ?? null]);
   const build = () => handOffStatement(ctx, handOff.queues, handOff.tasks);
-  const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
+  const compiled = compiledOnce(ctx.statements, key, build, values, PLANNED_EACH_RUN);
   const rows = (await ctx.engine.writeStatement(ctx.db, (db) => db.executeQuery(compiled))).rows as (JobRow & { [HANDED]: boolean })[];
   const settled = new Map<number, SettledJob>();
   const claimed: JobRecord[] = [];

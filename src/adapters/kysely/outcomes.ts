@@ -5,7 +5,7 @@ import { ERROR_HISTORY } from "../../core/job.ts";
 import type { AnyDb, Engine } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { guardMany, guardOneToken } from "./guard.ts";
-import { compiledOnce, Slot } from "./compiled.ts";
+import { compiledOnce, PLANNED_EACH_RUN, Slot } from "./compiled.ts";
 import { transition } from "./guarded-write.ts";
 import { SETTLED_COLUMNS, rowToSettled, type SettledRow } from "./row.ts";
 import { labelled } from "./labels.ts";
@@ -156,7 +156,7 @@ async function settleGroups(ctx: StoreContext, db: AnyDb, groups: Group[], keys:
     if (!withChildren && keys === null && event === "complete" && engine.capabilities.arrays && engine.capabilities.returning && items.every((i) => i.leaseToken === token)) {
       // The common batch, completions from one claim: compiled once, its values as slots.
       const values = { ids: [...new Set(items.map((i) => i.id))], token, now, result: (set as { result: unknown }).result };
-      rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, ctx.engine.prepare))).rows as SettledRow[];
+      rows = (await db.executeQuery(compiledOnce(ctx.statements, "settle:complete", () => slottedCompletion(ctx), values, PLANNED_EACH_RUN))).rows as SettledRow[];
     } else {
       // deno-lint-ignore no-explicit-any
       const keyed = <Q extends { where: (...args: any[]) => any }>(q: Q): Q => keys === null ? guardMany(q, event, items, engine.capabilities).where("concurrency_key", "is", null) : guardMany(q, event, items, engine.capabilities).where("concurrency_key", "in", keys);

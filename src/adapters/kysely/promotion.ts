@@ -6,7 +6,7 @@ import { freeSlots } from "../../core/concurrency.ts";
 import type { AnyDb } from "./engine.ts";
 import { BATCH_ROWS, type StoreContext } from "./context.ts";
 import { guard } from "./guard.ts";
-import { compiledOnce, Slot } from "./compiled.ts";
+import { compiledOnce, PLANNED_EACH_RUN, Slot } from "./compiled.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
 import { rebalance } from "./admission.ts";
@@ -156,7 +156,7 @@ async function unblockFirst(ctx: StoreContext, db: AnyDb, room: ReadonlyMap<stri
     const update = ctx.db.updateTable(ctx.tables.jobs).set({ state: TRANSITIONS.unblock.to, updated_at: new Slot("now") });
     return labelled(guard(update, "unblock", { now: 0, byId: true }).where(sql<boolean>`${sql.ref("id")} = any(array(${ids}))`).returning([...WAITING_COLUMNS]), "unblock");
   };
-  const rows = (await db.executeQuery(compiledOnce(ctx.statements, "promote-unblock", build, values, ctx.engine.prepare))).rows as WaitingRow[];
+  const rows = (await db.executeQuery(compiledOnce(ctx.statements, "promote-unblock", build, values, PLANNED_EACH_RUN))).rows as WaitingRow[];
   return rows.map(toWaiting);
 }
 
