@@ -6,7 +6,8 @@ export class Slot {
 }
 
 /**
- * What a statement that finds jobs by a predicate passes as `onCompile`:
+ * What a statement that finds jobs by a predicate passes as `onCompile`
+ * (the claim, the completion, the release of waiting children):
  * nothing, so the engine does not prepare it and the server plans it at each
  * run (see EngineHooks.prepare). On PostgreSQL a named statement's generic
  * plan made while the jobs table was nearly empty kept scanning the whole

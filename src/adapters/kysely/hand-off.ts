@@ -5,7 +5,7 @@ import { byClaimOrder } from "../../core/claim-order.ts";
 import type { StoreContext } from "./context.ts";
 import type { Capabilities } from "./engine.ts";
 import { CAPS_MEMORY_MS, claimSet, countedControl, type ClaimMemory } from "./claim-parts.ts";
-import { compiledOnce, PLANNED_EACH_RUN, Slot } from "./compiled.ts";
+import { compiledOnce, Slot } from "./compiled.ts";
 import { guard } from "./guard.ts";
 import { labelled } from "./labels.ts";
 import { settle, slottedCompletionUpdate } from "./outcomes.ts";
@@ -43,7 +43,10 @@ export async function settleAndHandOff(
   };
   const key = JSON.stringify(["hand-off", handOff.queues, handOff.tasks ?? null]);
   const build = () => handOffStatement(ctx, handOff.queues, handOff.tasks);
-  const compiled = compiledOnce(ctx.statements, key, build, values, PLANNED_EACH_RUN);
+  // Named where the engine prepares, unlike the claim and the completion (PLANNED_EACH_RUN): a hand-off runs only
+  // while a cap holds ready jobs back, so its plan is not made on an empty table; planned at each run, it cost
+  // capped drains 20-30% (bench/results/session59.txt).
+  const compiled = compiledOnce(ctx.statements, key, build, values, ctx.engine.prepare);
   const rows = (await ctx.engine.writeStatement(ctx.db, (db) => db.executeQuery(compiled))).rows as (JobRow & { [HANDED]: boolean })[];
   const settled = new Map<number, SettledJob>();
   const claimed: JobRecord[] = [];
