@@ -260,6 +260,8 @@ export class ReferenceModel {
   readonly taskControls = new Map<string, ModelTaskControl>();
   /** Stored limit per rate key (the last enqueue's that names the key). */
   readonly rateKeys = new Map<string, ModelRateLimit>();
+  /** Queues that have held rate-keyed jobs: their control rows stay when every control is back to its default. */
+  readonly rateKeyed = new Set<string>();
   /** Every start (claim time) of each rate limit, by `queue:`, `task:` or `key:` and its name. */
   readonly starts = new Map<string, number[]>();
   /** Each parent's children, in id order (EnqueueOptions.after). */
@@ -353,6 +355,7 @@ export class ReferenceModel {
       if (!j.rateLimit) continue;
       this.rateKeys.set(j.rateLimit.key, { limit: j.rateLimit.limit, periodMs: j.rateLimit.periodMs });
       if (!this.queueControls.has(j.queue)) this.queueControls.set(j.queue, { queue: j.queue, paused: false, maxRunning: null, rateLimit: null });
+      this.rateKeyed.add(j.queue);
     }
     return jobs.map((j, i) => {
       const holder = j.idempotencyKey ? [...this.jobs.values()].find((h) => h.idempotencyKey === j.idempotencyKey) : undefined;
@@ -495,7 +498,7 @@ export class ReferenceModel {
     return next;
   }
 
-  /** Only the given fields change; a removed rate limit forgets its starts, a changed one keeps them. */
+  /** Only the given fields change; a removed rate limit forgets its starts, a changed one keeps them; a control back to every default keeps no row. */
   setQueueControl(p: { queue: string; paused?: boolean; maxRunning?: number | null; rateLimit?: ModelRateLimit | null }): ModelQueueControl {
     const c = this.queueControls.get(p.queue) ?? { queue: p.queue, paused: false, maxRunning: null, rateLimit: null };
     const next = {
@@ -505,7 +508,9 @@ export class ReferenceModel {
       ...(p.rateLimit === undefined ? {} : { rateLimit: p.rateLimit }),
     };
     if (p.rateLimit === null) this.starts.delete(`queue:${p.queue}`);
-    this.queueControls.set(p.queue, next);
+    // Back to every default (and unmarked): no row.
+    if (!next.paused && next.maxRunning === null && next.rateLimit === null && !this.rateKeyed.has(p.queue)) this.queueControls.delete(p.queue);
+    else this.queueControls.set(p.queue, next);
     return { ...next };
   }
 
@@ -513,7 +518,8 @@ export class ReferenceModel {
     const c = this.taskControls.get(p.task) ?? { task: p.task, maxRunning: null, rateLimit: null };
     const next = { ...c, ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }), ...(p.rateLimit === undefined ? {} : { rateLimit: p.rateLimit }) };
     if (p.rateLimit === null) this.starts.delete(`task:${p.task}`);
-    this.taskControls.set(p.task, next);
+    if (next.maxRunning === null && next.rateLimit === null) this.taskControls.delete(p.task);
+    else this.taskControls.set(p.task, next);
     return { ...next };
   }
 
