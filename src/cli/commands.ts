@@ -3,7 +3,7 @@ import { BULK_ACTIONS, bulkRefusal, type BulkAction } from "../core/bulk.ts";
 import { isJobState, JOB_STATES } from "../core/states.ts";
 import { healthText, jobDetail, jobsTable, statsText, table, time } from "./format.ts";
 import { Progress } from "./progress.ts";
-import { UsageError, parseCount, parseDuration, parseId } from "./usage.ts";
+import { UsageError, durationText, parseCount, parseDuration, parseId } from "./usage.ts";
 
 export interface Flags {
   json: boolean;
@@ -240,8 +240,9 @@ function rateOf(text: string): { limit: number; periodMs: number } | null {
   return { limit: Number(m[1]), periodMs: parseDuration(m[2]!, "the rate limit's period") };
 }
 
+/** A rate limit in the form `queues rate` and `tasks rate` take (`100/1m`), or `-`. */
 function rateText(limit: { limit: number; periodMs: number } | null): string {
-  return limit === null ? "-" : `${limit.limit} per ${limit.periodMs} ms`;
+  return limit === null ? "-" : `${limit.limit}/${durationText(limit.periodMs)}`;
 }
 
 function capOf(text: string): number | null {

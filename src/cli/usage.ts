@@ -68,6 +68,14 @@ export function parseDuration(text: string, what: string): number {
   return Number(m[1]) * unit;
 }
 
+/** `ms` in the largest unit that holds it whole (`60000` → `1m`, `1500` → `1500ms`): what parseDuration reads back as `ms`. */
+export function durationText(ms: number): string {
+  for (const [unit, size] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000]] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
 export function parseCount(text: string | undefined, what: string, fallback: number): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`${what} must be a positive integer, got ${JSON.stringify(text)}`);
