@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { QueueControl, SetQueueControlParams, SetTaskControlParams, StoredControls, TaskControl } from "../../core/adapter.ts";
+import { controlIsDefault } from "../../core/controls.ts";
 import type { RateLimit } from "../../core/rate-limit.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -51,13 +52,9 @@ function toTaskControl(r: TaskRow): TaskControl {
   return { task: r.name, maxRunning: r.max_running === null ? null : Number(r.max_running), rateLimit: rateLimitOf(r) };
 }
 
-/**
- * Whether a queue row holds nothing a default would not: not paused, no cap,
- * no rate limit, and none of the marks enqueues leave (rate-keyed, fair).
- */
-function queueHoldsDefaults(r: QueueRow): boolean {
-  const zero = (v: unknown) => v === undefined || Number(v) === 0;
-  return zero(r.paused) && r.max_running === null && rateLimitOf(r) === null && zero(r.keyed_rate) && zero(r.fair) && zero(r.fair_priorities);
+/** Whether a queue row holds none of the marks enqueues leave (rate-keyed, fair): then only its control keeps it. */
+function unmarked(r: QueueRow): boolean {
+  return [r.keyed_rate, r.fair, r.fair_priorities].every((v) => v === undefined || Number(v) === 0);
 }
 
 /**
@@ -74,7 +71,7 @@ export function setQueueControl(ctx: StoreContext, params: SetQueueControlParams
     await upsert(ctx, db, ctx.tables.queues, { name: params.queue, paused: 0, max_running: null, ...changes }, changes);
     const row = (await db.selectFrom(ctx.tables.queues).selectAll().where("name", "=", params.queue).executeTakeFirstOrThrow()) as QueueRow;
     // Under the row's lock (the upsert's): a row back to every default goes, so a mistyped name leaves nothing behind.
-    if (queueHoldsDefaults(row)) await db.deleteFrom(ctx.tables.queues).where("name", "=", params.queue).execute();
+    if (controlIsDefault(toQueueControl(row)) && unmarked(row)) await db.deleteFrom(ctx.tables.queues).where("name", "=", params.queue).execute();
     // A resumed queue, a raised cap or a changed limit may let waiting jobs start: workers claim now, not at their next poll.
     await ctx.engine.announceReady(db, [{ queue: params.queue, due: false }]);
     return toQueueControl(row);
@@ -89,7 +86,7 @@ export function setTaskControl(ctx: StoreContext, params: SetTaskControlParams):
   return ctx.engine.writeTransaction(ctx.db, async (db) => {
     await upsert(ctx, db, ctx.tables.tasks, { name: params.task, max_running: null, ...changes }, changes);
     const row = (await db.selectFrom(ctx.tables.tasks).selectAll().where("name", "=", params.task).executeTakeFirstOrThrow()) as TaskRow;
-    if (row.max_running === null && rateLimitOf(row) === null) await db.deleteFrom(ctx.tables.tasks).where("name", "=", params.task).execute();
+    if (controlIsDefault(toTaskControl(row))) await db.deleteFrom(ctx.tables.tasks).where("name", "=", params.task).execute();
     // The task's jobs may be in any queue: every worker claims now.
     await ctx.engine.announceReady(db, [{ queue: null, due: false }]);
     return toTaskControl(row);

@@ -6,6 +6,7 @@
  */
 import type { FireScheduleParams, PutScheduleParams, QueueControl, SetQueueControlParams, SetTaskControlParams, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
+import { controlIsDefault } from "../../core/controls.ts";
 import { checkCap, checkNewJobs, checkRateLimit } from "./constraints.ts";
 import { enqueue } from "./enqueue.ts";
 import { announce, byName, type MemoryState } from "./state.ts";
@@ -73,7 +74,7 @@ export function setQueueControl(state: MemoryState, p: SetQueueControlParams, na
     state.rateHeldUntil.delete(`queue:${p.queue}`);
   }
   // A row back to every default goes (as in SQL), unless rate-keyed jobs marked it.
-  if (!next.paused && next.maxRunning === null && next.rateLimit === null && !state.rateKeyed.has(p.queue)) state.queues.delete(p.queue);
+  if (controlIsDefault(next) && !state.rateKeyed.has(p.queue)) state.queues.delete(p.queue);
   else state.queues.set(p.queue, next);
   announce(state, [{ queue: p.queue, due: false }]);
   return { ...next };
@@ -89,7 +90,7 @@ export function setTaskControl(state: MemoryState, p: SetTaskControlParams, name
     if (p.rateLimit === null) state.rateLogs.delete(`task:${p.task}`);
     state.rateHeldUntil.delete(`task:${p.task}`);
   }
-  if (next.maxRunning === null && next.rateLimit === null) state.tasks.delete(p.task);
+  if (controlIsDefault(next)) state.tasks.delete(p.task);
   else state.tasks.set(p.task, next);
   announce(state, [{ queue: null, due: false }]);
   return { ...next };

@@ -3,6 +3,7 @@ import type { JobState } from "../../core/states.ts";
 import { SLOT_HOLDING_STATES, TERMINAL_STATES } from "../../core/states.ts";
 import { TRANSITIONS, endsJob, freesSlot, planTransition, type TransitionEvent } from "../../core/transitions.ts";
 import { discardReason } from "../../core/concurrency.ts";
+import { controlIsDefault } from "../../core/controls.ts";
 import { byClaimOrder } from "../../core/claim-order.ts";
 import { DEBOUNCE_PENDING_STATES, mergedRunAt, type DebounceSpec } from "../../core/debounce.ts";
 
@@ -509,7 +510,7 @@ export class ReferenceModel {
     };
     if (p.rateLimit === null) this.starts.delete(`queue:${p.queue}`);
     // Back to every default (and unmarked): no row.
-    if (!next.paused && next.maxRunning === null && next.rateLimit === null && !this.rateKeyed.has(p.queue)) this.queueControls.delete(p.queue);
+    if (controlIsDefault(next) && !this.rateKeyed.has(p.queue)) this.queueControls.delete(p.queue);
     else this.queueControls.set(p.queue, next);
     return { ...next };
   }
@@ -518,7 +519,7 @@ export class ReferenceModel {
     const c = this.taskControls.get(p.task) ?? { task: p.task, maxRunning: null, rateLimit: null };
     const next = { ...c, ...(p.maxRunning === undefined ? {} : { maxRunning: p.maxRunning }), ...(p.rateLimit === undefined ? {} : { rateLimit: p.rateLimit }) };
     if (p.rateLimit === null) this.starts.delete(`task:${p.task}`);
-    if (next.maxRunning === null && next.rateLimit === null) this.taskControls.delete(p.task);
+    if (controlIsDefault(next)) this.taskControls.delete(p.task);
     else this.taskControls.set(p.task, next);
     return { ...next };
   }
