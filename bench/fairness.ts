@@ -13,6 +13,14 @@
  *   plain:  the same workload (N flood jobs, S small producers) without
  *           fairness keys.
  *
+ * --flood arriving (the default) enqueues the flood while the workers drain
+ * it, so its throughput is bounded by its one producer's enqueues (on a
+ * saturated machine, what a fair job costs to store). --flood standing
+ * stores the whole flood first, its queue paused, and measures from the
+ * queue's resumption: the flood is a backlog of N jobs ahead of every small
+ * key, and its throughput is the workers' drain of it (what fairness costs
+ * the claims).
+ *
  * Each scenario first runs --warm-s seconds (default 1) of the small
  * producers alone, unmeasured: the producers' pool opens its connections
  * and every process plans its statements (that second's latencies were
@@ -30,6 +38,7 @@
  *
  *   npx tsx bench/fairness.ts [--adapters sqlite,postgres,mysql] [--jobs 20000] [--small 100] [--every-ms 100]
  *     [--workers 4] [--concurrency 10] [--poll-ms 50] [--idle-s 3] [--warm-s 1] [--runs 1] [--order flood,plain|plain,flood]
+ *     [--flood arriving|standing]
  */
 import { Docket } from "../src/index.ts";
 import { openDatabase, type AdapterName, type Database } from "./databases.ts";
@@ -53,6 +62,8 @@ const warmS = Number(args.get("warm-s") ?? 1);
 const runs = Number(args.get("runs") ?? 1);
 const order = args.get("order") ?? "flood,plain";
 if (order !== "flood,plain" && order !== "plain,flood") throw new Error(`--order must be flood,plain or plain,flood, got ${order}`);
+const floodMode = args.get("flood") ?? "arriving";
+if (floodMode !== "arriving" && floodMode !== "standing") throw new Error(`--flood must be arriving or standing, got ${floodMode}`);
 
 interface Measured {
   /** Small jobs enqueued after the warm-up: enqueue call → handler start, ms. */
@@ -98,6 +109,8 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   );
   const floodStarted = () => [...started.values()].reduce((a, b) => a + b, 0);
   let producing = true;
+  /** While the standing flood is stored, the small producers wait (their jobs would join the backlog). */
+  let holding = false;
   let measureFrom = Number.POSITIVE_INFINITY;
   /** Each small job's id → when its enqueue returned. */
   const stored = new Map<number, number>();
@@ -108,6 +121,10 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * everyMs));
       while (producing) {
+        if (holding) {
+          await new Promise((r) => setTimeout(r, everyMs));
+          continue;
+        }
         const fairness = kind === "plain" ? {} : { fairness: { key: `small:${k}` } };
         const at = wallNow();
         const job = await client.enqueue("small", { at }, { queue: "fair", ...fairness } as never).catch(() => void failed++);
@@ -119,16 +136,29 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   );
   // Warm-up, not measured: the producers' pool opens its connections, and every process's statements get planned.
   await new Promise((r) => setTimeout(r, warmS * 1000));
+  const standing = kind !== "idle" && floodMode === "standing";
+  let floodDone: Promise<Record<string, unknown>> | null = null;
+  if (standing) {
+    // The whole flood stored before the measured part: the queue paused while it is, resumed when measuring starts.
+    holding = true;
+    await client.pauseQueue("fair");
+    flooder!.send({ go: true });
+    floodDone = flooder!.next((x) => x.done === true || x.error !== undefined);
+    await floodDone;
+    // Small jobs stored before the pause have started by now (a second of warm-up, then the flood's store).
+    await client.resumeQueue("fair");
+    holding = false;
+  }
   measureFrom = wallNow();
   const server0 = cpuSecondsOf(SERVER_PROCESSES);
   const self0 = process.cpuUsage();
   if (kind === "idle") {
     await new Promise((r) => setTimeout(r, idleS * 1000));
   } else {
-    flooder!.send({ go: true });
-    const done = await flooder!.next((x) => x.done === true || x.error !== undefined);
+    if (!standing) flooder!.send({ go: true });
+    const done = await (floodDone ?? flooder!.next((x) => x.done === true || x.error !== undefined));
     if (done.error !== undefined) throw new Error(`the flood's enqueue failed: ${String(done.error)}`);
-    m.floodFirst = Number(done.first);
+    m.floodFirst = standing ? measureFrom : Number(done.first);
     floodEnqueuedMs = Number(done.enqueuedMs);
     const deadline = Date.now() + 300_000;
     while (floodStarted() < jobs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -170,7 +200,7 @@ const say = (s: string) => {
   console.log(s);
   lines.push(s);
 };
-say(`fairness benchmark: ${jobs} flood jobs, ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in ${workers} processes, poll ${pollMs} ms`);
+say(`fairness benchmark: ${jobs} flood jobs (${floodMode}), ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in ${workers} processes, poll ${pollMs} ms`);
 for (const name of adapters) {
   const db = await openDatabase(name);
   try {

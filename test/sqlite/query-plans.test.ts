@@ -94,4 +94,37 @@ describe("sqlite: query plans", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("a fair queue's claim reads its jobs in tag order through the tag index, not by sorting every ready job (one-statement and controls claims)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
+    const raw = new Database(join(dir, "jobs.db"));
+    const { db, seen } = recording(raw);
+    const adapter: DocketAdapter = sqliteAdapter({ database: db as unknown as never });
+    try {
+      await adapter.migrate();
+      const now = Date.UTC(2030, 0, 1);
+      const job = (key: string, priority = 0) => ({ task: "t", queue: "fair", payload: "{}", state: "ready" as const, priority, runAt: now, maxAttempts: 3, backoff: null, fairness: { key, weight: 1 } });
+      for (let i = 0; i < 5_000; i += 1000) await adapter.enqueue({ jobs: Array.from({ length: 1000 }, () => job("flood")), now });
+      for (let k = 0; k < 5; k++) await adapter.enqueue({ jobs: [job(`small:${k}`)], now });
+      seen.length = 0;
+      const plain = await adapter.claim({ queues: ["fair"], limit: 10, now: now + 1, leaseToken: "tok1", leaseExpiresAt: now + 1000 });
+      // A prioritized fair queue's claim reads in the controls transaction (fair-claim.ts).
+      await adapter.enqueue({ jobs: [job("small:0", 1)], now });
+      const prioritized = await adapter.claim({ queues: ["fair"], limit: 10, now: now + 2, leaseToken: "tok2", leaseExpiresAt: now + 1000 });
+      // The small keys' jobs come back in the first claim, ahead of the flood's 5,000.
+      expect(plain.map((r) => r.fairKey).filter((k) => k !== "flood").sort()).toEqual(["small:0", "small:1", "small:2", "small:3", "small:4"]);
+      expect(prioritized.length).toBe(10);
+      const reads = seen.filter((s) => /order by "fair_tag"/i.test(s.sql));
+      expect(reads.length, "the claims' reads in tag order").toBeGreaterThanOrEqual(2);
+      for (const s of reads) {
+        const plan = (raw.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(...(s.params as never[])) as { detail: string }[]).map((r) => r.detail).join(" | ");
+        expect(plan, `a read in tag order uses the tag index: ${s.sql.slice(0, 200)}`).toMatch(/INDEX docket_jobs_fair_tag/);
+        expect(plan, `a read in tag order sorts nothing: ${s.sql.slice(0, 200)}`).not.toMatch(/TEMP B-TREE FOR ORDER BY/);
+      }
+    } finally {
+      await adapter.close();
+      raw.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -11,7 +11,7 @@ import type { JobRecord } from "../../core/job.ts";
 import { claimedOrder } from "../../core/claim-order.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
-import { guard } from "./guard.ts";
+import { guard, oneStateLiteral } from "./guard.ts";
 import { compiledOnce, PLANNED_EACH_RUN, Slot } from "./compiled.ts";
 import { claimedRecords, inClaimOrder, type JobRow } from "./row.ts";
 import { labelled } from "./labels.ts";
@@ -197,6 +197,8 @@ function uncappedStatement(
       );
     if (params.tasks !== undefined) q = q.where("task", "in", [...params.tasks]);
     if (floored) q = q.where(positionBound(caps.indexedRowBound || "row", ">=", FLOOR_SLOTS));
+    // A fair queue's jobs through its tag index, on every engine (see oneStateLiteral).
+    if (fair) q = q.where(oneStateLiteral("claim"));
     const read = ordered(where(q), fair).limit(limit);
     return locked ? lock(read) : read;
   };

@@ -16,6 +16,7 @@ import { IMPLICIT_FAIR_KEY, byFairOrder, withinKeys, type FairCandidate } from "
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { labelled } from "./labels.ts";
+import { oneStateLiteral } from "./guard.ts";
 
 /** Keys per statement of a prioritized queue's read of its keys' best jobs. */
 const KEYS_PER_STATEMENT = 50;
@@ -45,7 +46,8 @@ export async function fairPick(
   seen: (row: Record<string, any>) => FairCandidate,
 ): Promise<FairPick> {
   const lock = (q: Query): Query => (ctx.engine.capabilities.skipLocked ? q.forUpdate().skipLocked() : q);
-  const tagged = query([queue]).clearOrderBy().where("fair_tag", "is not", null).orderBy("fair_tag").orderBy("id").limit(need);
+  // Through the tag index on every engine (see oneStateLiteral).
+  const tagged = query([queue]).clearOrderBy().where(oneStateLiteral("claim")).where("fair_tag", "is not", null).orderBy("fair_tag").orderBy("id").limit(need);
   const window = ((await labelled(lock(tagged), "claim-candidates").execute()) as Record<string, unknown>[]).map(seen);
   if (window.length < need) {
     const untagged = query([queue]).where("fair_tag", "is", null).limit(need - window.length);

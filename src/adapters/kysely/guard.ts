@@ -19,6 +19,20 @@ function stateLiterals(states: readonly string[]) {
 }
 
 /**
+ * `state = '<s>'` for the one state `event` moves jobs from, as a literal:
+ * SQLite uses a partial index (`WHERE state = 'ready' AND …`) only for a
+ * query that names its state with `=`; `state IN ('ready')`, the guard's
+ * form, does not qualify, and a fair claim behind 100,000 ready jobs then
+ * sorted all of them at every claim. The same test as the guard's, so
+ * adding it to a guarded read changes no result on any engine.
+ */
+export function oneStateLiteral(event: TransitionEvent) {
+  const from = TRANSITIONS[event].from;
+  if (from.length !== 1) throw new AdapterError(`${event} moves jobs from ${from.length} states, not one`);
+  return sql<boolean>`${sql.ref("state")} = ${sql.lit(from[0])}`;
+}
+
+/**
  * The legal-states test of a write that names its jobs by id, as
  * `coalesce(state, '') IN (…)`: the same test (state is never null), but no
  * partial index's predicate follows from it, so the engine reaches the rows
