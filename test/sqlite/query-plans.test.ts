@@ -95,7 +95,7 @@ describe("sqlite: query plans", () => {
     }
   }, 60_000);
 
-  it("a fair queue's claim reads its jobs in tag order through the tag index, not by sorting every ready job (one-statement and controls claims)", async () => {
+  it("a fair queue's claim reads its jobs in tag order through the tag index, and a prioritized one each key's best jobs through the per-key index, not every ready job of the queue", async () => {
     const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
     const raw = new Database(join(dir, "jobs.db"));
     const { db, seen } = recording(raw);
@@ -114,6 +114,14 @@ describe("sqlite: query plans", () => {
       // The small keys' jobs come back in the first claim, ahead of the flood's 5,000.
       expect(plain.map((r) => r.fairKey).filter((k) => k !== "flood").sort()).toEqual(["small:0", "small:1", "small:2", "small:3", "small:4"]);
       expect(prioritized.length).toBe(10);
+      // A prioritized queue's read of each key's best jobs: through the per-key index, not the queue's every ready job.
+      const perKey = seen.filter((s) => /"fair_key" = \?/.test(s.sql));
+      expect(perKey.length, "the prioritized claim's read of its keys' best jobs").toBeGreaterThanOrEqual(1);
+      for (const s of perKey) {
+        const plan = (raw.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(...(s.params as never[])) as { detail: string }[]).map((r) => r.detail).join(" | ");
+        expect(plan, `a key's best jobs through the per-key index: ${s.sql.slice(0, 200)}`).toMatch(/INDEX docket_jobs_fair \(queue=\? AND fair_key=\?\)/);
+        expect(plan, `a key's best jobs read no other key's: ${s.sql.slice(0, 200)}`).not.toMatch(/docket_jobs_claim_by_state/);
+      }
       const reads = seen.filter((s) => /order by "fair_tag"/i.test(s.sql));
       expect(reads.length, "the claims' reads in tag order").toBeGreaterThanOrEqual(2);
       for (const s of reads) {

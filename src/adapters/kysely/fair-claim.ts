@@ -60,7 +60,8 @@ export async function fairPick(
   const keys = [...counts.keys()];
   for (let i = 0; i < keys.length; i += KEYS_PER_STATEMENT) {
     const parts = keys.slice(i, i + KEYS_PER_STATEMENT).map((key, k) => {
-      const q = query([queue]).where("fair_tag", "is not", null);
+      // Through the per-key index on every engine (see oneStateLiteral): on SQLite, 14 ms a key behind 100,000 jobs of another.
+      const q = query([queue]).where(oneStateLiteral("claim")).where("fair_tag", "is not", null);
       const ofKey = key === IMPLICIT_FAIR_KEY ? q.where("fair_key", "is", null) : q.where("fair_key", "=", key);
       return db.selectFrom(lock(ofKey.limit(counts.get(key)!)).as(`fk${k}`)).selectAll();
     });
