@@ -11,7 +11,7 @@ import { TRANSITIONS } from "../../core/transitions.ts";
 import type { AnyDb } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
 import { clockOf } from "./fairness.ts";
-import { guard } from "./guard.ts";
+import { guard, oneStateLiteral } from "./guard.ts";
 import { inClaimOrder } from "./row.ts";
 import { labelled } from "./labels.ts";
 
@@ -19,17 +19,8 @@ import { labelled } from "./labels.ts";
 const STAGE_KEYS = 100;
 const STAGE_JOBS = 1000;
 
-/**
- * `state = 'scheduled'` (the stage rule's one source state) as a literal, not
- * bound: SQLite uses its index of scheduled jobs (a partial index) only for a
- * query that names the state literally and with `=` (`IN ('scheduled')` does
- * not qualify).
- */
-export const STAGEABLE_LITERAL = (() => {
-  const from = TRANSITIONS.stage.from;
-  if (from.length !== 1) throw new Error("the due-job index assumes one state that can be staged");
-  return sql<boolean>`${sql.ref("state")} = ${sql.lit(from[0])}`;
-})();
+/** `state = 'scheduled'` (the stage rule's one source state) as a literal, for SQLite's index of scheduled jobs (see oneStateLiteral). */
+export const STAGEABLE_LITERAL = oneStateLiteral("stage");
 
 /** Due scheduled jobs without a concurrency key: `tagged`, those of fair queues (with a place), or the others. */
 // deno-lint-ignore no-explicit-any
