@@ -33,6 +33,22 @@ function recording(db: Database.Database): { db: Database.Database; seen: { sql:
   return { db: wrapped, seen };
 }
 
+/** Runs `check` on a migrated store in a file of its own whose statements are recorded (`seen`), then removes it. */
+async function onRecordedStore(check: (store: { raw: Database.Database; seen: { sql: string; params: unknown[] }[]; adapter: DocketAdapter }) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
+  const raw = new Database(join(dir, "jobs.db"));
+  const { db, seen } = recording(raw);
+  const adapter: DocketAdapter = sqliteAdapter({ database: db as unknown as never });
+  try {
+    await adapter.migrate();
+    await check({ raw, seen, adapter });
+  } finally {
+    await adapter.close();
+    raw.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * On SQLite the claim, the due-job staging, the
  * expired-lease sweep and the retention purge use indexes, not a full scan of the jobs table, and
@@ -42,12 +58,7 @@ function recording(db: Database.Database): { db: Database.Database; seen: { sql:
  */
 describe("sqlite: query plans", () => {
   it("claim, staging, the lease sweep and the retention purge search an index instead of scanning the jobs table; the claim updates by rowid", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
-    const raw = new Database(join(dir, "jobs.db"));
-    const { db, seen } = recording(raw);
-    const adapter: DocketAdapter = sqliteAdapter({ database: db as unknown as never });
-    try {
-      await adapter.migrate();
+    await onRecordedStore(async ({ raw, seen, adapter }) => {
       const now = Date.UTC(2030, 0, 1);
       const jobs = Array.from({ length: 20_000 }, (_, i) => ({
         task: `t${i % 7}`,
@@ -88,20 +99,11 @@ describe("sqlite: query plans", () => {
       const byIds = plans.filter((p) => /update "docket_jobs" set .* where "id" in \(/i.test(p.sql));
       expect(byIds.length).toBeGreaterThanOrEqual(1);
       for (const p of byIds) expect(p.plan, `an UPDATE by ids goes by rowid: ${p.sql}`).toMatch(/INTEGER PRIMARY KEY/);
-    } finally {
-      await adapter.close();
-      raw.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 60_000);
 
   it("a fair queue's claim reads its jobs in tag order through the tag index, and a prioritized one each key's best jobs through the per-key index, not every ready job of the queue", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "docket-plans-"));
-    const raw = new Database(join(dir, "jobs.db"));
-    const { db, seen } = recording(raw);
-    const adapter: DocketAdapter = sqliteAdapter({ database: db as unknown as never });
-    try {
-      await adapter.migrate();
+    await onRecordedStore(async ({ raw, seen, adapter }) => {
       const now = Date.UTC(2030, 0, 1);
       const job = (key: string, priority = 0) => ({ task: "t", queue: "fair", payload: "{}", state: "ready" as const, priority, runAt: now, maxAttempts: 3, backoff: null, fairness: { key, weight: 1 } });
       for (let i = 0; i < 5_000; i += 1000) await adapter.enqueue({ jobs: Array.from({ length: 1000 }, () => job("flood")), now });
@@ -129,10 +131,6 @@ describe("sqlite: query plans", () => {
         expect(plan, `a read in tag order uses the tag index: ${s.sql.slice(0, 200)}`).toMatch(/INDEX docket_jobs_fair_tag/);
         expect(plan, `a read in tag order sorts nothing: ${s.sql.slice(0, 200)}`).not.toMatch(/TEMP B-TREE FOR ORDER BY/);
       }
-    } finally {
-      await adapter.close();
-      raw.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 60_000);
 });
