@@ -137,15 +137,16 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   // Warm-up, not measured: the producers' pool opens its connections, and every process's statements get planned.
   await new Promise((r) => setTimeout(r, warmS * 1000));
   const standing = kind !== "idle" && floodMode === "standing";
+  const floodEnd = () => flooder!.next((x) => x.done === true || x.error !== undefined);
   let floodDone: Promise<Record<string, unknown>> | null = null;
   if (standing) {
     // The whole flood stored before the measured part: the queue paused while it is, resumed when measuring starts.
     holding = true;
     await client.pauseQueue("fair");
     flooder!.send({ go: true });
-    floodDone = flooder!.next((x) => x.done === true || x.error !== undefined);
+    floodDone = floodEnd();
     await floodDone;
-    // Small jobs stored before the pause have started by now (a second of warm-up, then the flood's store).
+    // Small jobs stored before the pause that had not started start after it: they are not measured (stored before measureFrom).
     await client.resumeQueue("fair");
     holding = false;
   }
@@ -156,7 +157,7 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
     await new Promise((r) => setTimeout(r, idleS * 1000));
   } else {
     if (!standing) flooder!.send({ go: true });
-    const done = await (floodDone ?? flooder!.next((x) => x.done === true || x.error !== undefined));
+    const done = await (floodDone ?? floodEnd());
     if (done.error !== undefined) throw new Error(`the flood's enqueue failed: ${String(done.error)}`);
     m.floodFirst = standing ? measureFrom : Number(done.first);
     floodEnqueuedMs = Number(done.enqueuedMs);

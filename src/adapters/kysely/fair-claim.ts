@@ -46,8 +46,9 @@ export async function fairPick(
   seen: (row: Record<string, any>) => FairCandidate,
 ): Promise<FairPick> {
   const lock = (q: Query): Query => (ctx.engine.capabilities.skipLocked ? q.forUpdate().skipLocked() : q);
-  // Through the tag index on every engine (see oneStateLiteral).
-  const tagged = query([queue]).clearOrderBy().where(oneStateLiteral("claim")).where("fair_tag", "is not", null).orderBy("fair_tag").orderBy("id").limit(need);
+  // The queue's tagged jobs, `state` named with `=` so that every engine reads them through its tag or per-key index (see oneStateLiteral).
+  const taggedOf = (): Query => query([queue]).where(oneStateLiteral("claim")).where("fair_tag", "is not", null);
+  const tagged = taggedOf().clearOrderBy().orderBy("fair_tag").orderBy("id").limit(need);
   const window = ((await labelled(lock(tagged), "claim-candidates").execute()) as Record<string, unknown>[]).map(seen);
   if (window.length < need) {
     const untagged = query([queue]).where("fair_tag", "is", null).limit(need - window.length);
@@ -60,8 +61,7 @@ export async function fairPick(
   const keys = [...counts.keys()];
   for (let i = 0; i < keys.length; i += KEYS_PER_STATEMENT) {
     const parts = keys.slice(i, i + KEYS_PER_STATEMENT).map((key, k) => {
-      // Through the per-key index on every engine (see oneStateLiteral): on SQLite, 14 ms a key behind 100,000 jobs of another.
-      const q = query([queue]).where(oneStateLiteral("claim")).where("fair_tag", "is not", null);
+      const q = taggedOf();
       const ofKey = key === IMPLICIT_FAIR_KEY ? q.where("fair_key", "is", null) : q.where("fair_key", "=", key);
       return db.selectFrom(lock(ofKey.limit(counts.get(key)!)).as(`fk${k}`)).selectAll();
     });
