@@ -67,7 +67,7 @@ export async function openSqliteEnv(mutation?: Mutation): Promise<PropertyEnv> {
     const db = new Database(filename);
     dbs.push(db);
     const label = `w${i}`;
-    // busy_timeout 0: in-process writers wait in the adapter's mutex (a promise), never on SQLite's lock.
+    // busy_timeout 0: in-process writers wait in the adapter's write queue (a promise), never on SQLite's lock.
     workers.push({ label, adapter: sqliteAdapter({ database: db as never, tablePrefix, busyTimeoutMs: 0, instrument: instrumentFor(statements, label, mutation) }) });
   }
   return {

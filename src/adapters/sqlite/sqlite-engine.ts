@@ -1,20 +1,18 @@
 import { sql } from "kysely";
 import { ENGINE_DEFAULTS, type AnyDb, type Engine } from "../kysely/engine.ts";
-import { Mutex } from "../kysely/mutex.ts";
+import { WriteBatches } from "./write-batches.ts";
 import { migrations } from "./migrations.ts";
 import type { CommitWatch } from "./commit-watch.ts";
 
 /**
- * Every SQLite write transaction in this process goes through this one lock
- * before `BEGIN IMMEDIATE`. The drivers are synchronous: a second connection
- * in the same process waiting on SQLite's write lock would block the event
- * loop, so the holder could never commit. Serializing here turns that wait
- * into a promise. (SQLite has one writer per file anyway.)
+ * Every SQLite write transaction in this process goes through this queue
+ * before `BEGIN IMMEDIATE`, and those that queue together share one
+ * transaction (see WriteBatches for what each caller is guaranteed).
  */
-const processWriters = new Mutex();
+const processWriters = new WriteBatches();
 
 /** The longest pause between two tries of a write lock another connection holds. */
-const BUSY_PAUSE_MAX_MS = 16;
+const BUSY_PAUSE_MAX_MS = 4;
 
 /** SQLITE_BUSY: another connection holds the lock (better-sqlite3's code; node:sqlite's message). */
 function isBusy(error: unknown): boolean {
@@ -64,29 +62,17 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
     }
   };
-  const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
-    processWriters.run(() =>
-      db.connection().execute(async (conn) => {
-        // The application's own transaction on the same database handle (see SqliteAdapterOptions.database): beginImmediate waits for its end.
-        await beginImmediate(conn);
-        try {
-          const result = await fn(conn);
-          await sql`commit`.execute(conn);
-          return result;
-        } catch (error) {
-          await sql`rollback`.execute(conn).catch(() => undefined);
-          throw error;
-        }
-      }),
-    );
+  const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => processWriters.run(db, beginImmediate, fn);
+  /** A transaction of its own: application code (`completeInTransaction`) and migrations never share one. */
+  const transactionAlone = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => processWriters.run(db, beginImmediate, fn, true);
   return {
     ...ENGINE_DEFAULTS,
     name: "sqlite",
     capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, indexedRowBound: false, floorReadsLocked: false, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
-    transactionOnce: writeTransaction,
-    withMigrationLock: writeTransaction,
+    transactionOnce: transactionAlone,
+    withMigrationLock: transactionAlone,
     migrations: () => migrations(prefix),
     // SQLITE_ERROR "no such table: x" (better-sqlite3 and node:sqlite alike).
     missingTable(error) {

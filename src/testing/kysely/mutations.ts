@@ -507,7 +507,7 @@ export const MUTATIONS: readonly Mutation[] = [
       "(either alone is backed by the other: the re-check after a lock wait, or the lock): two claimers take the same job",
     appliesTo: (a) => a.skipLocked,
     concurrentOnly: "alone, a claim's SELECT and UPDATE see the same state: only a second claimer between them takes the job twice",
-    notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process mutex) serializes every claim",
+    notApplicableBecause: "SQLite has no row locks: its single writer (BEGIN IMMEDIATE + the process write queue) serializes every claim",
     plugins: () => [
       rewritePlugin({
         select: (n) => (isClaimSelect(n) ? withoutRowLocks(n) : n),
@@ -538,7 +538,7 @@ export const MUTATIONS: readonly Mutation[] = [
     appliesTo: (a) => !a.returning,
     concurrentOnly: "a transaction only matters when another session's statement lands between two of the primitive's",
     notApplicableBecause:
-      "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's writer mutex is in the engine, not the driver",
+      "with RETURNING (PostgreSQL, SQLite) every primitive is one statement, atomic without a transaction; SQLite's write queue is in the engine, not the driver",
     wrapDialect: withoutTransactions,
   },
   {

@@ -22,7 +22,7 @@ export interface GateScheduler {
  */
 export type SettleStrategy = (statement: Promise<unknown>, connectionId: unknown) => Promise<void>;
 
-/** Settles when the statement finishes. Right for SQLite (synchronous driver, waits happen in the writer mutex). */
+/** Settles when the statement finishes. Right for SQLite (synchronous driver, waits happen in the process write queue). */
 export const settleOnFinish: SettleStrategy = (statement) => statement.then(
   () => undefined,
   () => undefined,

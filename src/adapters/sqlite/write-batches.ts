@@ -1,0 +1,146 @@
+/**
+ * The write transactions of one process, in call order, several to one
+ * SQLite transaction when they queue (group commit).
+ *
+ * SQLite has one writer per file, and every write transaction in a process
+ * waits here before `BEGIN IMMEDIATE` (the drivers are synchronous: a second
+ * connection in the process waiting on SQLite's lock would block the event
+ * loop, so the holder could never commit). Under load each waiting write
+ * also waits for the file's lock against other processes: a process with
+ * 100 concurrent enqueues took the lock 100 times, each time after the other
+ * processes' transactions, and its enqueues waited 170 ms at p50 behind a
+ * flood (bench/fairness.ts). Here the writes that queued while the previous
+ * transaction ran share the next one.
+ *
+ * Contract, for the caller of `run`:
+ * - `work` runs inside a transaction of its own or inside a savepoint of a
+ *   shared one; either way its writes commit together or not at all, and
+ *   the promise settles after the COMMIT that made them durable (or with
+ *   the error that undid them).
+ * - A `work` that throws undoes only its own writes (ROLLBACK TO its
+ *   savepoint) and rejects with its error; the others in its transaction
+ *   are unaffected.
+ * - An error that ends the whole transaction (SQLite rolls back on
+ *   SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM…; or a failed COMMIT) rejects
+ *   every `work` of the transaction with that error, and none of their
+ *   writes remain: each caller sees what a failed commit of its own would
+ *   show.
+ * - Works run one after another, never interleaved, in call order; a work
+ *   sees the writes of those before it in its transaction.
+ * - `alone` works (application code, migrations) always have a
+ *   transaction of their own.
+ * - Works of different databases (a different kysely instance or
+ *   engine) never share a transaction.
+ */
+import { sql } from "kysely";
+import type { AnyDb } from "../kysely/engine.ts";
+
+/** How many works one transaction takes at most: enough for a process's burst, short enough not to hold the file's lock long. */
+export const MAX_WORKS_PER_TRANSACTION = 64;
+
+/** Opens the write transaction on `conn` (`BEGIN IMMEDIATE` with the engine's wait for the lock). */
+export type Begin = (conn: AnyDb) => Promise<void>;
+
+interface Entry {
+  db: AnyDb;
+  begin: Begin;
+  alone: boolean;
+  work: (db: AnyDb) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export class WriteBatches {
+  #waiting: Entry[] = [];
+  #running = false;
+
+  run<T>(db: AnyDb, begin: Begin, work: (db: AnyDb) => Promise<T>, alone = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.push({ db, begin, alone, work, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.#running) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#waiting.length > 0) await transact(this.#take());
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** The next transaction's works: the head, and those after it that may share its transaction. */
+  #take(): Entry[] {
+    const head = this.#waiting[0]!;
+    let n = 1;
+    if (!head.alone) {
+      while (n < this.#waiting.length && n < MAX_WORKS_PER_TRANSACTION) {
+        const next = this.#waiting[n]!;
+        if (next.alone || next.db !== head.db || next.begin !== head.begin) break;
+        n++;
+      }
+    }
+    return this.#waiting.splice(0, n);
+  }
+}
+
+/** Runs `entries` in one transaction and settles each; never throws. */
+async function transact(entries: Entry[]): Promise<void> {
+  const { db, begin } = entries[0]!;
+  let outcomes: Outcome[] | null = null;
+  try {
+    outcomes = await db.connection().execute(async (conn) => {
+      await begin(conn);
+      try {
+        const settled = entries.length === 1 ? [await attempt(entries[0]!, conn)] : await inSavepoints(entries, conn);
+        if (settled.length === 1 && !settled[0]!.ok) {
+          await sql`rollback`.execute(conn).catch(() => undefined);
+          return settled;
+        }
+        await sql`commit`.execute(conn);
+        return settled;
+      } catch (error) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+    });
+  } catch (error) {
+    for (const e of entries) e.reject(error);
+    return;
+  }
+  outcomes.forEach((o, i) => (o.ok ? entries[i]!.resolve(o.value) : entries[i]!.reject(o.error)));
+}
+
+async function attempt(entry: Entry, conn: AnyDb): Promise<Outcome> {
+  try {
+    return { ok: true, value: await entry.work(conn) };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Each work in a savepoint of the open transaction. Throws (so the whole
+ * transaction is rolled back and every work rejected) when a work's failure
+ * ended the transaction: its savepoint is then gone.
+ */
+async function inSavepoints(entries: Entry[], conn: AnyDb): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const entry of entries) {
+    await sql`savepoint docket_write`.execute(conn);
+    const outcome = await attempt(entry, conn);
+    if (!outcome.ok) {
+      try {
+        await sql`rollback to docket_write`.execute(conn);
+      } catch {
+        throw outcome.error;
+      }
+    }
+    await sql`release docket_write`.execute(conn);
+    outcomes.push(outcome);
+  }
+  return outcomes;
+}

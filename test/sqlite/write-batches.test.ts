@@ -1,0 +1,97 @@
+import Database from "better-sqlite3";
+import { Kysely, SqliteDialect, sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import type { AnyDb } from "../../src/adapters/kysely/engine.ts";
+import { WriteBatches, type Begin } from "../../src/adapters/sqlite/write-batches.ts";
+
+/**
+ * Group commit (src/adapters/sqlite/write-batches.ts): writes that queue in
+ * one process share a transaction, and each keeps the outcome a transaction
+ * of its own would give it.
+ */
+function store() {
+  const handle = new Database(":memory:");
+  handle.exec("create table t (n integer not null)");
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) }) as AnyDb;
+  const begins: number[] = [];
+  const begin: Begin = async (conn) => {
+    begins.push(Date.now());
+    await sql`begin immediate`.execute(conn);
+  };
+  const insert = (n: number) => async (conn: AnyDb) => {
+    await sql`insert into t (n) values (${n})`.execute(conn);
+    return n;
+  };
+  const rows = () => handle.prepare("select n from t order by n").all().map((r) => (r as { n: number }).n);
+  return { handle, db, begin, begins, insert, rows };
+}
+
+describe("sqlite: writes that queue in one process share a transaction", () => {
+  it("the writes queued behind a running transaction commit in the next one, each settling with its own result", async () => {
+    const { db, begin, begins, insert, rows } = store();
+    const writes = new WriteBatches();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => writes.run(db, begin, insert(i))));
+    expect(results).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(rows()).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    // The first ran alone (nothing queued when it began); the 19 that queued meanwhile shared one transaction.
+    expect(begins.length).toBe(2);
+  });
+
+  it("a write that throws undoes only its own writes and rejects with its error; the others in its transaction commit", async () => {
+    const { db, begin, begins, insert, rows } = store();
+    const writes = new WriteBatches();
+    const failing = async (conn: AnyDb) => {
+      await insert(100)(conn);
+      throw new Error("refused after writing");
+    };
+    const settled = await Promise.allSettled([writes.run(db, begin, insert(0)), writes.run(db, begin, insert(1)), writes.run(db, begin, failing), writes.run(db, begin, insert(2))]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(String((settled[2] as PromiseRejectedResult).reason)).toMatch(/refused after writing/);
+    expect(rows()).toEqual([0, 1, 2]);
+    expect(begins.length).toBe(2);
+  });
+
+  it("a failure that ends the shared transaction rejects every write in it, and none of their writes remain", async () => {
+    const { db, begin, insert, rows } = store();
+    const writes = new WriteBatches();
+    // What SQLite does on SQLITE_FULL or SQLITE_IOERR: the whole transaction is rolled back under the writes.
+    const endsTransaction = async (conn: AnyDb) => {
+      await sql`rollback`.execute(conn);
+      throw new Error("disk full");
+    };
+    const settled = await Promise.allSettled([writes.run(db, begin, insert(0)), writes.run(db, begin, insert(1)), writes.run(db, begin, endsTransaction), writes.run(db, begin, insert(2))]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "rejected"]);
+    for (const s of settled.slice(1)) expect(String((s as PromiseRejectedResult).reason)).toMatch(/disk full/);
+    expect(rows()).toEqual([0]);
+    // The queue goes on.
+    expect(await writes.run(db, begin, insert(3))).toBe(3);
+    expect(rows()).toEqual([0, 3]);
+  });
+
+  it("a write marked alone, and writes of another database, never share a transaction", async () => {
+    const a = store();
+    const b = store();
+    const writes = new WriteBatches();
+    await Promise.all([
+      writes.run(a.db, a.begin, a.insert(0)),
+      writes.run(a.db, a.begin, a.insert(1)),
+      writes.run(a.db, a.begin, a.insert(2), true),
+      writes.run(a.db, a.begin, a.insert(3)),
+      writes.run(b.db, b.begin, b.insert(4)),
+      writes.run(a.db, a.begin, a.insert(5)),
+    ]);
+    expect(a.rows()).toEqual([0, 1, 2, 3, 5]);
+    expect(b.rows()).toEqual([4]);
+    // a: [0], [1], [2] alone, [3], then [5] after b's transaction.
+    expect(a.begins.length).toBe(5);
+    expect(b.begins.length).toBe(1);
+  });
+
+  it("a write sees the writes of those before it in its transaction, and runs after them", async () => {
+    const { db, begin, insert } = store();
+    const writes = new WriteBatches();
+    const count = async (conn: AnyDb) => Number((await sql<{ c: number }>`select count(*) as c from t`.execute(conn)).rows[0]!.c);
+    const [, , , seen] = await Promise.all([writes.run(db, begin, insert(0)), writes.run(db, begin, insert(1)), writes.run(db, begin, insert(2)), writes.run(db, begin, count)]);
+    expect(seen).toBe(3);
+  });
+});
