@@ -30,35 +30,41 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
   const { prefix } = options;
   const busy = options.busyTimeoutMs ?? 5000;
   const outside = options.inOutsideTransaction ?? (() => false);
+  /** The application shares the handle (SqliteAdapterOptions.database): its own statements must keep `busy` while this waits. */
+  const shared = options.inOutsideTransaction !== undefined;
   /**
    * `BEGIN IMMEDIATE` without the driver's busy handler, which would sleep on
    * this thread while another connection (another process, or another
    * handle in this one) holds the write lock: SQLITE_BUSY is retried after a
    * timer instead, so the event loop runs while this process waits. Gives up
    * with SQLite's own error once `busy` ms have passed, as the handler would.
-   * The connection's busy timeout is 0 only for the BEGIN itself (a handle
-   * the application shares keeps `busy` while this waits), and before each
-   * try the application's own transaction on a shared handle has ended.
+   * The connection's busy timeout is 0 only while this waits (on a handle
+   * the application shares, only for each BEGIN itself, so its statements
+   * keep `busy` between tries), and before each try the application's own
+   * transaction on a shared handle has ended.
    */
   const beginImmediate = async (conn: AnyDb): Promise<void> => {
     const deadline = Date.now() + busy;
-    for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
+    for (let pause = 1, first = true; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS), first = false) {
       while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
-      await sql.raw("pragma busy_timeout = 0").execute(conn);
+      if (shared || first) await sql.raw("pragma busy_timeout = 0").execute(conn);
       let failure: unknown = null;
       try {
         await sql`begin immediate`.execute(conn);
       } catch (error) {
         failure = error;
       }
-      try {
-        await sql.raw(`pragma busy_timeout = ${busy}`).execute(conn);
-      } catch (error) {
-        if (failure === null) await sql`rollback`.execute(conn).catch(() => undefined);
-        throw error;
+      const last = failure === null || !isBusy(failure) || Date.now() >= deadline;
+      if (shared || last) {
+        try {
+          await sql.raw(`pragma busy_timeout = ${busy}`).execute(conn);
+        } catch (error) {
+          if (failure === null) await sql`rollback`.execute(conn).catch(() => undefined);
+          throw error;
+        }
       }
       if (failure === null) return;
-      if (!isBusy(failure) || Date.now() >= deadline) throw failure;
+      if (last) throw failure;
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
     }
   };
