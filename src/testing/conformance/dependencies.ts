@@ -127,6 +127,30 @@ export const dependencyCases: ConformanceCase[] = [
     },
   },
   {
+    // On SQLite the concurrent calls share one transaction (group commit, each in a savepoint): a refused call must fail alone.
+    name: "enqueue › concurrent calls, some refused (a parent that does not exist): each refused call fails alone and stores nothing, every other call's jobs are stored",
+    async run(t) {
+      const live = await insert(t, { queue: "p" });
+      const before = await count(t);
+      const now = t.clock.now();
+      const job = (call: number, parents: number[]) => ({ task: "t", queue: "default", payload: JSON.stringify({ call }), state: "ready" as const, priority: 0, runAt: now, maxAttempts: 3, backoff: null, after: { ids: parents, refs: [] } });
+      const refused = (call: number) => call % 3 === 1;
+      const calls = Array.from({ length: 12 }, (_, call) => t.adapter.enqueue({ jobs: refused(call) ? [job(call, [live.id]), job(call, [live.id, 999_999])] : [job(call, [live.id])], now }));
+      const settled = await Promise.allSettled(calls);
+      settled.forEach((s, call) => {
+        if (refused(call)) assert.ok(s.status === "rejected" && s.reason instanceof NotFoundError, `call ${call}: NotFoundError, got ${s.status === "rejected" ? String(s.reason) : "stored"}`);
+        else assert.ok(s.status === "fulfilled" && s.value.length === 1, `call ${call} stored its job, got ${s.status === "rejected" ? String(s.reason) : s.value.length}`);
+      });
+      const stored = (await t.adapter.list({ limit: 10_000 })).filter((r) => r.id !== live.id && r.task === "t" && r.queue === "default");
+      assert.deepEqual(stored.map((r) => (JSON.parse(r.payload) as { call: number }).call).sort((a, b) => a - b), [0, 2, 3, 5, 6, 8, 9, 11]);
+      assert.equal(await count(t), before + 8);
+      assert.deepEqual(
+        (await t.adapter.dependencies({ id: live.id })).children.slice().sort((a, b) => a - b),
+        stored.map((r) => r.id).sort((a, b) => a - b),
+      );
+    },
+  },
+  {
     name: "list › ids: only those jobs, in id order, missing ones left out, with the other filters (how dependencies() and ctx.parents() read many jobs at once)",
     async run(t) {
       const now = t.clock.now();
