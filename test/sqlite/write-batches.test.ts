@@ -2,7 +2,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import type { AnyDb } from "../../src/adapters/kysely/engine.ts";
-import { WriteBatches, type Begin } from "../../src/adapters/sqlite/write-batches.ts";
+import { MAX_SHARED_TRANSACTION_MS, WriteBatches, type Begin } from "../../src/adapters/sqlite/write-batches.ts";
 
 /**
  * Group commit (src/adapters/sqlite/write-batches.ts): writes that queue in
@@ -51,7 +51,7 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
     expect(begins.length).toBe(2);
   });
 
-  it("a failure that ends the shared transaction rejects every write in it, and none of their writes remain", async () => {
+  it("a failure that ends the shared transaction rejects every write it ran, and none of their writes remain; the writes it had not run go on", async () => {
     const { db, begin, insert, rows } = store();
     const writes = new WriteBatches();
     // What SQLite does on SQLITE_FULL or SQLITE_IOERR: the whole transaction is rolled back under the writes.
@@ -60,12 +60,29 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
       throw new Error("disk full");
     };
     const settled = await Promise.allSettled([writes.run(db, begin, insert(0)), writes.run(db, begin, insert(1)), writes.run(db, begin, endsTransaction), writes.run(db, begin, insert(2))]);
-    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "rejected"]);
-    for (const s of settled.slice(1)) expect(String((s as PromiseRejectedResult).reason)).toMatch(/disk full/);
-    expect(rows()).toEqual([0]);
+    // [0] alone; [1, ends, 2] shared: 1 and the failing write ran in the lost transaction, 2 had not yet, and runs in the next.
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+    for (const s of settled.slice(1, 3)) expect(String((s as PromiseRejectedResult).reason)).toMatch(/disk full/);
+    expect(rows()).toEqual([0, 2]);
     // The queue goes on.
     expect(await writes.run(db, begin, insert(3))).toBe(3);
-    expect(rows()).toEqual([0, 3]);
+    expect(rows()).toEqual([0, 2, 3]);
+  });
+
+  it("a shared transaction starts no write once it has held the lock for MAX_SHARED_TRANSACTION_MS: the rest commit in the next, in order", async () => {
+    const { db, begin, begins, rows } = store();
+    const writes = new WriteBatches();
+    const slow = (n: number) => async (conn: AnyDb) => {
+      const until = Date.now() + MAX_SHARED_TRANSACTION_MS * 0.75;
+      while (Date.now() < until);
+      await sql`insert into t (n) values (${n})`.execute(conn);
+      return n;
+    };
+    const results = await Promise.all([0, 1, 2, 3, 4].map((n) => writes.run(db, begin, slow(n))));
+    expect(results).toEqual([0, 1, 2, 3, 4]);
+    expect(rows()).toEqual([0, 1, 2, 3, 4]);
+    // [0] alone; then [1, 2] (the budget is spent after 2 writes), [3, 4].
+    expect(begins.length).toBe(3);
   });
 
   it("a write marked alone, and writes of another database, never share a transaction", async () => {

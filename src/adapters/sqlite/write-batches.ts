@@ -22,11 +22,14 @@
  *   are unaffected.
  * - An error that ends the whole transaction (SQLite rolls back on
  *   SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM…; or a failed COMMIT) rejects
- *   every `work` of the transaction with that error, and none of their
+ *   every `work` the transaction ran with that error, and none of their
  *   writes remain: each caller sees what a failed commit of its own would
- *   show.
+ *   show. A BEGIN that fails (the lock not free within busyTimeoutMs)
+ *   rejects every work that was to share the transaction.
  * - Works run one after another, never interleaved, in call order; a work
- *   sees the writes of those before it in its transaction.
+ *   sees the writes of those before it in its transaction. A shared
+ *   transaction starts no work after MAX_SHARED_TRANSACTION_MS: the rest
+ *   wait for the next one.
  * - `alone` works (application code, migrations) always have a
  *   transaction of their own.
  * - Works of different databases (a different kysely instance or
@@ -37,6 +40,15 @@ import type { AnyDb } from "../kysely/engine.ts";
 
 /** How many works one transaction takes at most: enough for a process's burst, short enough not to hold the file's lock long. */
 export const MAX_WORKS_PER_TRANSACTION = 64;
+
+/**
+ * A shared transaction starts no further work once it has held the lock this
+ * long (ms): the works left go back to the head of the queue, for the next
+ * transaction. So a process with many large writes queued (batches of 1,000
+ * jobs take ~30 ms each) still lets other processes' writes in between, as
+ * it did before its writes shared transactions.
+ */
+export const MAX_SHARED_TRANSACTION_MS = 20;
 
 /** Opens the write transaction on `conn` (`BEGIN IMMEDIATE` with the engine's wait for the lock). */
 export type Begin = (conn: AnyDb) => Promise<void>;
@@ -66,7 +78,7 @@ export class WriteBatches {
   async #drain(): Promise<void> {
     this.#running = true;
     try {
-      while (this.#waiting.length > 0) await transact(this.#take());
+      while (this.#waiting.length > 0) this.#waiting.unshift(...(await transact(this.#take())));
     } finally {
       this.#running = false;
     }
@@ -87,15 +99,21 @@ export class WriteBatches {
   }
 }
 
-/** Runs `entries` in one transaction and settles each; never throws. */
-async function transact(entries: Entry[]): Promise<void> {
+/**
+ * Runs `entries`, or the first of them (see MAX_SHARED_TRANSACTION_MS), in
+ * one transaction and settles each it ran; returns those it did not run, in
+ * order. A transaction that fails to begin rejects them all. Never throws.
+ */
+async function transact(entries: Entry[]): Promise<Entry[]> {
   const { db, begin } = entries[0]!;
-  let outcomes: Outcome[] | null = null;
+  const progress = { began: false, ran: 0 };
+  let outcomes: Outcome[];
   try {
     outcomes = await db.connection().execute(async (conn) => {
       await begin(conn);
+      progress.began = true;
       try {
-        const settled = entries.length === 1 ? [await attempt(entries[0]!, conn)] : await inSavepoints(entries, conn);
+        const settled = entries.length === 1 ? [await attempt(entries[0]!, conn, progress)] : await inSavepoints(entries, conn, progress);
         if (settled.length === 1 && !settled[0]!.ok) {
           await sql`rollback`.execute(conn).catch(() => undefined);
           return settled;
@@ -108,13 +126,16 @@ async function transact(entries: Entry[]): Promise<void> {
       }
     });
   } catch (error) {
-    for (const e of entries) e.reject(error);
-    return;
+    const failed = progress.began ? progress.ran : entries.length;
+    for (const e of entries.slice(0, failed)) e.reject(error);
+    return entries.slice(failed);
   }
   outcomes.forEach((o, i) => (o.ok ? entries[i]!.resolve(o.value) : entries[i]!.reject(o.error)));
+  return entries.slice(outcomes.length);
 }
 
-async function attempt(entry: Entry, conn: AnyDb): Promise<Outcome> {
+async function attempt(entry: Entry, conn: AnyDb, progress: { ran: number }): Promise<Outcome> {
+  progress.ran++;
   try {
     return { ok: true, value: await entry.work(conn) };
   } catch (error) {
@@ -123,15 +144,19 @@ async function attempt(entry: Entry, conn: AnyDb): Promise<Outcome> {
 }
 
 /**
- * Each work in a savepoint of the open transaction. Throws (so the whole
- * transaction is rolled back and every work rejected) when a work's failure
- * ended the transaction: its savepoint is then gone.
+ * Each work in a savepoint of the open transaction, in order, until
+ * MAX_SHARED_TRANSACTION_MS have passed: the outcomes of those it ran (at
+ * least one). Throws (so the whole transaction is rolled back and every
+ * work it ran rejected) when a work's failure ended the transaction: its
+ * savepoint is then gone.
  */
-async function inSavepoints(entries: Entry[], conn: AnyDb): Promise<Outcome[]> {
+async function inSavepoints(entries: Entry[], conn: AnyDb, progress: { ran: number }): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
+  const began = Date.now();
   for (const entry of entries) {
+    if (outcomes.length > 0 && Date.now() - began >= MAX_SHARED_TRANSACTION_MS) break;
     await sql`savepoint docket_write`.execute(conn);
-    const outcome = await attempt(entry, conn);
+    const outcome = await attempt(entry, conn, progress);
     if (!outcome.ok) {
       try {
         await sql`rollback to docket_write`.execute(conn);
