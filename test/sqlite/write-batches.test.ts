@@ -69,6 +69,32 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
     expect(rows()).toEqual([0, 2, 3]);
   });
 
+  it("a shared transaction that cannot open a write's savepoint fails that write, and the queue goes on", async () => {
+    const handle = new Database(":memory:");
+    handle.exec("create table t (n integer not null)");
+    // Every SAVEPOINT fails, as on a connection that keeps failing: a lone write needs none.
+    const failing = new Proxy(handle, {
+      get(target, property) {
+        if (property === "prepare") return (text: string) => (/^savepoint/i.test(text) ? (() => { throw new Error("disk I/O error"); })() : target.prepare(text));
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: failing as never }) }) as AnyDb;
+    // A macrotask per transaction, so that a queue retrying the failed write forever fails this case by its timeout instead of holding the event loop.
+    const begin: Begin = async (conn) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      await sql`begin immediate`.execute(conn);
+    };
+    const insert = (n: number) => async (conn: AnyDb) => (await sql`insert into t (n) values (${n})`.execute(conn), n);
+    const writes = new WriteBatches();
+    // [0] alone; [1, 2] shared: 1's savepoint fails, so 1 fails; 2 runs alone next.
+    const settled = await Promise.allSettled([0, 1, 2].map((n) => writes.run(db, begin, insert(n))));
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/disk I\/O error/);
+    expect(handle.prepare("select n from t order by n").all().map((r) => (r as { n: number }).n)).toEqual([0, 2]);
+  }, 5_000);
+
   it("a shared transaction starts no write once it has held the lock for MAX_SHARED_TRANSACTION_MS: the rest commit in the next, in order", async () => {
     const { db, begin, begins, rows } = store();
     const writes = new WriteBatches();

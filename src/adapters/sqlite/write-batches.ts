@@ -102,7 +102,8 @@ export class WriteBatches {
 /**
  * Runs `entries`, or the first of them (see MAX_SHARED_TRANSACTION_MS), in
  * one transaction and settles each it ran; returns those it did not run, in
- * order. A transaction that fails to begin rejects them all. Never throws.
+ * order. A transaction that fails to begin rejects them all; one lost after
+ * it began rejects the works it ran (at least the first). Never throws.
  */
 async function transact(entries: Entry[]): Promise<Entry[]> {
   const { db, begin } = entries[0]!;
@@ -114,11 +115,9 @@ async function transact(entries: Entry[]): Promise<Entry[]> {
       progress.began = true;
       try {
         const settled = entries.length === 1 ? [await attempt(entries[0]!, conn, progress)] : await inSavepoints(entries, conn, progress);
-        if (settled.length === 1 && !settled[0]!.ok) {
-          await sql`rollback`.execute(conn).catch(() => undefined);
-          return settled;
-        }
-        await sql`commit`.execute(conn);
+        // Nothing to keep when no work succeeded (a lone work that failed has no savepoint: this undoes its writes).
+        if (settled.some((o) => o.ok)) await sql`commit`.execute(conn);
+        else await sql`rollback`.execute(conn).catch(() => undefined);
         return settled;
       } catch (error) {
         await sql`rollback`.execute(conn).catch(() => undefined);
@@ -126,7 +125,8 @@ async function transact(entries: Entry[]): Promise<Entry[]> {
       }
     });
   } catch (error) {
-    const failed = progress.began ? progress.ran : entries.length;
+    // Begun: the works it ran, and at least the next one (a savepoint that cannot be opened fails its work, rather than the queue retrying it forever).
+    const failed = progress.began ? Math.max(progress.ran, 1) : entries.length;
     for (const e of entries.slice(0, failed)) e.reject(error);
     return entries.slice(failed);
   }
