@@ -204,6 +204,8 @@ const say = (s: string) => {
 say(`fairness benchmark: ${jobs} flood jobs (${floodMode}), ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in ${workers} processes, poll ${pollMs} ms`);
 for (const name of adapters) {
   const db = await openDatabase(name);
+  /** Per run: the p99 ratio from the call, from the return, and the flood's throughput ratio. */
+  const ratios: [number, number, number][] = [];
   try {
     for (let run = 0; run < runs; run++) {
       const base = run * 3;
@@ -231,6 +233,14 @@ for (const name of adapters) {
         `${name}: flood throughput with fairness ${rate(flood).toFixed(0)} jobs/s (${flood.floodStarted}/${jobs}), without ${rate(plain).toFixed(0)} jobs/s (${plain.floodStarted}/${jobs}); ratio ${(rate(flood) / rate(plain)).toFixed(2)}`,
       );
       say(`${name}: total throughput in the flood's window (small keys' jobs too) with fairness ${total(flood).toFixed(0)} jobs/s, without ${total(plain).toFixed(0)} jobs/s; ratio ${(total(flood) / total(plain)).toFixed(2)}`);
+      ratios.push([p99f / p99i, pct(flood.afterStored, 99) / pct(idle.afterStored, 99), rate(flood) / rate(plain)]);
+    }
+    if (runs > 1) {
+      const median = (i: number) => [...ratios.map((r) => r[i]!)].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
+      const spread = (i: number) => `${Math.min(...ratios.map((r) => r[i]!)).toFixed(2)}–${Math.max(...ratios.map((r) => r[i]!)).toFixed(2)}`;
+      say(
+        `${name}: median of ${runs} runs: p99 ratio from the call ${median(0).toFixed(2)}× (${spread(0)}), from the return ${median(1).toFixed(2)}× (${spread(1)}); flood throughput ratio ${median(2).toFixed(2)} (${spread(2)})`,
+      );
     }
   } finally {
     await db.dispose();
