@@ -51,6 +51,24 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
     expect(begins.length).toBe(2);
   });
 
+  it("a write that opens savepoints of its own and throws without releasing them still leaves none of its writes", async () => {
+    const { db, begin, begins, insert, rows } = store();
+    const writes = new WriteBatches();
+    // Savepoints left open by the work, one of them of the name every write's savepoint once had.
+    const failing = async (conn: AnyDb) => {
+      await insert(100)(conn);
+      await sql`savepoint docket_write`.execute(conn);
+      await insert(101)(conn);
+      await sql`savepoint inner_work`.execute(conn);
+      await insert(102)(conn);
+      throw new Error("refused after its own savepoints");
+    };
+    const settled = await Promise.allSettled([writes.run(db, begin, insert(0)), writes.run(db, begin, insert(1)), writes.run(db, begin, failing), writes.run(db, begin, insert(2))]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(rows()).toEqual([0, 1, 2]);
+    expect(begins.length).toBe(2);
+  });
+
   it("a failure that ends the shared transaction rejects every write it ran, and none of their writes remain; the writes it had not run go on", async () => {
     const { db, begin, insert, rows } = store();
     const writes = new WriteBatches();

@@ -16,7 +16,8 @@
  * - `work` runs inside a transaction of its own or inside a savepoint of a
  *   shared one; either way its writes commit together or not at all, and
  *   the promise settles after the COMMIT that made them durable (or with
- *   the error that undid them).
+ *   the error that undid them). That holds whatever savepoints the work
+ *   opens itself and leaves open (its own savepoint's name is unique).
  * - A `work` that throws undoes only its own writes (ROLLBACK TO its
  *   savepoint) and rejects with its error; the others in its transaction
  *   are unaffected.
@@ -153,18 +154,21 @@ async function attempt(entry: Entry, conn: AnyDb, progress: { ran: number }): Pr
 async function inSavepoints(entries: Entry[], conn: AnyDb, progress: { ran: number }): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   const began = Date.now();
-  for (const entry of entries) {
+  for (const [index, entry] of entries.entries()) {
     if (outcomes.length > 0 && Date.now() - began >= MAX_SHARED_TRANSACTION_MS) break;
-    await sql`savepoint docket_write`.execute(conn);
+    // A name of its own per work of the transaction: ROLLBACK TO and RELEASE of it also cover any savepoint the work
+    // opened and left, where one name for all (which a work might open too) would reach only the work's innermost one.
+    const savepoint = sql.raw(`docket_write_${index}`);
+    await sql`savepoint ${savepoint}`.execute(conn);
     const outcome = await attempt(entry, conn, progress);
     if (!outcome.ok) {
       try {
-        await sql`rollback to docket_write`.execute(conn);
+        await sql`rollback to ${savepoint}`.execute(conn);
       } catch {
         throw outcome.error;
       }
     }
-    await sql`release docket_write`.execute(conn);
+    await sql`release ${savepoint}`.execute(conn);
     outcomes.push(outcome);
   }
   return outcomes;
