@@ -49,10 +49,14 @@ export async function claim(
     }
     if (claimed.length > 0) return claimed;
     // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction,
-    // and, at most every UNTAGGED_LOOK_MS, an empty fair queue: its jobs without a tag (enqueued before a store knew it fair).
+    // and an empty fair queue: its jobs without a tag (enqueued before a store knew it fair), looked for at most every
+    // UNTAGGED_LOOK_MS while none are found, and at every such claim while some are (a backlog drains claim after claim).
     if (!(await capsApply(ctx, params, fair))) {
       if (!fair || params.now - memory.untaggedLookedAt < UNTAGGED_LOOK_MS) return [];
       memory.untaggedLookedAt = params.now;
+      const untagged = await claimWithControls(ctx, memory, params, constrained);
+      if (untagged.length > 0) memory.untaggedLookedAt = Number.NEGATIVE_INFINITY;
+      return untagged;
     }
   }
   // Where the controls transaction is the only claim (no one-statement claim: MariaDB), it reads a queue with

@@ -94,6 +94,17 @@ export const fairnessCases: ConformanceCase[] = [
     },
   },
   {
+    name: "fairness › a backlog enqueued before its queue was fair drains claim after claim once the tagged jobs are gone, not one claim a second",
+    async run(t) {
+      for (let i = 0; i < 30; i++) await insert(t, { queue: "q" });
+      await insert(t, fair("a"));
+      // Every claim at one instant: the backlog must not wait for the clock between claims.
+      let claimed = 0;
+      for (let i = 0; i < 6 && claimed < 31; i++) claimed += (await claimQ(t, 10)).length;
+      assert.equal(claimed, 31, "all 31 jobs claimed within 6 claims of 10 at one instant");
+    },
+  },
+  {
     name: "fairness › a key with one ready job starts within ⌈active keys ÷ jobs per claim⌉ claims, behind a flooding key",
     async run(t) {
       const now = t.clock.now();
