@@ -13,13 +13,19 @@ import type { ClaimFloor } from "./claim-floor.ts";
 /** How long after a claim met a cap the next claims go straight to the transaction that applies caps. */
 export const CAPS_MEMORY_MS = 1000;
 
-/** How often, at most, an empty claim of a fair queue in fair order looks for its untagged jobs (see claim.ts). */
+/**
+ * How often, at most, an empty claim of a fair queue in fair order looks for
+ * its untagged jobs while none were found lately; within this long after a
+ * look found some, every such claim looks (see claim.ts).
+ */
 export const UNTAGGED_LOOK_MS = 1000;
 
 /** What one store remembers between claims: when a claim last met a cap on its queues or tasks, and when one last looked for untagged fair jobs. */
 export interface ClaimMemory {
   capsSeenAt: number;
+  /** When a claim last looked for a fair queue's untagged jobs, and when one last found some. */
   untaggedLookedAt: number;
+  untaggedFoundAt: number;
   /** Queues read with a rate limit and no cap: a claim with no room for constrained jobs locks them exclusively, to take their slack (see isConstrained). */
   rateQueues: Set<string>;
   /** Queues and tasks read with a cap: an outcome that frees one of their slots may be announced (see freedCapQueues). */
@@ -31,7 +37,7 @@ export interface ClaimMemory {
 }
 
 export function claimMemory(): ClaimMemory {
-  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() }, floors: new Map(), slackMissedAt: Number.NEGATIVE_INFINITY };
+  return { capsSeenAt: Number.NEGATIVE_INFINITY, untaggedLookedAt: Number.NEGATIVE_INFINITY, untaggedFoundAt: Number.NEGATIVE_INFINITY, rateQueues: new Set(), capped: { queues: new Set(), tasks: new Set() }, floors: new Map(), slackMissedAt: Number.NEGATIVE_INFINITY };
 }
 
 /**

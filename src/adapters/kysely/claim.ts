@@ -49,13 +49,15 @@ export async function claim(
     }
     if (claimed.length > 0) return claimed;
     // Nothing claimed: no job was ready, or a cap kept the statement from claiming. Only the latter needs the transaction,
-    // and an empty fair queue: its jobs without a tag (enqueued before a store knew it fair), looked for at most every
-    // UNTAGGED_LOOK_MS while none are found, and at every such claim while some are (a backlog drains claim after claim).
+    // and an empty fair queue: its jobs without a tag (enqueued before a store knew it fair; a keyed one stays so when
+    // its key admits it), looked for at most every UNTAGGED_LOOK_MS while none are found, and at every such claim
+    // within UNTAGGED_LOOK_MS of a look that found some (a backlog drains claim after claim, admitted ones as admitted).
     if (!(await capsApply(ctx, params, fair))) {
-      if (!fair || params.now - memory.untaggedLookedAt < UNTAGGED_LOOK_MS) return [];
+      if (!fair) return [];
+      if (params.now - memory.untaggedLookedAt < UNTAGGED_LOOK_MS && params.now - memory.untaggedFoundAt >= UNTAGGED_LOOK_MS) return [];
       memory.untaggedLookedAt = params.now;
       const untagged = await claimWithControls(ctx, memory, params, constrained);
-      if (untagged.length > 0) memory.untaggedLookedAt = Number.NEGATIVE_INFINITY;
+      if (untagged.length > 0) memory.untaggedFoundAt = params.now;
       return untagged;
     }
   }

@@ -152,6 +152,7 @@ export class KyselyStore implements DocketAdapter {
     this.#ctx = { ...this.#ctx, fairQueues: new FairQueues() };
     this.#claims.capsSeenAt = Number.NEGATIVE_INFINITY;
     this.#claims.untaggedLookedAt = Number.NEGATIVE_INFINITY;
+    this.#claims.untaggedFoundAt = Number.NEGATIVE_INFINITY;
     this.#claims.rateQueues.clear();
     this.#claims.capped.queues.clear();
     this.#claims.capped.tasks.clear();

@@ -105,6 +105,23 @@ export const fairnessCases: ConformanceCase[] = [
     },
   },
   {
+    name: "fairness › a keyed job stored before its queue was fair is claimed as its key admits it, though a claim just before found none",
+    async run(t) {
+      for (let i = 0; i < 3; i++) await insert(t, { queue: "q", concurrency: { key: "k", limit: 1, onConflict: "block" } });
+      await insert(t, fair("a"));
+      const first = await claimQ(t, 10);
+      const keyed = [...first, ...(await claimQ(t, 10))].filter((j) => j.concurrencyKey === "k");
+      assert.equal(keyed.length, 1, "the key's one slot");
+      // Nothing ready now: the key holds the other two back.
+      assert.deepEqual(await claimQ(t, 10), []);
+      t.clock.advance(10);
+      await t.adapter.settle({ items: [{ kind: "complete", id: keyed[0]!.id, leaseToken: keyed[0]!.leaseToken!, now: t.clock.now(), concurrencyKey: "k" }] });
+      t.clock.advance(10);
+      const next = await claimQ(t, 10);
+      assert.deepEqual(keysOf(next), ["-"], `the job its key admitted, 20 ms after a claim that found none (first ${JSON.stringify(first.map((j) => [j.id, j.concurrencyKey, j.fairKey]))}, next ${JSON.stringify(next.map((j) => [j.id, j.concurrencyKey, j.state]))})`);
+    },
+  },
+  {
     name: "fairness › a key with one ready job starts within ⌈active keys ÷ jobs per claim⌉ claims, behind a flooding key",
     async run(t) {
       const now = t.clock.now();
