@@ -1,7 +1,8 @@
 /**
  * A Docket's in-process notices: the event listeners of `docket.on`
  * (EventHub), and the wake-ups its workers subscribe to (queues with jobs
- * just enqueued or made due, jobs just cancelled). Nothing here crosses a
+ * just enqueued or made due, jobs just cancelled, queues just paused or
+ * resumed). Nothing here crosses a
  * process; every notice follows a write that committed.
  */
 import type { Clock } from "../core/clock.ts";
@@ -44,6 +45,8 @@ export class LocalBus {
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string> | null, due: boolean) => void>();
   /** Workers of this docket, told about the jobs it cancelled. */
   readonly #cancelListeners = new Set<(id: number) => void>();
+  /** Workers of this docket, told about the queues it paused or resumed. */
+  readonly #pauseListeners = new Set<(queue: string, paused: boolean) => void>();
 
   constructor(readonly clock: Clock) {}
 
@@ -55,6 +58,25 @@ export class LocalBus {
   onCancelled(listener: (id: number) => void): () => void {
     this.#cancelListeners.add(listener);
     return () => void this.#cancelListeners.delete(listener);
+  }
+
+  onPaused(listener: (queue: string, paused: boolean) => void): () => void {
+    this.#pauseListeners.add(listener);
+    return () => void this.#pauseListeners.delete(listener);
+  }
+
+  /** `write`'s result once it committed, after telling every pause listener that `queue` is now `paused` (or resumed). */
+  afterPause<R>(write: Promise<R>, queue: string, paused: boolean): Promise<R> {
+    return write.then((control) => {
+      for (const listener of this.#pauseListeners) {
+        try {
+          listener(queue, paused);
+        } catch {
+          // A listener's failure must not fail the write that committed.
+        }
+      }
+      return control;
+    });
   }
 
   /**

@@ -235,13 +235,13 @@ export class Docket<T extends TaskMap = TaskMap> {
   /** Actions on every job a filter selects: `count(filter)`, then `apply(action, filter, { limit })` (see BulkActions). */
   readonly bulk: BulkActions;
 
-  /** Pauses a queue for every worker, durably: once this returns, no claim takes from it until `resumeQueue`. */
+  /** Pauses a queue for every worker, durably: once this returns, no claim takes from it until `resumeQueue` and no job a worker prefetched from it starts (this docket's workers at once, others within about a second). */
   async pauseQueue(queue: string): Promise<QueueControl> {
-    return this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true });
+    return this.#bus.afterPause(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: true }), queue, true);
   }
 
   async resumeQueue(queue: string): Promise<QueueControl> {
-    return this.#bus.afterControl(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false }), queue);
+    return this.#bus.afterControl(this.#bus.afterPause(this.adapter.setQueueControl({ queue: validateName(queue, "queue"), paused: false }), queue, false), queue);
   }
 
   /** At most `cap` jobs of this queue run at once, cluster-wide (null: none); lowering it preempts nothing. */
@@ -316,7 +316,7 @@ export class Docket<T extends TaskMap = TaskMap> {
 
   /** What a worker of this docket sees of it (src/worker/host.ts). */
   #workerHost(): WorkerHost {
-    return workerHost(this, this.#payloadLimit, this.#sweeperHost);
+    return workerHost(this, this.#payloadLimit, this.#sweeperHost, this.#bus);
   }
 
   /** The running workers, each with its host, pid, queues, concurrency, last heartbeat and jobs in hand; a crashed one drops out within its lease. Reads only. */

@@ -1,11 +1,12 @@
 /**
  * The WorkerHost a Docket hands each of its workers (src/worker/host.ts):
- * the docket's public surface, bound, with its payload limit and
- * maintenance. Built here so the Docket class stays its API.
+ * the docket's public surface, bound, with its payload limit, maintenance
+ * and its bus's pause notices. Built here so the Docket class stays its API.
  */
 import type { WorkerHost } from "../worker/host.ts";
 import type { PayloadLimit } from "./payload-limit.ts";
 import { maintain, type SweeperHost } from "./sweeper.ts";
+import type { LocalBus } from "./bus.ts";
 
 /** What a docket gives: the host's plain fields, and the methods the host binds. */
 export type WorkerHostSource = Pick<WorkerHost, "adapter" | "clock" | "random" | "defaultQueue" | "taskQueues" | "planFailure" | "listens" | "publish" | "onEnqueued" | "onCancelled" | "reclaimExpired"> & {
@@ -13,7 +14,7 @@ export type WorkerHostSource = Pick<WorkerHost, "adapter" | "clock" | "random" |
   payloadLimit(): Promise<number>;
 };
 
-export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, sweeper: SweeperHost): WorkerHost {
+export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, sweeper: SweeperHost, bus: Pick<LocalBus, "onPaused">): WorkerHost {
   return {
     adapter: d.adapter,
     clock: d.clock,
@@ -26,6 +27,7 @@ export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, swee
     publish: (event) => d.publish(event),
     onEnqueued: (listener) => d.onEnqueued(listener),
     onCancelled: (listener) => d.onCancelled(listener),
+    onPaused: (listener) => bus.onPaused(listener),
     reclaimExpired: () => d.reclaimExpired(),
     maintain: (failed) => maintain(sweeper, failed),
   };

@@ -46,6 +46,8 @@ export interface ExecutorParts {
   readonly reserved: () => number;
   /** Queues an attempt's outcome for writing; resolves once it is recorded (or given up). */
   readonly record: (attempt: Attempt, outcome: AttemptEnd) => Promise<void>;
+  /** Whether jobs of `queue` must not start: the worker knows it paused (see PausedQueues). */
+  readonly paused: (queue: string) => boolean;
   /**
    * Extends the leases of `attempts` (at most one such write under way),
    * then calls `startBuffered` again. Called with the buffered attempts
@@ -102,13 +104,21 @@ export class Executor {
    * expired), unless the database is so slow that a renewal begun after the
    * lease was found short itself takes over `leaseMs / 2`: then the handler
    * starts on what that renewal left, if anything (the worker makes
-   * progress whenever a write takes less than `leaseMs`).
+   * progress whenever a write takes less than `leaseMs`). A job of a queue
+   * the worker knows paused never starts: it is released (back to ready,
+   * its attempt not counted).
    */
   startBuffered(): void {
     const buffer = this.#parts.buffer;
     while (this.#active < this.#config.concurrency - this.#parts.reserved()) {
       const attempt = buffer.peek();
       if (attempt === undefined) return;
+      if (this.#parts.paused(attempt.record.queue)) {
+        // Claimed before its queue's pause was known here: back to ready, unstarted.
+        buffer.take();
+        if (this.#parts.inFlight.get(attempt.key) === attempt) void this.#parts.record(attempt, { kind: "released" });
+        continue;
+      }
       if (this.#parts.inFlight.get(attempt.key) === attempt && !this.#fresh(attempt)) {
         // Renew the ones the handlers will start next (at least RENEW_AHEAD): a bounded write, whatever the buffer holds.
         const next = buffer.peekFirst(Math.max(RENEW_AHEAD, this.#config.concurrency - this.#parts.reserved() - this.#active));

@@ -47,6 +47,8 @@ export interface WorkerHost {
   onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void;
   /** Calls `listener` with the id of each job this docket cancelled, once the cancel committed. Returns an unsubscribe function. */
   onCancelled(listener: (id: number) => void): () => void;
+  /** Calls `listener` with each queue this docket paused or resumed, once the write committed. Returns an unsubscribe function. */
+  onPaused(listener: (queue: string, paused: boolean) => void): () => void;
   /** One sweep of expired leases (each becomes a retry or a dead letter). Rejects with what the storage threw. */
   reclaimExpired(): Promise<unknown>;
   /**

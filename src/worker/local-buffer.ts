@@ -108,6 +108,23 @@ export class LocalBuffer {
     else this.#attempts.splice(at, 0, attempt);
   }
 
+  /** Removes and returns the buffered attempts `which` selects (in buffer order); the others keep their order. */
+  remove(which: (attempt: Attempt) => boolean): Attempt[] {
+    const removed: Attempt[] = [];
+    for (let i = this.#attempts.length - 1; i >= 0; i--) {
+      const attempt = this.#attempts[i]!;
+      if (!which(attempt)) continue;
+      this.#attempts.splice(i, 1);
+      removed.unshift(attempt);
+      const key = keyOf(attempt);
+      if (key === null) continue;
+      const left = this.#perKey.get(key)! - 1;
+      if (left === 0) this.#perKey.delete(key);
+      else this.#perKey.set(key, left);
+    }
+    return removed;
+  }
+
   /** Adds attempts ahead of every buffered one (they have handlers reserved: see Producer.accept). */
   addFirst(attempts: readonly Attempt[]): void {
     if (this.#mode === "closed") throw new Error("docket worker: local buffer is closed");

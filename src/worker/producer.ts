@@ -45,6 +45,8 @@ export interface ProducerParts {
   readonly freeHandlers: () => number;
   /** Outcomes queued or being written (see `#held`). */
   readonly recording: () => number;
+  /** A claim begun at `at` returned `records` (see PausedQueues.claimed). */
+  readonly claimed: (records: readonly JobRecord[], at: number) => void;
 }
 
 export interface ProducerConfig {
@@ -286,6 +288,7 @@ export class Producer {
         onRateLimited: (at) => this.#wakeAt(at),
       });
       if (stage) this.#lastStage = now;
+      this.#parts.claimed(claimed, now);
       return claimed;
     } catch (error) {
       if (stage) this.#stageRequested = true;

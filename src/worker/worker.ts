@@ -14,6 +14,7 @@ import { Emitter } from "./emitter.ts";
 import { Executor } from "./executor.ts";
 import { LEASE_CHECK_MAX_MS, LeaseKeeper } from "./lease-keeper.ts";
 import { LocalBuffer } from "./local-buffer.ts";
+import { PausedQueues } from "./paused-queues.ts";
 import { oneLine, WorkerLog } from "./log.ts";
 import { resolveOptions, type WorkerConfig, type WorkerOptions } from "./options.ts";
 import { Producer } from "./producer.ts";
@@ -39,6 +40,9 @@ import { Sweeps } from "./sweeps.ts";
  *   (heartbeating them), then releases unfinished jobs back to ready (not
  *   counted as an attempt).
  */
+/** How often a worker holding buffered jobs reads whether their queues were paused elsewhere (ms; see #checkPauses). */
+export const PAUSE_CHECK_MS = 1000;
+
 export class Worker<T extends TaskMap = TaskMap> {
   readonly #host: WorkerHost;
   readonly #config: WorkerConfig;
@@ -50,6 +54,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #executor: Executor;
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
+  /** The queues this worker knows paused: their buffered jobs do not start (see #learnPause). */
+  readonly #paused = new PausedQueues();
   readonly #sweeps: Sweeps;
   readonly #registration: Registration;
   /** Handled tasks registered to queues this worker does not take from: warned about at the first start. */
@@ -79,7 +85,19 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#sweeps = new Sweeps(host, emitter);
     this.#registration = new Registration(host, config, () => inFlight.size);
     const producer = (this.#producer = new Producer(
-      { host, life, inFlight, buffer, emitter, startBuffered: () => this.#executor.startBuffered(), freeHandlers: () => this.#executor.free, recording: () => this.#completer.recording },
+      {
+        host,
+        life,
+        inFlight,
+        buffer,
+        emitter,
+        startBuffered: () => this.#executor.startBuffered(),
+        freeHandlers: () => this.#executor.free,
+        recording: () => this.#completer.recording,
+        claimed: (records, at) => {
+          if (records.length > 0 && this.#paused.any) this.#paused.claimed(new Set(records.map((r) => r.queue)), at);
+        },
+      },
       {
         name: config.name,
         queues: config.queues,
@@ -104,7 +122,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       reportLost: (records, reason) => leases.reportLost(records, reason),
     }));
     this.#executor = new Executor(
-      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o), renew: (attempts) => this.#renew(attempts) },
+      { host, life, inFlight, buffer, emitter, wake: () => producer.wake(), wakeNextTurn: () => producer.wakeNextTurn(), idle: () => producer.idle, reserved: () => producer.reserved, record: (a, o) => completer.record(a, o), renew: (attempts) => this.#renew(attempts), paused: (queue) => this.#paused.paused(queue) },
       { handlers: config.handlers, fallback: config.fallback, timeoutMs: config.timeoutMs, concurrency: config.concurrency, leaseMs: config.leaseMs, overlap },
     );
   }
@@ -136,6 +154,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       setInterval(register, config.heartbeatMs),
       setInterval(() => this.#pass(() => this.#sweeps.pass()), config.reclaimMs),
       setInterval(() => this.#pass(() => this.#leases.checkLeases()), Math.min(config.pollMs, LEASE_CHECK_MAX_MS)),
+      setInterval(() => this.#pass(() => this.#checkPauses()), PAUSE_CHECK_MS),
     ];
     const host = this.#host;
     const unsubscribeErrors = host.adapter.onError?.((error) => this.#emitter.emit({ type: "error", error, operation: "connection" }));
@@ -143,6 +162,9 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (queues === null || config.queues.some((q) => queues.has(q))) this.#producer.ready(due);
     });
     const unsubscribeCancels = host.onCancelled((id) => this.#leases.cancelled(id));
+    const unsubscribePauses = host.onPaused((queue, paused) => {
+      if (config.queues.includes(queue)) this.#learnPause(queue, paused, host.clock.now());
+    });
     const unsubscribeReady = host.adapter.onReady?.((notice) => {
       if (notice.queue !== null && !config.queues.includes(notice.queue)) return;
       this.#producer.ready(notice.due);
@@ -151,6 +173,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       unsubscribeErrors?.();
       unsubscribeEnqueues();
       unsubscribeCancels();
+      unsubscribePauses();
       unsubscribeReady?.();
     };
     this.#loop = this.#producer.run();
@@ -261,6 +284,38 @@ export class Worker<T extends TaskMap = TaskMap> {
       }
       this.#executor.startBuffered();
     });
+  }
+
+  /**
+   * Records what is known of `queue`'s pause as of `at` (PausedQueues); when
+   * that makes it paused, every buffered job of it goes back to ready,
+   * unstarted, its attempt not counted (`released`).
+   */
+  #learnPause(queue: string, paused: boolean, at: number): void {
+    if (!this.#paused.learn(queue, paused, at) || this.#buffer.mode !== "open") return;
+    for (const attempt of this.#buffer.remove((a) => a.record.queue === queue)) {
+      if (this.#inFlight.get(attempt.key) === attempt) void this.#completer.record(attempt, { kind: "released" });
+    }
+    this.#producer.wake();
+  }
+
+  /**
+   * While jobs are buffered, reads the stored controls (one read) and learns
+   * from them which of this worker's queues are paused: a pause made by
+   * another docket reaches the buffer within PAUSE_CHECK_MS. Never rejects.
+   */
+  async #checkPauses(): Promise<void> {
+    if (this.#buffer.length === 0 && !this.#paused.any) return;
+    const at = this.#host.clock.now();
+    let queues: readonly { queue: string; paused: boolean }[];
+    try {
+      queues = (await this.#host.adapter.listControls()).queues;
+    } catch (error) {
+      this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" });
+      return;
+    }
+    const paused = new Set(queues.filter((q) => q.paused).map((q) => q.queue));
+    for (const queue of this.#config.queues) this.#learnPause(queue, paused.has(queue), at);
   }
 
   /** Runs a timer's pass, tracked until it settles (stop() waits for it). */

@@ -26,6 +26,7 @@ import { resultCases } from "./results.ts";
 import { stepCases } from "./steps.ts";
 import { dependencyCases } from "./dependencies.ts";
 import { cancelReachCases } from "./cancel-reach.ts";
+import { pauseReachCases } from "./pause-reach.ts";
 import { retryCases } from "./retry.ts";
 import { settleCases } from "./settle.ts";
 import { timeoutCases } from "./timeouts.ts";
@@ -71,6 +72,7 @@ export function conformanceCases(): ConformanceCase[] {
     ...historyCases,
     ...scheduleCases,
     ...cancelReachCases,
+    ...pauseReachCases,
     ...keyCases,
     ...keyPolicyCases,
     ...capCases,
