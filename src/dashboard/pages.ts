@@ -152,6 +152,7 @@ export function jobDetail(j: Job, v: View, deps: { parents: Job[]; children: Job
   return html`<table id="job"><tr><th>state</th><td id="state">${j.state}</td></tr><tr><th>task</th><td>${j.task}</td></tr><tr><th>queue</th><td>${j.queue}</td></tr>
 <tr><th>attempts</th><td>${j.attempt} of ${j.maxAttempts}</td></tr><tr><th>priority</th><td>${j.priority}</td></tr>
 <tr><th>concurrency key</th><td>${j.concurrencyKey ?? "–"}</td></tr><tr><th>idempotency key</th><td>${j.idempotencyKey ?? "–"}</td></tr>
+<tr><th>rate key</th><td>${j.rateKey ?? "–"}</td></tr><tr><th>fairness key</th><td>${j.fairKey ?? "–"}</td></tr><tr><th>debounce key</th><td>${j.debounceKey ?? "–"}</td></tr>
 <tr><th>worker</th><td id="worker">${j.worker ?? "–"}</td></tr><tr><th>lease expires</th><td>${time(j.leaseExpiresAt)}</td></tr>
 <tr><th>started</th><td id="started">${time(j.startedAt)}</td></tr><tr><th>runtime</th><td id="runtime">${runtimeText(j, now)}</td></tr></table>
 ${dependencyGraph(j, deps, v.base)}

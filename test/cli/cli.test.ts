@@ -350,4 +350,19 @@ describe("jobDetail", () => {
       await d.close();
     }
   });
+
+  it("shows the keys that decide when a job may start: rate, fairness and debounce keys beside the concurrency key", async () => {
+    const d = new Docket({ adapter: sqliteAdapter({ filename: join(dir, "keys.db") }) });
+    try {
+      await d.migrate();
+      const rated = await d.enqueue("t", {}, { rateLimit: { key: "api:7", limit: 5, periodMs: 1000 }, fairness: { key: "tenant:7" } });
+      const debounced = await d.enqueue("t", {}, { debounce: { key: "doc:42", delayMs: 60_000 } });
+      const field = (text: string, name: string) => text.split("\n").find((l) => l.startsWith(name + " "))?.slice(name.length).trim();
+      const first = jobDetail((await d.get(rated.id))!);
+      expect([field(first, "rate key"), field(first, "fairness key"), field(first, "debounce key")]).toEqual(["api:7", "tenant:7", "-"]);
+      expect(field(jobDetail((await d.get(debounced.id))!), "debounce key")).toBe("doc:42");
+    } finally {
+      await d.close();
+    }
+  });
 });
