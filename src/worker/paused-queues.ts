@@ -37,8 +37,15 @@ export class PausedQueues {
     return paused && known?.paused !== true;
   }
 
-  /** A claim begun at `at` returned jobs of `queues`: each was not paused then. */
+  /**
+   * A claim begun at `at` returned jobs of `queues`: each was not paused
+   * then. Only a claim begun strictly after a pause was learned says so (one
+   * begun in the same millisecond may have read the queue before the pause).
+   */
   claimed(queues: Iterable<string>, at: number): void {
-    for (const queue of queues) if (this.#known.has(queue)) this.learn(queue, false, at);
+    for (const queue of queues) {
+      const known = this.#known.get(queue);
+      if (known !== undefined && known.at < at) this.learn(queue, false, at);
+    }
   }
 }
