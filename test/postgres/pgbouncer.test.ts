@@ -85,7 +85,7 @@ describe.skipIf(!created || !bouncer)("postgres behind PgBouncer in transaction 
     }
   }, 60_000);
 
-  it("3,000 jobs enqueued one by one and run by two workers, each its own pool, all succeed; each adapter says once to set preparedStatements: false", async () => {
+  it("3,000 jobs enqueued one by one and run by two workers, each its own pool, all succeed; each adapter says at most once to set preparedStatements: false, the producer's always", async () => {
     const url = bouncer!.urlFor(created!.url);
     const JOBS = 3_000;
     const warned: string[][] = [[], [], []];
@@ -134,11 +134,15 @@ describe.skipIf(!created || !bouncer)("postgres behind PgBouncer in transaction 
         ].join("\n"),
       );
       expect({ succeeded, enqueueErrors: enqueueErrors.length, errorEvents: errorEvents.length }).toEqual({ succeeded: JOBS, enqueueErrors: 0, errorEvents: 0 });
-      for (const w of warned) {
+      for (const [i, w] of warned.entries()) {
         // One warning about prepared statements; and, when the run lasts past the notice probe's 5 s (a loaded
         // machine), at most one more: the probe's, that notices do not arrive (listenConnectionString).
+        // The producer names every single enqueue, so it meets a name taken on a shared server connection at once;
+        // a worker names only the statement after a claim that found nothing, so whether it ever meets one is
+        // timing (one CI run of session 62: 1, 1, 0), and it says so at most once.
         const [prepared, others] = [w.filter((m) => m.includes("postgresAdapter({ preparedStatements: false })")), w.filter((m) => !m.includes("preparedStatements"))];
-        expect(prepared).toHaveLength(1);
+        if (i === 0) expect(prepared).toHaveLength(1);
+        else expect(prepared.length).toBeLessThanOrEqual(1);
         expect(others.length).toBeLessThanOrEqual(1);
         for (const m of others) expect(m).toContain("listenConnectionString");
         expect(prepared.length + others.length).toBe(w.length);
