@@ -116,7 +116,8 @@ function withParents<T extends TaskMap>(items: readonly EnqueueItem<T>[], jobs: 
     return after === undefined ? null : parseAfter(after, inBatch ? `${label}[${i}].options.` : "options.", inBatch);
   });
   if (afters.every((a) => a === null) && names.every((n) => n === undefined)) return jobs;
-  const specs = resolveAfter(names, afters, label);
+  const keys = items.map((item) => (typeof item.options?.idempotencyKey === "string" ? item.options.idempotencyKey : undefined));
+  const specs = resolveAfter(names, afters, label, keys);
   // `jobs` are fresh (one `newJob` each): the specs are set in place, not on copies.
   specs.forEach((spec, i) => {
     if (spec !== null) (jobs[i] as { after?: NewJob["after"] }).after = spec;

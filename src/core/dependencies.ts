@@ -51,10 +51,12 @@ export function parseAfter(value: unknown, at: string, refsAllowed: boolean): Pa
 /**
  * The batch's parents resolved: each item's `after` with its ref names
  * turned into indexes of the batch. `names[i]` is item i's `ref` (or
- * undefined). A name given to two items, a ref that names no item, and a
- * cycle (an item that is its own ancestor) are InvalidArgumentError.
+ * undefined); `keys[i]` its idempotency key (or undefined): items with one
+ * key are stored as one job, so a cycle through them counts. A name given
+ * to two items, a ref that names no item, and a cycle (an item, or the job
+ * it shares, that is its own ancestor) are InvalidArgumentError.
  */
-export function resolveAfter(names: readonly (string | undefined)[], afters: readonly (ParsedAfter | null)[], label: string): (AfterSpec | null)[] {
+export function resolveAfter(names: readonly (string | undefined)[], afters: readonly (ParsedAfter | null)[], label: string, keys: readonly (string | undefined)[] = []): (AfterSpec | null)[] {
   const index = new Map<string, number>();
   names.forEach((name, i) => {
     if (name === undefined) return;
@@ -70,13 +72,32 @@ export function resolveAfter(names: readonly (string | undefined)[], afters: rea
     });
     return { ids: after.ids, refs };
   });
-  const cycle = findCycle(specs);
-  if (cycle !== null) throw new InvalidArgumentError(`${label}: the refs form a cycle (${cycle.map((i) => `${label}[${i}]`).join(" → ")}): no job of it could ever run`);
+  // Items that share an idempotency key become one job: each stands for the first item with its key.
+  const first = new Map<string, number>();
+  const job = names.map((_, i) => {
+    const key = keys[i];
+    if (key === undefined) return i;
+    if (!first.has(key)) first.set(key, i);
+    return first.get(key)!;
+  });
+  const cycle = findCycle(specs, job);
+  if (cycle !== null) {
+    const shared = cycle.some((i) => job.some((j, k) => j === i && k !== i)) ? " (items with one idempotencyKey are one job)" : "";
+    throw new InvalidArgumentError(`${label}: the refs form a cycle${shared} (${cycle.map((i) => `${label}[${i}]`).join(" → ")}): no job of it could ever run`);
+  }
   return specs;
 }
 
-/** A cycle among the batch's refs, as the indexes along it (first repeated at the end), or null. */
-function findCycle(specs: readonly (AfterSpec | null)[]): number[] | null {
+/**
+ * A cycle among the batch's jobs, as item indexes along it (first repeated
+ * at the end), or null. `job[i]` is the item that stands for item i's job:
+ * a job's parents are those of every item it stands for.
+ */
+function findCycle(specs: readonly (AfterSpec | null)[], job: readonly number[]): number[] | null {
+  const parents = specs.map(() => [] as number[]);
+  specs.forEach((spec, i) => {
+    for (const p of spec?.refs ?? []) parents[job[i]!]!.push(job[p]!);
+  });
   const mark = new Array<0 | 1 | 2>(specs.length).fill(0);
   const path: number[] = [];
   const visit = (i: number): number[] | null => {
@@ -84,7 +105,7 @@ function findCycle(specs: readonly (AfterSpec | null)[]): number[] | null {
     if (mark[i] === 1) return [...path.slice(path.indexOf(i)), i];
     mark[i] = 1;
     path.push(i);
-    for (const parent of specs[i]?.refs ?? []) {
+    for (const parent of parents[i]!) {
       const found = visit(parent);
       if (found) return found;
     }

@@ -217,6 +217,24 @@ export const dependencyCases: ConformanceCase[] = [
           /the refs form a cycle \(items\[0\] → items\[2\] → items\[1\] → items\[0\]\)/,
         ],
         [() => d.enqueueMany([{ task: "t", payload: {}, ref: "self", options: { after: [{ ref: "self" }] } }]), /cycle/],
+        // Items with one idempotency key are one job: a cycle through them (or a job its own parent) could never run either.
+        [
+          () =>
+            d.enqueueMany([
+              { task: "t", payload: {}, ref: "a", options: { idempotencyKey: "dep-cycle-1", after: [{ ref: "c" }] } },
+              { task: "t", payload: {}, ref: "c", options: { idempotencyKey: "dep-cycle-1" } },
+            ]),
+          /the refs form a cycle \(items with one idempotencyKey are one job\) \(items\[0\] → items\[0\]\)/,
+        ],
+        [
+          () =>
+            d.enqueueMany([
+              { task: "t", payload: {}, ref: "a", options: { idempotencyKey: "dep-cycle-2", after: [{ ref: "b" }] } },
+              { task: "t", payload: {}, ref: "b", options: { after: [{ ref: "c" }] } },
+              { task: "t", payload: {}, ref: "c", options: { idempotencyKey: "dep-cycle-2" } },
+            ]),
+          /the refs form a cycle \(items with one idempotencyKey are one job\)/,
+        ],
       ];
       for (const [call, message] of bad) {
         await assert.rejects(call(), (e: unknown) => e instanceof InvalidArgumentError && message.test(e.message), String(message));
