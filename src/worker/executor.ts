@@ -186,6 +186,7 @@ export class Executor {
           return true;
         })).run,
       open: () => (tx as ReturnType<typeof transactionOf> | null)?.running() ?? false,
+      lost: () => this.#parts.inFlight.get(attempt.key) !== attempt,
     };
     const ran = await this.#runHandler(job, controller, record, transaction);
     free();

@@ -17,6 +17,8 @@ import type { TransactionFunction } from "./transaction.ts";
 export interface AttemptTransaction {
   run(): TransactionFunction;
   open(): boolean;
+  /** Whether the worker knows this attempt's lease lost (cancelled, reclaimed): nothing of the handler's may run or be recorded. */
+  lost(): boolean;
 }
 
 /** What a handler gets besides its payload. */
@@ -102,7 +104,12 @@ export class HandlerContext implements JobContext {
   }
 
   get transaction(): TransactionFunction {
-    return this.#transaction.run();
+    const run = this.#transaction.run();
+    return (fn, options) => {
+      // Known lost: `fn` is not called (its writes could only roll back, and what it does outside the database would run for a job already given up).
+      if (this.#transaction.lost()) return Promise.reject(new LeaseLostError(this.#record.id, "ctx.transaction not run: the attempt's lease is lost (the job was cancelled or reclaimed)"));
+      return run(fn, options);
+    };
   }
 
   /**
@@ -137,7 +144,11 @@ export class HandlerContext implements JobContext {
   }
 
   get step(): StepFunction {
-    return (this.#step ??= stepsOf(this.#host, this.#record, () => this.#checkOwnWrite("ctx.step")));
+    return (this.#step ??= stepsOf(this.#host, this.#record, (name) => {
+      // Known lost: `fn` is not called (its record would be refused, and its effect would run for a job already given up).
+      if (this.#transaction.lost()) throw new LeaseLostError(this.#record.id, `step ${JSON.stringify(name)} not run: the attempt's lease is lost (the job was cancelled or reclaimed)`);
+      this.#checkOwnWrite("ctx.step");
+    }));
   }
 
   /** See JobContext.parents: job `id`'s parents as stored now, in id order (a purged one left out). */

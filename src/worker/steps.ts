@@ -15,7 +15,7 @@ export type StepFunction = <T>(name: string, fn: () => T | Promise<T>) => Promis
  * another (each writes the whole list, so none may overtake another).
  * `beforeRun` may throw to refuse a step that would run (and write) now.
  */
-export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: () => void = () => undefined): StepFunction {
+export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: (name: string) => void = () => undefined): StepFunction {
   // Parsed once, at the first step: the recorded steps, then this attempt's as they are written.
   let recorded: Step[] | null = null;
   let used: Set<string> | null = null;
@@ -29,7 +29,7 @@ export function stepsOf(host: WorkerHost, record: JobRecord, beforeRun: () => vo
     recorded ??= readSteps(record.steps);
     const done = recorded.find((s) => s.name === checked);
     // A step to run and record may be refused here (`beforeRun`); the name is taken only past this point.
-    if (done === undefined) beforeRun();
+    if (done === undefined) beforeRun(checked);
     used.add(checked);
     if (done !== undefined) return done.result as T;
     const value = await fn();

@@ -52,7 +52,9 @@ export function transactionOf(
     let value!: T;
     const fence = { id: record.id, leaseToken: record.leaseToken!, now: host.clock.now(), concurrencyKey: record.concurrencyKey };
     open = true;
+    let began = false;
     settled = await adapter.completeInTransaction(fence, async (trx) => {
+      began = true;
       value = await fn(trx as Trx);
       fence.now = host.clock.now();
       if (ending?.(true) === false) throw new LeaseLostError(record.id, "the attempt ended (its timeout passed, or its handler returned) before its transaction committed: the transaction rolled back");
@@ -66,6 +68,8 @@ export function transactionOf(
     }, client === undefined ? undefined : { client })
       .catch((error: unknown) => {
         ending?.(false);
+        // Refused before `fn` ran (a bad `{ client }`, a connection that failed): nothing ran, the call stays free.
+        if (!began) used = false;
         throw error;
       })
       .finally(() => (open = false));

@@ -143,6 +143,55 @@ export const handlerTransactionCases: KyselyConformanceCase[] = [
     },
   },
   {
+    name: "ctx.transaction › a call refused for its { client } before fn runs leaves the attempt's one call free; once the worker knows the lease lost (a cancel through its docket), neither ctx.transaction nor ctx.step runs fn",
+    needs: ["sql"],
+    async run(t) {
+      const d = new Docket({ adapter: t.adapter });
+      const refusals: unknown[] = [];
+      const lostCalls: unknown[] = [];
+      let ranAfterLoss = 0;
+      let cancelled!: () => void;
+      const signalSeen = new Promise<void>((r) => (cancelled = r));
+      const w = d.worker({
+        pollMs: 10,
+        logger: null,
+        handlers: {
+          client: async (_p, ctx) => {
+            // A non-client: INVALID_ARGUMENT on PostgreSQL, UNSUPPORTED elsewhere; either way refused before fn runs.
+            await ctx.transaction(async () => "never", { client: {} }).catch((e) => void refusals.push(e));
+            return ctx.transaction(async () => "committed");
+          },
+          lost: async (_p, ctx) => {
+            await new Promise<void>((r) => (ctx.signal.aborted ? r() : ctx.signal.addEventListener("abort", () => r())));
+            cancelled();
+            await ctx.step("charge", () => void ranAfterLoss++).catch((e) => void lostCalls.push(e));
+            await ctx.transaction(async () => void ranAfterLoss++).catch((e) => void lostCalls.push(e));
+          },
+        },
+      });
+      await w.start();
+      try {
+        const first = await d.enqueue("client", {});
+        const done = await d.waitFor(first.id, { timeoutMs: 10_000, pollMs: 10 });
+        assert.equal(refusals.length, 1);
+        assert.ok(refusals[0] instanceof InvalidArgumentError || refusals[0] instanceof UnsupportedError, String(refusals[0]));
+        assert.equal(done.state, "succeeded", `the second call completed the job (${done.lastError ?? ""})`);
+        assert.equal(done.result, "committed");
+        const second = await d.enqueue("lost", {});
+        const started = Date.now();
+        while ((await d.get(second.id))?.state !== "running" && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 10));
+        await d.cancel(second.id);
+        await signalSeen;
+        const until = Date.now() + 5_000;
+        while (lostCalls.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        assert.equal(ranAfterLoss, 0, "neither fn ran");
+        assert.deepEqual(lostCalls.map((e) => e instanceof LeaseLostError), [true, true]);
+      } finally {
+        await w.stop();
+      }
+    },
+  },
+  {
     name: "ctx.transaction › bad options and a step without a function are INVALID_ARGUMENT before anything runs; a step or progress inside the transaction never hangs (recorded with row locks, INVALID_ARGUMENT where writers take turns); a transaction whose attempt timed out rolls back",
     needs: ["sql"],
     async run(t) {
