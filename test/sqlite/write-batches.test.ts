@@ -116,8 +116,9 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
   it("a shared transaction starts no write once it has held the lock for MAX_SHARED_TRANSACTION_MS: the rest commit in the next, in order", async () => {
     const { db, begin, begins, rows } = store();
     const writes = new WriteBatches();
+    // Each write holds the lock longer than the budget, however fast the machine: no second write may join its transaction.
     const slow = (n: number) => async (conn: AnyDb) => {
-      const until = Date.now() + MAX_SHARED_TRANSACTION_MS * 0.75;
+      const until = Date.now() + MAX_SHARED_TRANSACTION_MS * 1.1;
       while (Date.now() < until);
       await sql`insert into t (n) values (${n})`.execute(conn);
       return n;
@@ -125,8 +126,10 @@ describe("sqlite: writes that queue in one process share a transaction", () => {
     const results = await Promise.all([0, 1, 2, 3, 4].map((n) => writes.run(db, begin, slow(n))));
     expect(results).toEqual([0, 1, 2, 3, 4]);
     expect(rows()).toEqual([0, 1, 2, 3, 4]);
-    // [0] alone; then [1, 2] (the budget is spent after 2 writes), [3, 4].
-    expect(begins.length).toBe(3);
+    // [0] alone; then [1], [2], [3], [4]: each found the budget spent after its first write (without it: [1, 2, 3, 4]).
+    // (Writes within the budget do share: the first case.) The budget of 0.75 of it per write, which expected [1, 2]
+    // then [3, 4], failed once on a loaded machine (session 62): a write preempted past the budget ran alone.
+    expect(begins.length).toBe(5);
   });
 
   it("a write marked alone, and writes of another database, never share a transaction", async () => {
