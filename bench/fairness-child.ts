@@ -9,7 +9,11 @@
  * cpu: its own CPU seconds). With BENCH_DEBUG its stderr line also splits the small jobs' latency
  * at their claim's start (`startedAt`): waiting for a claim, then the claim and the wait for a handler.
  *
- * argv: store spec (JSON), concurrency, pollMs.
+ * With a fourth argument "separate", a second worker of the same concurrency
+ * serves queue "bulk" in the same process (the flood on a queue of its own:
+ * the small keys keep their own slots, the machine's load is the flood's).
+ *
+ * argv: store spec (JSON), concurrency, pollMs[, "separate"].
  */
 import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
@@ -17,7 +21,7 @@ import { openSpec, type StoreSpec } from "./databases.ts";
 import { wallNow } from "./children.ts";
 import { timeClaims } from "./claim-timing.ts";
 
-const [specJson, concurrencyArg, pollArg] = process.argv.slice(2);
+const [specJson, concurrencyArg, pollArg, separateArg] = process.argv.slice(2);
 const adapter = await openSpec(JSON.parse(specJson!) as StoreSpec);
 const timing = process.env.BENCH_DEBUG ? timeClaims(adapter) : null;
 const latencies: number[] = [];
@@ -28,8 +32,9 @@ const toClaim: number[] = [];
 const claimToStart: number[] = [];
 let flood = 0;
 let floodLast = 0;
-const worker = new Docket({ adapter }).worker({
-  queues: ["fair"],
+const docket = new Docket({ adapter });
+const options = (queue: string) => ({
+  queues: [queue],
   concurrency: Number(concurrencyArg),
   pollMs: Number(pollArg),
   ...(process.env.BENCH_PREFETCH ? { prefetch: Number(process.env.BENCH_PREFETCH) } : {}),
@@ -51,14 +56,15 @@ const worker = new Docket({ adapter }).worker({
     },
   },
 });
-await worker.start();
+const workers = [docket.worker(options("fair")), ...(separateArg === "separate" ? [docket.worker(options("bulk"))] : [])];
+for (const worker of workers) await worker.start();
 const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");
 say({ ready: true });
 const timer = setInterval(() => say({ progress: false, flood }), 100);
 for await (const line of createInterface({ input: process.stdin })) {
   if ((JSON.parse(line) as { stop?: boolean }).stop) {
     clearInterval(timer);
-    await worker.stop();
+    await Promise.all(workers.map((worker) => worker.stop()));
     if (timing) {
       const q = (xs: number[], p: number) => (xs.length === 0 ? NaN : xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!).toFixed(1);
       process.stderr.write(`child: ${timing.summary()}; small jobs: call → claim start p50 ${q(toClaim, 0.5)} p99 ${q(toClaim, 0.99)} ms, claim start → handler p50 ${q(claimToStart, 0.5)} p99 ${q(claimToStart, 0.99)} ms\n`);

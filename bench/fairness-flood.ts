@@ -7,7 +7,9 @@
  * another, and prints {done, first, enqueuedMs} (first: the wall-clock time
  * of the first batch's call) and exits; or {error} if an enqueue failed.
  *
- * argv: store spec (JSON), N, "fair" or "plain".
+ * "separate": the jobs go to queue "bulk" instead, without fairness keys.
+ *
+ * argv: store spec (JSON), N, "fair", "plain" or "separate".
  */
 import { createInterface } from "node:readline";
 import { Docket } from "../src/index.ts";
@@ -18,7 +20,7 @@ const [specJson, jobsArg, kind] = process.argv.slice(2);
 const jobs = Number(jobsArg);
 const adapter = await openSpec(JSON.parse(specJson!) as StoreSpec);
 const client = new Docket({ adapter });
-const options = { queue: "fair", ...(kind === "fair" ? { fairness: { key: "flood" } } : {}) };
+const options = { queue: kind === "separate" ? "bulk" : "fair", ...(kind === "fair" ? { fairness: { key: "flood" } } : {}) };
 // Opens the pool's connection before the measured part.
 await client.stats();
 const say = (m: object) => process.stdout.write(JSON.stringify(m) + "\n");

@@ -11,7 +11,13 @@
  *           a process of its own: bench/fairness-flood.ts) while the S small
  *           keys enqueue as above until the flood has drained;
  *   plain:  the same workload (N flood jobs, S small producers) without
- *           fairness keys.
+ *           fairness keys;
+ *   separate (with --separate 1): the flood on a queue of its own, served by
+ *           a second worker of concurrency C in each worker process, the
+ *           small keys on their queue as when idle: no scheduler shares
+ *           slots between them, so the small keys' latency there is what
+ *           the flood's load on the machine alone costs them (a floor for
+ *           any fair sharing of one queue's slots on this machine).
  *
  * --flood arriving (the default) enqueues the flood while the workers drain
  * it, so its throughput is bounded by its one producer's enqueues (on a
@@ -38,7 +44,7 @@
  *
  *   npx tsx bench/fairness.ts [--adapters sqlite,postgres,mysql] [--jobs 20000] [--small 100] [--every-ms 100]
  *     [--workers 4] [--concurrency 10] [--poll-ms 50] [--idle-s 3] [--warm-s 1] [--runs 1] [--order flood,plain|plain,flood]
- *     [--flood arriving|standing]
+ *     [--flood arriving|standing] [--separate 1]
  */
 import { Docket } from "../src/index.ts";
 import { openDatabase, type AdapterName, type Database } from "./databases.ts";
@@ -64,6 +70,7 @@ const order = args.get("order") ?? "flood,plain";
 if (order !== "flood,plain" && order !== "plain,flood") throw new Error(`--order must be flood,plain or plain,flood, got ${order}`);
 const floodMode = args.get("flood") ?? "arriving";
 if (floodMode !== "arriving" && floodMode !== "standing") throw new Error(`--flood must be arriving or standing, got ${floodMode}`);
+const separate = args.get("separate") === "1";
 
 interface Measured {
   /** Small jobs enqueued after the warm-up: enqueue call → handler start, ms. */
@@ -85,7 +92,9 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
 
-async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain"): Promise<Measured> {
+type Kind = "idle" | "flood" | "plain" | "separate";
+
+async function scenario(db: Database, n: number, kind: Kind): Promise<Measured> {
   // The producers' store: a pool as large as its producers (a hundred tenants' web servers do not queue on four connections).
   // (At most 40: PostgreSQL's default max_connections is 100, and the workers hold 16.)
   const size = Math.min(small, 40);
@@ -94,8 +103,10 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   const client = new Docket({ adapter });
   await client.migrate();
   const m: Measured = { latencies: [], afterStored: [], smallStarts: [], floodStarted: 0, floodFirst: 0, floodLast: 0, workerCpu: [] };
-  const children = Array.from({ length: workers }, () => startChild([CHILD, JSON.stringify(db.spec(n)), String(concurrency), String(pollMs)]));
-  const flooder = kind === "idle" ? null : startChild([FLOODER, JSON.stringify(db.spec(n)), String(jobs), kind === "flood" ? "fair" : "plain"]);
+  const childArgs = [CHILD, JSON.stringify(db.spec(n)), String(concurrency), String(pollMs), ...(kind === "separate" ? ["separate"] : [])];
+  const children = Array.from({ length: workers }, () => startChild(childArgs));
+  const flooder = kind === "idle" ? null : startChild([FLOODER, JSON.stringify(db.spec(n)), String(jobs), kind === "flood" ? "fair" : kind]);
+  const floodQueue = kind === "separate" ? "bulk" : "fair";
   await Promise.all([...children, ...(flooder ? [flooder] : [])].map((c) => c.next((x) => x.ready === true)));
   const started = new Map<number, number>();
   const progress = children.map((c, i) =>
@@ -142,12 +153,12 @@ async function scenario(db: Database, n: number, kind: "idle" | "flood" | "plain
   if (standing) {
     // The whole flood stored before the measured part: the queue paused while it is, resumed when measuring starts.
     holding = true;
-    await client.pauseQueue("fair");
+    await client.pauseQueue(floodQueue);
     flooder!.send({ go: true });
     floodDone = floodEnd();
     await floodDone;
     // Small jobs stored before the pause that had not started start after it: they are not measured (stored before measureFrom).
-    await client.resumeQueue("fair");
+    await client.resumeQueue(floodQueue);
     holding = false;
   }
   measureFrom = wallNow();
@@ -204,17 +215,18 @@ const say = (s: string) => {
 say(`fairness benchmark: ${jobs} flood jobs (${floodMode}), ${small} small keys × 1 job / ${everyMs} ms, ${workers} workers × concurrency ${concurrency} in ${workers} processes, poll ${pollMs} ms`);
 for (const name of adapters) {
   const db = await openDatabase(name);
-  /** Per run: the p99 ratio from the call, from the return, and the flood's throughput ratio. */
-  const ratios: [number, number, number][] = [];
+  /** Per run: the p99 ratio from the call, from the return, the flood's throughput ratio, and (--separate) the p99 ratio with the flood on a queue of its own. */
+  const ratios: [number, number, number, number][] = [];
   try {
     for (let run = 0; run < runs; run++) {
-      const base = run * 3;
+      const base = run * 4;
       const idle = await scenario(db, base + 1, "idle");
       // --order plain,flood runs the scenario without fairness keys first (a check that the order does not decide the ratio).
       const plainFirst = order === "plain,flood";
       const plain0 = plainFirst ? await scenario(db, base + 3, "plain") : null;
       const flood = await scenario(db, base + 2, "flood");
       const plain = plain0 ?? (await scenario(db, base + 3, "plain"));
+      const apart = separate ? await scenario(db, base + 4, "separate") : null;
       const rate = (x: Measured) => x.floodStarted / ((x.floodLast - x.floodFirst) / 1000);
       // Every job started in the flood's window, the small keys' too (the issue's "total throughput").
       const total = (x: Measured) => (x.floodStarted + x.smallStarts.filter((t) => t >= x.floodFirst && t <= x.floodLast).length) / ((x.floodLast - x.floodFirst) / 1000);
@@ -233,13 +245,20 @@ for (const name of adapters) {
         `${name}: flood throughput with fairness ${rate(flood).toFixed(0)} jobs/s (${flood.floodStarted}/${jobs}), without ${rate(plain).toFixed(0)} jobs/s (${plain.floodStarted}/${jobs}); ratio ${(rate(flood) / rate(plain)).toFixed(2)}`,
       );
       say(`${name}: total throughput in the flood's window (small keys' jobs too) with fairness ${total(flood).toFixed(0)} jobs/s, without ${total(plain).toFixed(0)} jobs/s; ratio ${(total(flood) / total(plain)).toFixed(2)}`);
-      ratios.push([p99f / p99i, pct(flood.afterStored, 99) / pct(idle.afterStored, 99), rate(flood) / rate(plain)]);
+      if (apart) {
+        say(
+          `${name}: with the flood on a queue of its own (own slots): small-key p50 ${pct(apart.latencies, 50).toFixed(1)} ms p99 ${pct(apart.latencies, 99).toFixed(1)} ms (${apart.latencies.length} jobs); p99 ratio to idle ${(pct(apart.latencies, 99) / p99i).toFixed(2)}×` +
+            `; from the return ${after(apart)}, ratio ${(pct(apart.afterStored, 99) / pct(idle.afterStored, 99)).toFixed(2)}×; flood ${rate(apart).toFixed(0)} jobs/s (${apart.floodStarted}/${jobs})`,
+        );
+      }
+      ratios.push([p99f / p99i, pct(flood.afterStored, 99) / pct(idle.afterStored, 99), rate(flood) / rate(plain), apart ? pct(apart.latencies, 99) / p99i : NaN]);
     }
     if (runs > 1) {
       const median = (i: number) => [...ratios.map((r) => r[i]!)].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
       const spread = (i: number) => `${Math.min(...ratios.map((r) => r[i]!)).toFixed(2)}–${Math.max(...ratios.map((r) => r[i]!)).toFixed(2)}`;
       say(
-        `${name}: median of ${runs} runs: p99 ratio from the call ${median(0).toFixed(2)}× (${spread(0)}), from the return ${median(1).toFixed(2)}× (${spread(1)}); flood throughput ratio ${median(2).toFixed(2)} (${spread(2)})`,
+        `${name}: median of ${runs} runs: p99 ratio from the call ${median(0).toFixed(2)}× (${spread(0)}), from the return ${median(1).toFixed(2)}× (${spread(1)}); flood throughput ratio ${median(2).toFixed(2)} (${spread(2)})` +
+          (separate ? `; the flood on a queue of its own: p99 ratio ${median(3).toFixed(2)}× (${spread(3)})` : ""),
       );
     }
   } finally {
