@@ -16,7 +16,7 @@
  * argv: store spec (JSON), concurrency, pollMs[, "separate"].
  */
 import { createInterface } from "node:readline";
-import { Docket } from "../src/index.ts";
+import { Docket, type JobContext } from "../src/index.ts";
 import { openSpec, type StoreSpec } from "./databases.ts";
 import { wallNow } from "./children.ts";
 import { timeClaims } from "./claim-timing.ts";
@@ -40,7 +40,7 @@ const options = (queue: string) => ({
   ...(process.env.BENCH_PREFETCH ? { prefetch: Number(process.env.BENCH_PREFETCH) } : {}),
   logger: null,
   handlers: {
-    small: async (p: unknown, ctx) => {
+    small: async (p: unknown, ctx: JobContext<unknown>) => {
       const now = wallNow();
       latencies.push(now - (p as { at: number }).at);
       ats.push((p as { at: number }).at);

@@ -21,7 +21,14 @@ export interface PostgresAdapterOptions {
    * the process when the server drops an idle connection.
    */
   pool?: PostgresPool;
-  /** Or a connection string; docket opens (and on `close()` ends) its own pool. */
+  /**
+   * Or a connection string; docket opens (and on `close()` ends) its own
+   * pool. A new connection that the server has not answered within
+   * `connect_timeout` seconds (a URL parameter, as libpq reads it; default
+   * 10, 0 waits forever) fails, so a server that accepts connections but
+   * never answers fails each statement after that long instead of hanging
+   * it, and `listenConnectionString`'s connection the same way.
+   */
   connectionString?: string;
   /** Pool size when docket opens the pool. Default 10. */
   max?: number;
@@ -75,6 +82,11 @@ export function openPostgres(options: PostgresAdapterOptions): KyselyStore {
   if (listenConnectionString !== undefined && (typeof listenConnectionString !== "string" || listenConnectionString === "")) {
     throw new InvalidArgumentError("listenConnectionString must be a non-empty string");
   }
+  if (connectionString !== undefined && (typeof connectionString !== "string" || connectionString === "")) {
+    throw new InvalidArgumentError("connectionString must be a non-empty string");
+  }
+  if (connectionString !== undefined) connectTimeoutMs(connectionString, "connectionString");
+  if (listenConnectionString !== undefined) connectTimeoutMs(listenConnectionString, "listenConnectionString");
   const prepared = usePrepared ? new PreparedTexts((message) => logger?.warn(message)) : null;
   // The pool is opened lazily, after construction: errors reach the store through this sink.
   const sink = { report: (_error: unknown): void => undefined };
@@ -127,10 +139,29 @@ function silentNoticeProbe(db: ReturnType<typeof createKysely>, logger: { warn(m
   };
 }
 
+/** How long a new connection may wait for the server's answer when the URL does not say (libpq waits forever). */
+export const DEFAULT_CONNECT_TIMEOUT_S = 10;
+
+/**
+ * The connect timeout `connectionString` asks for, in ms, for node-postgres's
+ * `connectionTimeoutMillis` (which does not read the URL's `connect_timeout`):
+ * its `connect_timeout` in whole seconds (0: no timeout), else
+ * DEFAULT_CONNECT_TIMEOUT_S. Throws InvalidArgumentError, naming `what` but
+ * not the URL (it may hold a password), for a value that is not a whole number.
+ */
+export function connectTimeoutMs(connectionString: string, what: string): number {
+  const query = connectionString.indexOf("?");
+  const given = query < 0 ? null : new URLSearchParams(connectionString.slice(query + 1)).get("connect_timeout");
+  if (given === null) return DEFAULT_CONNECT_TIMEOUT_S * 1000;
+  if (!/^\d{1,9}$/.test(given.trim())) throw new InvalidArgumentError(`${what}'s connect_timeout must be a whole number of seconds (0: no timeout), got ${shown(given)}`);
+  // 0 is "no timeout" in node-postgres too.
+  return Number(given.trim()) * 1000;
+}
+
 async function openPgClient(connectionString: string): Promise<ListenClient> {
   const mod = await import("pg");
   const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
-  const client = new pg.Client({ connectionString });
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectTimeoutMs(connectionString, "connectionString") });
   // Until connect() settles, an error is its rejection; an 'error' event must still find a listener.
   client.on("error", () => undefined);
   await client.connect();
@@ -140,5 +171,5 @@ async function openPgClient(connectionString: string): Promise<ListenClient> {
 async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {
   const mod = await import("pg");
   const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
-  return new pg.Pool({ connectionString, max }) as unknown as PostgresPool;
+  return new pg.Pool({ connectionString, max, connectionTimeoutMillis: connectTimeoutMs(connectionString, "connectionString") }) as unknown as PostgresPool;
 }
