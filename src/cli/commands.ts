@@ -33,6 +33,14 @@ export interface Output {
 
 const BATCH = 1_000;
 
+/** How many positionals each command of two words takes at most (one-word commands take none: a second word is an unknown command). */
+const ARGUMENTS: Record<string, number> = {
+  "jobs list": 0, "jobs show": 1, "jobs cancel": 1, "jobs retry": 1, "jobs bulk": 1, "jobs delete": 1,
+  "dlq list": 0, "dlq replay": 1, "dlq replay-all": 0, "dlq purge": 0,
+  "queues list": 0, "queues pause": 1, "queues resume": 1, "queues cap": 2, "queues rate": 2, "tasks cap": 2, "tasks rate": 2,
+  "schedules list": 0, "schedules pause": 1, "schedules resume": 1, "schedules run": 1, "workers list": 0,
+};
+
 /** Runs one command (positionals after the command name in `args`) on `docket`. Throws UsageError for a malformed command. */
 export async function runCommand(docket: Docket, command: string[], flags: Flags): Promise<Output> {
   const [group, action, ...args] = command;
@@ -42,13 +50,17 @@ export async function runCommand(docket: Docket, command: string[], flags: Flags
   if (flags.dryRun && name !== "dlq purge" && name !== "dlq replay-all" && name !== "jobs bulk") throw new UsageError("--dry-run is supported by dlq purge, dlq replay-all and jobs bulk only");
   if (flags.all && name !== "dlq purge") throw new UsageError("--all is an option of dlq purge only");
   if (flags.error !== undefined && name !== "jobs list") throw new UsageError("--error is an option of jobs list only");
+  const most = ARGUMENTS[name];
+  if (most !== undefined && args.length > most) throw new UsageError(`${name} takes ${most === 0 ? "no argument" : most === 1 ? "one argument" : `${most} arguments`}, got ${args.length}: ${args.map((a) => JSON.stringify(a)).join(" ")}`);
   switch (name) {
     case "migrate": {
       const r = await docket.migrate();
       return { text: r.applied.length === 0 ? `schema is at version ${r.version}; nothing to apply` : `applied ${r.applied.join(", ")}; schema is at version ${r.version}`, json: r };
     }
     case "status": {
-      const s = await docket.stats(flags.window === undefined ? {} : { windowMs: parseDuration(flags.window, "--window") });
+      const windowMs = flags.window === undefined ? undefined : parseDuration(flags.window, "--window");
+      if (windowMs !== undefined && (windowMs < 60_000 || windowMs > 31 * 86_400_000)) throw new UsageError(`--window must be between 1m and 31d, got ${JSON.stringify(flags.window)}`);
+      const s = await docket.stats(windowMs === undefined ? {} : { windowMs });
       // The warnings are text only: --json prints the stats as before (health() is the API for them). A health
       // reading that fails is a line of its own: the stats are still shown.
       const warnings = await docket.health().then(

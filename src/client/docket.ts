@@ -289,9 +289,11 @@ export class Docket<T extends TaskMap = TaskMap> {
   /**
    * Fires due schedule ticks every `intervalMs` (default 1000) until
    * `stop()`. Safe to run in every process: a tick fires once in total.
-   * Errors (a lost connection) go to `onError` and the next pass retries.
+   * Errors go to `onError` (default: one `console.error` line each) and the
+   * next pass retries; a schedule that cannot fire (say, its task no longer
+   * registered here) does not hold back the others, and its name comes with its error.
    */
-  scheduler(options: { intervalMs?: number; onError?: (error: Error) => void } = {}): Scheduler {
+  scheduler(options: { intervalMs?: number; onError?: (error: Error, schedule?: string) => void } = {}): Scheduler {
     return new Scheduler(this.schedules, options);
   }
 

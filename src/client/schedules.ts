@@ -9,6 +9,7 @@ import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { firstTick, latestTick, missedTicks, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
 import { shown } from "../core/shown.ts";
+import { oneLine } from "../core/unsafe-text.ts";
 import { checkKeys, validateInteger, validateName } from "../core/validate.ts";
 import type { EnqueueHost } from "./enqueue.ts";
 
@@ -72,7 +73,13 @@ export class Schedules<T extends TaskMap = TaskMap> {
     return parsed;
   }
 
-  /** Creates or replaces the schedule `name`. A new or changed schedule fires from its next tick on, never for ticks before this call. */
+  /**
+   * Creates or replaces the schedule `name`. A new or changed schedule fires
+   * from its next tick on, never for ticks before this call. The same
+   * definition put again (as every process does at its start) changes
+   * nothing: a tick due and not yet fired still fires, missed ticks stay
+   * counted. Concurrent puts of one new name all succeed.
+   */
   async put<K extends keyof T & string>(name: string, typed: TaskScheduleDefinition<T, K>): Promise<Schedule> {
     const definition = typed as ScheduleDefinition;
     validateName(name, "schedule name");
@@ -116,21 +123,33 @@ export class Schedules<T extends TaskMap = TaskMap> {
    * One pass: for every schedule whose latest due tick has not fired,
    * fires it (the tick's job runs at the tick's time). Returns the ticks
    * THIS call fired; a tick another scheduler fired first is not among them.
+   * A schedule that cannot fire (its task unknown to this process, a payload
+   * over this docket's limit, a failed write) does not hold back the others:
+   * its error goes to `onError` with the schedule's name, and the pass goes
+   * on; without `onError`, the first such error is thrown once every other
+   * schedule has been tried. Its tick stays unfired (a later pass tries it).
    */
-  async runDue(): Promise<FiredTick[]> {
+  async runDue(options: { onError?: (error: Error, schedule: string) => void } = {}): Promise<FiredTick[]> {
     const now = this.host.clock.now();
     const fired: FiredTick[] = [];
+    let first: { error: unknown } | null = null;
     for (const s of await this.host.adapter.listSchedules()) {
-      const tick = s.paused ? null : latestTick(this.#cron(s.cron, s.timezone), now);
-      if (tick === null || tick <= s.lastTick) continue;
-      const options = JSON.parse(s.options) as ScheduleJobOptions;
-      const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
-      const record = await this.host.adapter.fireSchedule({ name: s.name, tick, job, now });
-      if (record === null) continue;
-      const parsed = toJob(record);
-      this.host.announceScheduled(parsed);
-      fired.push({ schedule: s.name, tick, job: parsed });
+      try {
+        const tick = s.paused ? null : latestTick(this.#cron(s.cron, s.timezone), now);
+        if (tick === null || tick <= s.lastTick) continue;
+        const options = JSON.parse(s.options) as ScheduleJobOptions;
+        const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
+        const record = await this.host.adapter.fireSchedule({ name: s.name, tick, job, now });
+        if (record === null) continue;
+        const parsed = toJob(record);
+        this.host.announceScheduled(parsed);
+        fired.push({ schedule: s.name, tick, job: parsed });
+      } catch (error) {
+        if (options.onError) options.onError(error instanceof Error ? error : new Error(String(error)), s.name);
+        else first ??= { error };
+      }
     }
+    if (first !== null) throw first.error;
     return fired;
   }
 
@@ -193,21 +212,30 @@ function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
   };
 }
 
-/** Runs `Schedules.runDue` every `intervalMs` until stopped; errors go to `onError` and the next pass tries again. */
+/**
+ * Runs `Schedules.runDue` every `intervalMs` until stopped. Errors go to
+ * `onError` (a schedule's with its name; a pass's own, such as a lost
+ * connection, without one) and the next pass tries again. Without
+ * `onError`, each goes to `console.error` as one line: a schedule that
+ * cannot fire is never silent.
+ */
 export class Scheduler {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #running: Promise<void> | null = null;
   #stopped = true;
   readonly intervalMs: number;
-  readonly #onError: (error: Error) => void;
+  readonly #onError: (error: Error, schedule?: string) => void;
 
   constructor(
     readonly schedules: Pick<Schedules, "runDue">,
-    options: { intervalMs?: number; onError?: (error: Error) => void } = {},
+    options: { intervalMs?: number; onError?: (error: Error, schedule?: string) => void } = {},
   ) {
     checkKeys(options, ["intervalMs", "onError"], "scheduler(options)");
     this.intervalMs = validateInteger(options.intervalMs ?? 1_000, "intervalMs", 10, 3_600_000);
-    this.#onError = options.onError ?? (() => undefined);
+    if (options.onError !== undefined && typeof options.onError !== "function") throw new InvalidArgumentError(`onError must be a function, got ${shown(options.onError)}`);
+    this.#onError =
+      options.onError ??
+      ((error, schedule) => console.error(`docket scheduler: ${schedule === undefined ? "a pass failed" : `schedule ${shown(schedule)} did not fire`}: ${oneLine(error.message)}`));
   }
 
   start(): void {
@@ -224,13 +252,22 @@ export class Scheduler {
     await this.#running;
   }
 
+  /** An error thrown by onError itself must not stop the passes. */
+  #report(error: Error, schedule?: string): void {
+    try {
+      this.#onError(error, schedule);
+    } catch {
+      // onError is the caller's: its failure is not the scheduler's.
+    }
+  }
+
   #tick(): void {
     if (this.#stopped) return;
     this.#running = this.schedules
-      .runDue()
+      .runDue({ onError: (error, schedule) => this.#report(error, schedule) })
       .then(
         () => undefined,
-        (error) => this.#onError(error as Error),
+        (error) => this.#report(error instanceof Error ? error : new Error(String(error))),
       )
       .finally(() => {
         this.#running = null;

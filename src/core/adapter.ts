@@ -307,9 +307,13 @@ export interface DocketAdapter {
 
   /**
    * Stores a recurring job's definition under its name: a new one with
-   * `lastTick` as its last fired tick; an existing one gets the new
+   * `lastTick` as its last fired tick; an existing one whose definition
+   * (cron, timezone, task, queue, payload, options) differs gets the new
    * definition and its last tick moves forward to `lastTick` if behind
-   * (never back). Returns the stored row.
+   * (never back); an existing one with the same definition is left as it
+   * is, its last tick too (a restart's put loses no due tick). Concurrent
+   * puts of a new name all succeed: one inserts, the others find its row.
+   * Returns the stored row.
    */
   putSchedule(params: PutScheduleParams): Promise<StoredSchedule>;
 
@@ -346,7 +350,7 @@ export interface DocketAdapter {
   /** How many jobs match every given filter (as `list`'s). Read only. */
   countJobs(params: CountParams): Promise<number>;
 
-  /** Releases connections the adapter opened itself. Idempotent. */
+  /** Releases connections the adapter opened itself. Idempotent. Every other call after it rejects with ClosedError (code CLOSED). */
   close(): Promise<void>;
 
   /**

@@ -5,6 +5,7 @@
  */
 import { Cron } from "croner";
 import { InvalidArgumentError } from "./errors.ts";
+import type { PutScheduleParams } from "./adapter.ts";
 import type { Job } from "./job.ts";
 import { clipped, shown } from "./shown.ts";
 
@@ -57,8 +58,12 @@ export interface FiredTick {
 }
 
 /** The parsed expression; InvalidArgumentError for a bad expression or time zone. */
+/** The longest cron expression a schedule may have: MariaDB's column holds 191 characters, and every adapter keeps the same rule. */
+export const MAX_CRON_LENGTH = 191;
+
 export function parseCron(cron: unknown, timezone: unknown): Cron {
   if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${shown(cron)}`);
+  if (cron.length > MAX_CRON_LENGTH) throw new InvalidArgumentError(`cron must be at most ${MAX_CRON_LENGTH} characters (what every adapter stores), got ${cron.length}: ${shown(cron)}`);
   if (typeof timezone !== "string" || timezone === "") throw new InvalidArgumentError(`timezone must be an IANA time zone name, got ${shown(timezone)}`);
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
@@ -156,4 +161,9 @@ export function missedTicks(cron: Cron, lastTick: number, now: number): { count:
 
 export function nextTick(cron: Cron, now: number): number | null {
   return cron.nextRun(new Date(now))?.getTime() ?? null;
+}
+
+/** Whether a stored schedule's definition (cron, timezone, task, queue, payload, options) is the one `p` puts (see DocketAdapter.putSchedule). */
+export function sameDefinition(stored: Pick<PutScheduleParams, "cron" | "timezone" | "task" | "queue" | "payload" | "options">, p: PutScheduleParams): boolean {
+  return stored.cron === p.cron && stored.timezone === p.timezone && stored.task === p.task && stored.queue === p.queue && stored.payload === p.payload && stored.options === p.options;
 }

@@ -68,7 +68,7 @@ export interface DashboardSource {
   readonly deadLetters: {
     list(options: { limit: number }): Promise<Job[]>;
     replay(id: number): Promise<Job>;
-    replayAll(): Promise<{ replayed: number }>;
+    replayAll(options: { limit: number }): Promise<{ replayed: number }>;
   };
   get(id: number): Promise<Job | null>;
   dependencies(id: number): Promise<{ parents: Job[]; children: Job[] }>;
@@ -248,9 +248,11 @@ export function dashboard(docket: DashboardSource, options: DashboardOptions = {
       }
       if (path === "dead/replay-all") {
         if (!(await authorize(request, "replay-all"))) return forbidden(`${base}dead`);
-        // Only from the confirmation page, which stated the count: a bare POST is sent there first.
+        // Only from the confirmation page, which stated the count: a bare POST is sent there first; at most that many.
         if (form.get("expected") === null) return back(`${base}dead/replay-all`);
-        const { replayed } = await docket.deadLetters.replayAll();
+        const expected = /^\d{1,15}$/.test(form.get("expected")!) ? Number(form.get("expected")) : NaN;
+        if (!Number.isSafeInteger(expected)) return refuse(400, "Replaying all dead jobs needs the count confirmed.", `${base}dead`);
+        const { replayed } = expected === 0 ? { replayed: 0 } : await docket.deadLetters.replayAll({ limit: expected });
         return back(`${base}dead`, { notice: `${replayed} dead job(s) replayed` });
       }
       if (path === "jobs/bulk") {

@@ -14,8 +14,8 @@ export interface View {
   can: ReadonlySet<DashboardAction>;
 }
 
-const STATES = ["ready", "scheduled", "blocked", "running", "succeeded", "dead", "cancelled"] as const;
-const ALL_STATES = [...STATES, "waiting"] as const;
+const STATES = ["ready", "scheduled", "blocked", "waiting", "running", "succeeded", "dead", "cancelled"] as const;
+const ALL_STATES = STATES;
 
 /** Jobs finished per bucket, as an inline SVG bar chart (succeeded green, dead red), with a time axis (UTC) below the bars. */
 function throughputChart(s: DocketStats): Html {

@@ -36,12 +36,13 @@ const MAX_LOGGED_NAME = 100;
 
 /**
  * `text` fit for one log line: its first line (an Error's stack keeps only
- * "Name: message"), control characters replaced by spaces, at most `max`
+ * "Name: message"), control characters and bidi marks replaced by spaces, at most `max`
  * characters; "…" marks a cut.
  */
 export function oneLine(text: string, max = MAX_LOGGED_ERROR): string {
   const lines = text.split(/\r\n|\n|\r/);
-  let line = lines[0]!.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+  // Control characters and the bidirectional marks and overrides (which reorder what a reader sees: core/unsafe-text.ts).
+  let line = lines[0]!.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, " ");
   let cut = lines.length > 1 && !/^\s+at /.test(lines[1]!);
   if (line.length > max) {
     line = line.slice(0, max);

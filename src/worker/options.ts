@@ -103,6 +103,8 @@ export interface WorkerConfig {
   readonly queues: readonly string[];
   /** Handled tasks whose registered queue this worker does not take from; warned about at the first start. */
   readonly unreachable: readonly [task: string, queue: string][];
+  /** Handled tasks the docket's `tasks` registry does not name (a misspelt handler?); warned about at the first start. */
+  readonly unregistered: readonly string[];
   readonly name: string;
   readonly concurrency: number;
   /** A fixed buffer size, or null for "auto" (see WorkerOptions.prefetch). */
@@ -151,6 +153,8 @@ export function resolveOptions<T extends TaskMap>(host: WorkerHost, options: Wor
       if (queue !== undefined && !queues.includes(queue)) unreachable.push([task, queue]);
     }
   }
+  // With a registry, this docket enqueues no other task: a handler it does not name is likely misspelt.
+  const unregistered = registered.size === 0 ? [] : [...handlers.keys()].filter((task) => !registered.has(task));
   const name = options.name === undefined ? defaultWorkerName() : validateName(options.name, "name");
   const concurrency = validateInteger(options.concurrency ?? 10, "concurrency", 1, 10_000);
   const fixedPrefetch = options.prefetch === undefined || options.prefetch === "auto" ? null : validateInteger(options.prefetch, "prefetch", 0, 10_000);
@@ -163,7 +167,7 @@ export function resolveOptions<T extends TaskMap>(host: WorkerHost, options: Wor
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new InvalidArgumentError("onEvent must be a function");
   const onEvent = options.onEvent ?? null;
   const logger = validateLogger(options.logger);
-  return { handlers, fallback, queues, unreachable, name, concurrency, fixedPrefetch, leaseMs, heartbeatMs, pollMs, reclaimMs, shutdownTimeoutMs, timeoutMs, onEvent, logger };
+  return { handlers, fallback, queues, unreachable, unregistered, name, concurrency, fixedPrefetch, leaseMs, heartbeatMs, pollMs, reclaimMs, shutdownTimeoutMs, timeoutMs, onEvent, logger };
 }
 
 /** A name unique enough to tell workers apart: the process id where there is one, and 6 random hex digits. */

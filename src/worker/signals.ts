@@ -1,6 +1,8 @@
 /** The signals `worker.stopOnSignals()` listens to by default. */
 export const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM"] as const;
-export type ShutdownSignal = "SIGINT" | "SIGTERM" | "SIGHUP" | "SIGQUIT" | "SIGUSR2";
+/** Every signal `stopOnSignals` may listen to: those that ask a process to end and can be caught (not SIGKILL or SIGSTOP). */
+export const STOPPABLE_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR2"] as const;
+export type ShutdownSignal = (typeof STOPPABLE_SIGNALS)[number];
 
 interface DenoSignals {
   addSignalListener(signal: string, handler: () => void): void;
@@ -34,14 +36,20 @@ export function onceOnSignals(signals: readonly ShutdownSignal[], handler: (sign
     }
     listeners.clear();
   };
-  for (const signal of signals) {
-    const listener = () => {
-      remove();
-      handler(signal);
-    };
-    listeners.set(signal, listener);
-    if (deno) deno.addSignalListener(signal, listener);
-    else if (proc) proc.on(signal, listener);
+  try {
+    for (const signal of signals) {
+      const listener = () => {
+        remove();
+        handler(signal);
+      };
+      listeners.set(signal, listener);
+      if (deno) deno.addSignalListener(signal, listener);
+      else if (proc) proc.on(signal, listener);
+    }
+  } catch (error) {
+    // All or none: a signal the runtime refuses leaves no listener behind.
+    remove();
+    throw error;
   }
   return remove;
 }

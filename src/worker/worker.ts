@@ -6,7 +6,7 @@
 import type { TaskMap, WorkerHost } from "./host.ts";
 import { InvalidArgumentError } from "../core/errors.ts";
 import { shown } from "../core/shown.ts";
-import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, type ShutdownSignal } from "./signals.ts";
+import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, STOPPABLE_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { checkKeys, validateInteger } from "../core/validate.ts";
 import type { Attempt, InFlight } from "./attempt.ts";
 import { Completer } from "./completer.ts";
@@ -60,6 +60,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #registration: Registration;
   /** Handled tasks registered to queues this worker does not take from: warned about at the first start. */
   #unreachable: readonly [task: string, queue: string][];
+  #warnedUnregistered = false;
   #loop: Promise<void> | null = null;
   #timers: ReturnType<typeof setInterval>[] = [];
   /** Timer passes under way (stop() waits for them). */
@@ -146,6 +147,12 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#emitter.log.warn(oneLine(`${tasks}, which this worker does not take from (queues ${queues}): such jobs run here only if enqueued with one of its queues`, 1000));
       this.#unreachable = [];
     }
+    if (config.unregistered.length > 0 && !this.#warnedUnregistered) {
+      this.#warnedUnregistered = true;
+      const known = [...this.#host.taskQueues().keys()].map((t) => JSON.stringify(t)).join(", ");
+      const named = config.unregistered.map((t) => JSON.stringify(t)).join(", ");
+      this.#emitter.log.warn(oneLine(`handlers for ${named}, which the docket's tasks registry does not name (it has ${known}): this docket enqueues no such job; a misspelt handler leaves its task's jobs unclaimed`, 1000));
+    }
     this.#buffer.open();
     const register = () => this.#pass(() => this.#registration.put().catch((error) => this.#emitter.emit({ type: "error", error: error as Error, operation: "heartbeat" })));
     register();
@@ -189,9 +196,9 @@ export class Worker<T extends TaskMap = TaskMap> {
    */
   async stop(options: { timeoutMs?: number } = {}): Promise<void> {
     checkKeys(options, ["timeoutMs"], "stop(options)");
+    const timeoutMs = validateInteger(options.timeoutMs ?? this.#config.shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
     const life = this.#life;
     if (!life.started) return;
-    const timeoutMs = validateInteger(options.timeoutMs ?? this.#config.shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
     // A second stop() during a stop runs the same steps; only the first moves the state.
     if (life.state === "running") {
       life.to("draining");
@@ -237,9 +244,10 @@ export class Worker<T extends TaskMap = TaskMap> {
   stopOnSignals(options: { signals?: readonly ShutdownSignal[]; onStopped?: (signal: ShutdownSignal) => unknown } = {}): () => void {
     checkKeys(options, ["signals", "onStopped"], "stopOnSignals(options)");
     const signals = options.signals ?? SHUTDOWN_SIGNALS;
-    if (!Array.isArray(signals) || signals.length === 0 || signals.some((s) => typeof s !== "string" || !/^SIG[A-Z0-9]+$/.test(s))) {
-      throw new InvalidArgumentError(`signals must be a non-empty list of signal names like "SIGTERM", got ${shown(signals)}`);
+    if (!Array.isArray(signals) || signals.length === 0 || signals.some((s) => !(STOPPABLE_SIGNALS as readonly unknown[]).includes(s))) {
+      throw new InvalidArgumentError(`signals must be a non-empty list of ${STOPPABLE_SIGNALS.join(", ")}, got ${shown(signals)}`);
     }
+    if (options.onStopped !== undefined && typeof options.onStopped !== "function") throw new InvalidArgumentError(`onStopped must be a function, got ${shown(options.onStopped)}`);
     return onceOnSignals(signals, (signal) => {
       this.#emitter.log.warn(`${signal} received, stopping (in-flight jobs finish or are released)`);
       void this.stop()

@@ -138,12 +138,16 @@ describe("cli", () => {
       expect((await run("purge", "--older-than", "0ms")).stdout).toMatch(/deleted 2 finished job\(s\)/);
 
       expect((await run("jobs", "show", "abc")).code).toBe(2);
+      const extra = await run("jobs", "show", "1", "extra");
+      expect([extra.code, extra.stderr]).toEqual([2, expect.stringContaining('jobs show takes one argument, got 2: "1" "extra"')]);
+      const window = await run("status", "--window", "30s");
+      expect([window.code, window.stderr]).toEqual([2, expect.stringContaining("--window must be between 1m and 31d")]);
       expect((await run("jobs", "frobnicate")).code).toBe(2);
       expect((await run("purge")).code).toBe(2);
       expect((await run("status", "--bogus")).code).toBe(2);
       expect((await docket(null, "status")).code).toBe(2);
       console.log(`--- docket CLI on ${adapter} ---\n${transcript.join("\n")}`);
-      // 58 CLI runs, each a new tsx process: 87-107 s for one adapter alone on a slow 2-core machine, and the three run at once.
+      // 60 CLI runs, each a new tsx process: 87-107 s for one adapter alone on a slow 2-core machine, and the three run at once.
     }, 420_000);
   }
   it("docket dashboard serves the dashboard until SIGINT, then exits 0", async () => {

@@ -26,6 +26,17 @@ describe("dashboard job list", () => {
     expect(await get("/jobs?queue=nothing-here")).toContain("No jobs match.");
   });
 
+  it("the overview counts jobs waiting for their parents, in a column of their own linked to their list", async () => {
+    const parent = await file.docket.enqueue("charge", {}, { queue: "flow" });
+    const child = await file.docket.enqueue("invoice", {}, { queue: "flow", after: [parent.id] });
+    const handler = file.docket.dashboard();
+    const get = async (path: string) => (await handler(new Request(`http://127.0.0.1${path}`))).text();
+    const overview = await get("/");
+    expect(overview).toContain("<th>waiting</th>");
+    expect(overview).toContain('<a href="/jobs?state=waiting&amp;queue=flow">1</a>');
+    expect(ids(await get("/jobs?state=waiting&queue=flow"))).toEqual([child.id]);
+  });
+
   it("an unknown state is refused inside the layout, with a way back", async () => {
     const r = await file.docket.dashboard()(new Request("http://127.0.0.1/jobs?state=bogus"));
     expect(r.status).toBe(400);

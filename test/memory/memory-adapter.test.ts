@@ -29,7 +29,7 @@ describe("docket/memory adapter", () => {
     const [stored] = await a.enqueue({ jobs: [job()], now: 1 });
     expect((await b.get({ id: stored!.id }))?.id).toBe(stored!.id);
     await a.close();
-    await expect(a.get({ id: stored!.id })).rejects.toMatchObject({ code: "ADAPTER_ERROR" });
+    await expect(a.get({ id: stored!.id })).rejects.toMatchObject({ code: "CLOSED" });
     expect((await b.claim({ queues: ["default"], limit: 5, now: 1, leaseToken: "y", leaseExpiresAt: 100 })).length).toBe(1);
   });
 

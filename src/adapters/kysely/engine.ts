@@ -80,6 +80,12 @@ export interface Engine {
    * because `fn` runs application code (`completeInTransaction`).
    */
   transactionOnce<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn`, which only reads, so that all of its reads see one snapshot
+   * of the database (a repeatable-read, read-only transaction; SQLite's
+   * deferred one). Optional: absent, `fn` runs on `db` as is.
+   */
+  snapshotRead?<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
   /** Runs `fn` while holding a lock that serializes migrations across processes. */
   withMigrationLock<T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T>;
   /** The schema versions, oldest first; the same numbers in every engine. */

@@ -4,6 +4,7 @@ import type { StoreContext } from "./context.ts";
 import type { Engine } from "./engine.ts";
 import { enqueue } from "./enqueue.ts";
 import { labelled } from "./labels.ts";
+import { sameDefinition } from "../../core/schedules.ts";
 
 interface ScheduleRow {
   name: string;
@@ -35,25 +36,28 @@ function toSchedule(r: ScheduleRow): StoredSchedule {
   };
 }
 
-/** See DocketAdapter.putSchedule: inserts, or replaces the definition and moves last_tick forward to `lastTick` (never back). */
+/**
+ * See DocketAdapter.putSchedule: inserts unless the name exists (concurrent
+ * puts of a new name: one inserts, the others wait for its row), else under
+ * the row's lock replaces a changed definition and moves last_tick forward
+ * to `lastTick` (never back), and leaves an unchanged one as it is.
+ */
 export async function putSchedule(ctx: StoreContext, p: PutScheduleParams): Promise<StoredSchedule> {
   const { db, engine, tables } = ctx;
   return engine.writeTransaction(db, async (trx) => {
-    const definition = { cron: p.cron, timezone: p.timezone, task: p.task, queue: p.queue, payload: p.payload, options: p.options, updated_at: p.now };
-    let read = trx.selectFrom(tables.schedules).select("last_tick").where("name", "=", p.name);
+    const definition = { cron: p.cron, timezone: p.timezone, task: p.task, queue: p.queue, payload: p.payload, options: p.options };
+    const insert = trx.insertInto(tables.schedules).values({ name: p.name, ...definition, last_tick: p.lastTick, created_at: p.now, updated_at: p.now });
+    // (Row counts cannot tell an insert from a duplicate on MariaDB, whose client counts found rows: the read below decides.)
+    await (engine.capabilities.onConflict ? insert.onConflict((oc) => oc.column("name").doNothing()) : insert.onDuplicateKeyUpdate({ name: p.name })).execute();
+    let read = trx.selectFrom(tables.schedules).selectAll().where("name", "=", p.name);
     if (engine.capabilities.rowLocks) read = read.forUpdate();
-    const current = (await read.executeTakeFirst()) as
-      | { last_tick: number | string }
-      | undefined;
-    if (current === undefined) {
-      await trx.insertInto(tables.schedules).values({ name: p.name, ...definition, last_tick: p.lastTick, created_at: p.now }).execute();
-    } else {
-      await trx
-        .updateTable(tables.schedules)
-        .set({ ...definition, last_tick: Math.max(Number(current.last_tick), p.lastTick) })
-        .where("name", "=", p.name)
-        .execute();
-    }
+    const current = (await read.executeTakeFirstOrThrow()) as ScheduleRow;
+    if (sameDefinition(current, p)) return toSchedule(current);
+    await trx
+      .updateTable(tables.schedules)
+      .set({ ...definition, updated_at: p.now, last_tick: Math.max(Number(current.last_tick), p.lastTick) })
+      .where("name", "=", p.name)
+      .execute();
     const row = (await trx.selectFrom(tables.schedules).selectAll().where("name", "=", p.name).executeTakeFirstOrThrow()) as ScheduleRow;
     return toSchedule(row);
   });

@@ -42,7 +42,7 @@ import type {
   StoredStats,
   TaskControl,
 } from "../../core/adapter.ts";
-import { AdapterError, DocketError, InvalidArgumentError, SchemaMissingError } from "../../core/errors.ts";
+import { AdapterError, ClosedError, DocketError, InvalidArgumentError, SchemaMissingError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import type { AnyDb, Capabilities, Engine, InstrumentOptions } from "./engine.ts";
 import type { StoreContext } from "./context.ts";
@@ -322,7 +322,8 @@ export class KyselyStore implements DocketAdapter {
   }
 
   stats(params: StatsParams): Promise<StoredStats> {
-    return this.#run(() => readStats(this.#ctx, params));
+    // One snapshot for every count and list: totals that add up while jobs move.
+    return this.#run(() => (this.#ctx.engine.snapshotRead ? this.#ctx.engine.snapshotRead(this.#ctx.db, (db) => readStats({ ...this.#ctx, db }, params)) : readStats(this.#ctx, params)));
   }
 
   get(params: GetParams): Promise<JobRecord | null> {
@@ -377,7 +378,9 @@ export class KyselyStore implements DocketAdapter {
     }
   }
 
+  /** Runs one call of the contract: ClosedError once `close()` was called; the database's errors as typed errors. */
   async #run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new ClosedError("this adapter");
     try {
       return await fn();
     } catch (error) {

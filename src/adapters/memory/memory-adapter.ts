@@ -49,7 +49,7 @@ import type {
   TaskControl,
 } from "../../core/adapter.ts";
 import { WORKER_ROWS_KEPT_MS } from "../../core/adapter.ts";
-import { AdapterError, DocketError, SchemaMissingError } from "../../core/errors.ts";
+import { AdapterError, ClosedError, DocketError, SchemaMissingError } from "../../core/errors.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { claim } from "./claim.ts";
 import { enqueue, getByIdempotencyKey } from "./enqueue.ts";
@@ -247,7 +247,7 @@ export class MemoryAdapter implements DocketAdapter {
     return this.#run("jobs", true, (s) => countJobs(s, params));
   }
 
-  /** Closes this handle (its later calls are AdapterError, its ready subscriptions end); the state and other handles stay. Idempotent. */
+  /** Closes this handle (its later calls are ClosedError, its ready subscriptions end); the state and other handles stay. Idempotent. */
   close(): Promise<void> {
     this.#closed = true;
     for (const listener of this.#listeners) this.#state.readyListeners.delete(listener);
@@ -275,12 +275,12 @@ export class MemoryAdapter implements DocketAdapter {
    * Runs `step` on the state at once, synchronously, and settles with its
    * answer or its error: the whole call is one atomic step (a step that
    * throws has changed nothing: each checks its input before writing). A
-   * closed handle is AdapterError; an unmigrated state is SCHEMA_MISSING
+   * closed handle is ClosedError; an unmigrated state is SCHEMA_MISSING
    * naming `table`.
    */
   #run<T>(table: Table, needsSchema: boolean, step: (state: MemoryState) => T): Promise<T> {
     try {
-      if (this.#closed) throw new AdapterError(`${this.name}: the adapter is closed`);
+      if (this.#closed) throw new ClosedError("this adapter");
       if (needsSchema && !this.#state.migrated) throw new SchemaMissingError(table);
       return Promise.resolve(step(this.#state));
     } catch (error) {

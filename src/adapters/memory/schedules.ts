@@ -7,13 +7,15 @@
 import type { FireScheduleParams, PutScheduleParams, QueueControl, SetQueueControlParams, SetTaskControlParams, StoredSchedule, TaskControl } from "../../core/adapter.ts";
 import type { JobRecord } from "../../core/job.ts";
 import { controlIsDefault } from "../../core/controls.ts";
+import { sameDefinition } from "../../core/schedules.ts";
 import { checkCap, checkNewJobs, checkRateLimit } from "./constraints.ts";
 import { enqueue } from "./enqueue.ts";
 import { announce, byName, type MemoryState } from "./state.ts";
 
-/** See DocketAdapter.putSchedule: a new one starts at `lastTick`; an existing one gets the new definition, its last tick never moving back. */
+/** See DocketAdapter.putSchedule: a new one starts at `lastTick`; an existing one with another definition gets it, its last tick never moving back; one with the same definition stays as it is. */
 export function putSchedule(state: MemoryState, p: PutScheduleParams): StoredSchedule {
   const current = state.schedules.get(p.name);
+  if (current !== undefined && sameDefinition(current, p)) return { ...current };
   const stored: StoredSchedule = {
     name: p.name,
     cron: p.cron,

@@ -45,6 +45,7 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   if ((pool === undefined) === (uri === undefined)) {
     throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
   }
+  if (uri !== undefined) checkUri(uri);
   const limit = options.connectionLimit ?? 10;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${shown(limit)}`);
   const prefix = validateTablePrefix(options.tablePrefix ?? "docket_", MYSQL_MAX_TABLE_PREFIX, "MariaDB");
@@ -80,6 +81,20 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
  * until the node applied what the cluster committed before it); MySQL,
  * which has no such variable (errno 1193), is left as it is.
  */
+/**
+ * Refuses a `uri` mysql2 could not read (it parses it with `new URL`, and
+ * its error would carry the whole text, password included, on every call).
+ * The message never repeats the URI.
+ */
+function checkUri(uri: unknown): void {
+  if (typeof uri !== "string" || uri === "") throw new InvalidArgumentError("uri must be a non-empty string: mysql://user:password@host:port/database");
+  try {
+    new URL(uri);
+  } catch {
+    throw new InvalidArgumentError("uri is not a URL (mysql://user:password@host:port/database): check its host and port; it is not repeated here, as it may hold a password");
+  }
+}
+
 async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
   const mod = await import("mysql2");
   const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;

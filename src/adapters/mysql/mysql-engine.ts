@@ -109,6 +109,7 @@ export function mysqlEngine(options: { prefix: string; sessionReadCommitted?: bo
     ...ENGINE_DEFAULTS,
     name: "mysql",
     capabilities: { returning: false, rowLocks: true, skipLocked: true, exactSkipLocked: false, claimStatement: false, arrays: false, onConflict: false, indexedRowBound: "terms", floorReadsLocked: true, blocking: false },
+    snapshotRead: (db, fn) => db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(fn),
     writeTransaction,
     writeStatement: writeTransaction,
     retriedStatement: (db, fn) => retried(() => fn(db)),

@@ -49,6 +49,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     ...ENGINE_DEFAULTS,
     name: "postgres",
     capabilities: { returning: true, rowLocks: true, skipLocked: true, exactSkipLocked: true, claimStatement: true, arrays: true, onConflict: true, indexedRowBound: "row", floorReadsLocked: false, blocking: false },
+    snapshotRead: (db, fn) => db.transaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute(fn),
     writeTransaction,
     // A single `UPDATE … RETURNING` is atomic on its own: no BEGIN/COMMIT round trips.
     writeStatement: (db, fn) => fn(db),

@@ -83,6 +83,9 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
     capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, indexedRowBound: false, floorReadsLocked: false, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
+    // A deferred transaction: its first read fixes the snapshot (WAL), other connections' commits after it unseen.
+    // Inside the application's own transaction on a shared handle, its reads already see one state.
+    snapshotRead: (db, fn) => (outside() ? fn(db) : db.transaction().execute(fn)),
     transactionOnce: transactionAlone,
     withMigrationLock: transactionAlone,
     migrations: () => migrations(prefix),

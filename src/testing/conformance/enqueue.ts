@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DocketError } from "../../core/errors.ts";
+import { ClosedError, DocketError } from "../../core/errors.ts";
 import type { CaseContext, ConformanceCase } from "../harness.ts";
 import { Docket } from "../../client/docket.ts";
 import { newJob, sleep } from "./helpers.ts";
@@ -89,6 +89,23 @@ export const enqueueCases: ConformanceCase[] = [
       assert.equal(later.runAt, t.clock.now() + 5000);
       const past = await d.enqueue("t", null, { runAt: new Date(t.clock.now() - 1) });
       assert.equal(past.state, "ready");
+    },
+  },
+  {
+    name: "enqueue › every call after close() is ClosedError (code CLOSED), not the driver's error; close() again resolves",
+    async run(t) {
+      const adapter = await t.store.connect();
+      const d = new Docket({ adapter, clock: t.clock });
+      await d.enqueue("t", null);
+      await adapter.close();
+      await adapter.close();
+      const closed = (e: unknown) => e instanceof ClosedError && e.code === "CLOSED";
+      await assert.rejects(d.enqueue("t", null), closed);
+      await assert.rejects(d.stats(), closed);
+      await assert.rejects(d.list({}), closed);
+      const now = t.clock.now();
+      await assert.rejects(adapter.claim({ queues: ["default"], limit: 1, now, leaseToken: "x", leaseExpiresAt: now + 1_000 }), closed);
+      assert.equal((await t.docket().list({})).length, 1, "the store itself is untouched");
     },
   },
   {

@@ -72,6 +72,18 @@ export const scheduleCases: ConformanceCase[] = [
     },
   },
   {
+    name: "schedules › daylight-saving changes (docs/operating.md): a spring local time that does not exist fires an hour later; the autumn's repeated hour fires once",
+    async run(t) {
+      const d = t.docket();
+      t.clock.set(Date.UTC(2026, 2, 29, 0, 0));
+      const spring = await d.schedules.put("spring", { cron: "30 2 * * *", timezone: "Europe/Berlin", task: "t" });
+      assert.equal(spring.nextTickAt, Date.UTC(2026, 2, 29, 1, 30), "02:30 does not exist on 29 March 2026 in Berlin: 03:30 CEST");
+      t.clock.set(Date.UTC(2026, 9, 25, 0, 40));
+      const autumn = await d.schedules.put("autumn", { cron: "30 * * * *", timezone: "Europe/Berlin", task: "t" });
+      assert.equal(autumn.nextTickAt, Date.UTC(2026, 9, 25, 2, 30), "02:30 CEST (00:30 UTC) fired; 02:30 CET (01:30 UTC) is not a second tick");
+    },
+  },
+  {
     name: "schedules › replacing a schedule keeps its fired ticks (no re-fire); removing it keeps its jobs; bad definitions are typed errors and store nothing",
     async run(t) {
       t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 0));
@@ -174,6 +186,81 @@ export const scheduleCases: ConformanceCase[] = [
       await d.schedules.pause("sync");
       await d.schedules.put("sync", { cron: "*/15 * * * *", task: "sync" });
       assert.equal((await d.schedules.list())[0]!.paused, true, "redefining keeps the pause");
+    },
+  },
+  {
+    name: "schedules › the same definition put again (a process's start) keeps a due tick and the missed count: the next pass fires it; a changed definition skips it",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 0, 0, 10));
+      const d = t.docket();
+      const definition = { cron: "0 3 * * *", task: "report", payload: { kind: "nightly" }, options: { queue: "reports" } };
+      await d.schedules.put("nightly", definition);
+      // Down over 03:00; at 03:20 a process starts and puts the same definition before its first pass.
+      t.clock.set(Date.UTC(2030, 0, 1, 3, 20));
+      const other = new Docket({ adapter: await t.connect(), clock: t.clock });
+      const again = await other.schedules.put("nightly", definition);
+      assert.deepEqual([again.lastTickAt, again.missedTicks], [Date.UTC(2029, 11, 31, 3), 1], "the put left the last tick and the missed tick as they were");
+      assert.deepEqual((await d.schedules.runDue()).map((f) => f.tick), [Date.UTC(2030, 0, 1, 3)], "the 03:00 tick fires after the put");
+      // A tick due and not yet fired, then a put of the same definition from another process: still fires.
+      t.clock.set(Date.UTC(2030, 0, 2, 3, 0, 0, 400));
+      await other.schedules.put("nightly", definition);
+      assert.deepEqual((await d.schedules.runDue()).map((f) => f.tick), [Date.UTC(2030, 0, 2, 3)]);
+      // A changed definition fires from its next tick on, as before.
+      t.clock.set(Date.UTC(2030, 0, 3, 3, 0, 0, 400));
+      await other.schedules.put("nightly", { ...definition, payload: { kind: "changed" } });
+      assert.deepEqual(await d.schedules.runDue(), [], "a redefined schedule does not fire the tick before it was stored");
+      assert.equal((await d.list({ queue: "reports" })).length, 2);
+    },
+  },
+  {
+    name: "schedules › concurrent puts of one new name from several connections all succeed and store one schedule",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      for (let round = 0; round < 3; round++) {
+        const dockets = await Promise.all(Array.from({ length: 4 }, async () => new Docket({ adapter: await t.connect(), clock: t.clock })));
+        const name = `together-${round}`;
+        const puts = await Promise.allSettled(dockets.map((x, i) => x.schedules.put(name, { cron: `*/${5 + (round === 2 ? i : 0)} * * * *`, task: "t" })));
+        const refused = puts.filter((p) => p.status === "rejected").map((p) => String((p as PromiseRejectedResult).reason));
+        assert.deepEqual(refused, [], `round ${round}: every put succeeds`);
+      }
+      assert.deepEqual((await t.docket().schedules.list()).map((s) => s.name), ["together-0", "together-1", "together-2"]);
+    },
+  },
+  {
+    name: "schedules › a schedule that cannot fire here (its task unknown to this docket) does not hold back the others: they fire, its error comes after (or to onError with its name)",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const before = t.docket<{ gone: null; kept: null }>({ tasks: { gone: {}, kept: {} } });
+      await before.schedules.put("a-gone", { cron: "*/5 * * * *", task: "gone" });
+      await before.schedules.put("b-kept", { cron: "*/5 * * * *", task: "kept" });
+      // After a deploy that dropped the task "gone" from the registry.
+      const after = t.docket<{ kept: null }>({ tasks: { kept: {} } });
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 5));
+      await assert.rejects(after.schedules.runDue(), UnknownTaskError);
+      assert.deepEqual((await after.list({})).map((j) => j.task), ["kept"], "b-kept fired though a-gone failed before it");
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 10));
+      const errors: [string, string][] = [];
+      const fired = await after.schedules.runDue({ onError: (error, schedule) => void errors.push([error.name, schedule]) });
+      assert.deepEqual(fired.map((f) => f.schedule), ["b-kept"]);
+      assert.deepEqual(errors, [["UnknownTaskError", "a-gone"]]);
+      const [gone] = await after.schedules.list();
+      assert.equal(gone!.lastTickAt, Date.UTC(2030, 0, 1, 10, 0), "a-gone's ticks stay unfired: a process that knows the task fires the latest");
+      assert.deepEqual((await before.schedules.runDue()).map((f) => f.schedule), ["a-gone"]);
+    },
+  },
+  {
+    name: "schedules › a cron expression over 191 characters is InvalidArgumentError on every adapter and stores nothing; a long one within it is stored",
+    async run(t) {
+      t.clock.set(Date.UTC(2030, 0, 1, 10, 0, 30));
+      const d = t.docket();
+      const minutes = Array.from({ length: 60 }, (_, i) => i).join(",");
+      const long = `${minutes} * * * *`;
+      assert.ok(long.length > 150 && long.length <= 191);
+      await d.schedules.put("long", { cron: long, task: "t" });
+      const tooLong = `${minutes} ${Array.from({ length: 24 }, (_, i) => i).join(",")} * * *`;
+      assert.ok(tooLong.length > 191);
+      await assert.rejects(d.schedules.put("too-long", { cron: tooLong, task: "t" }), (e: unknown) => e instanceof InvalidArgumentError && /at most 191 characters/.test(e.message));
+      assert.deepEqual((await d.schedules.list()).map((s) => [s.name, s.cron]), [["long", long]]);
     },
   },
 ];

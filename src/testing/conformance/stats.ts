@@ -45,6 +45,40 @@ export const statsCases: ConformanceCase[] = [
     },
   },
   {
+    name: "stats › one snapshot: while another connection claims and completes jobs, every stats() counts each job once and lists as many running jobs as it counts",
+    async run(t) {
+      const d = t.docket();
+      const total = 600;
+      for (let i = 0; i < total; i += 200) await d.enqueueMany(Array.from({ length: 200 }, (_, k) => ({ task: "move", payload: { n: i + k }, options: { queue: "snap" } })));
+      const mover = await t.connect();
+      let moving = true;
+      const moved = (async () => {
+        try {
+          for (;;) {
+            const now = t.clock.now();
+            const claimed = await mover.claim({ queues: ["snap"], limit: 20, now, leaseToken: token(), leaseExpiresAt: now + LEASE_MS });
+            if (claimed.length === 0) return;
+            await Promise.all(claimed.map((j) => settleOne(mover, { kind: "complete", id: j.id, leaseToken: j.leaseToken!, now })));
+          }
+        } finally {
+          moving = false;
+        }
+      })();
+      const seen: string[] = [];
+      let samples = 0;
+      while (moving || samples === 0) {
+        const s = await d.stats({ runningLimit: 1_000 });
+        samples++;
+        const q = s.queues.find((x) => x.queue === "snap");
+        const counted = q ? Object.values(q.counts).reduce((a, b) => a + b, 0) : 0;
+        const running = s.running.filter((r) => r.queue === "snap").length;
+        if (counted !== total || running !== (q?.counts.running ?? 0)) seen.push(`sample ${samples}: ${counted} counted, ${running} listed running of ${q?.counts.running ?? 0} counted`);
+      }
+      await moved;
+      assert.deepEqual(seen, [], `${seen.length} of ${samples} samples were not one snapshot`);
+    },
+  },
+  {
     name: "stats › jobs waiting for their parents are counted as waiting, per queue and task",
     async run(t) {
       const d = t.docket();
