@@ -42,15 +42,21 @@ export async function main(argv: string[]): Promise<number> {
         "public-origin": { type: "string" },
         "trust-proxy": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
+        version: { type: "boolean", short: "v", default: false },
       },
     });
   } catch (error) {
     return usage((error as Error).message);
   }
   const { values: v, positionals } = parsed;
-  if (v.help || positionals.length === 0) {
+  if (v.version) {
+    console.log(await packageVersion());
+    return EXIT.ok;
+  }
+  const help = v.help || (positionals.length === 1 && positionals[0] === "help");
+  if (help || positionals.length === 0) {
     console.log(USAGE);
-    return v.help ? EXIT.ok : EXIT.usage;
+    return help ? EXIT.ok : EXIT.usage;
   }
   const url = v.url ?? process.env.DOCKET_URL;
   if (url === undefined) return usage("--url is required (or set DOCKET_URL)");
@@ -152,4 +158,10 @@ async function serveDashboard(docket: Docket, flags: DashboardFlags): Promise<nu
 function usage(message: string): number {
   console.error(`docket: ${printable(message)}\nRun docket --help for usage.`);
   return EXIT.usage;
+}
+
+/** This package's version, from its package.json (two levels up from src/cli and from dist/cli alike). */
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  return (JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }

@@ -16,6 +16,8 @@ export const EXIT = {
 export const USAGE = `docket — operate a docket job queue
 
 Usage: docket <command> [arguments] --url <url> [--prefix <table prefix>] [--json]
+       docket --help | help        this text
+       docket --version | -v       the version
 
   --url     postgres://user@host/db | mysql://user@host/db | sqlite:path/to/file.db
             (default: the DOCKET_URL environment variable; only migrate creates

@@ -48,7 +48,27 @@ export class LocalBus {
   /** Workers of this docket, told about the queues it paused or resumed. */
   readonly #pauseListeners = new Set<(queue: string, paused: boolean) => void>();
 
+  /** Workers of this docket that run: stopped by `close()` before the adapter closes. */
+  readonly #closeListeners = new Set<() => Promise<void>>();
+  #closed = false;
+
   constructor(readonly clock: Clock) {}
+
+  /** Whether `close()` was called: a worker of this docket does not start. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  onClose(listener: () => Promise<void>): () => void {
+    this.#closeListeners.add(listener);
+    return () => void this.#closeListeners.delete(listener);
+  }
+
+  /** Marks the docket closed and resolves once every listener (a running worker's stop) has settled; their failures are theirs. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.allSettled([...this.#closeListeners].map((listener) => listener()));
+  }
 
   onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void {
     this.#enqueueListeners.add(listener);

@@ -331,9 +331,9 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.#payloadLimit.bytes();
   }
 
-  /** Closes the adapter (and the connections it opened). */
+  /** Stops this docket's running workers (as `worker.stop()`), then closes the adapter (and the connections it opened). Later calls are ClosedError. */
   close(): Promise<void> {
-    return this.adapter.close();
+    return this.#bus.close().then(() => this.adapter.close());
   }
 
   /** The retry policy that applies to `job`: docket default, then task, then the job's own overrides (core/retry.ts jobRetryPolicy). */

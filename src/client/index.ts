@@ -2,4 +2,4 @@
 export * from "./docket.ts";
 export { EventHub } from "./bus.ts";
 export { Scheduler, Schedules, type ScheduleHost, type TaskScheduleDefinition } from "./schedules.ts";
-export type { DocketStats, KeyStats, QueueStats, RateLimitStats, RunningJobStats, StateCounts, StatsOptions, TaskStats, ThroughputBucket, emptyCounts, shapeStats } from "./stats.ts";
+export type { DocketStats, KeyStats, QueueStats, RateLimitStats, RunningJobStats, StateCounts, StatsOptions, TaskStats, ThroughputBucket } from "./stats.ts";

@@ -49,6 +49,10 @@ export interface WorkerHost {
   onCancelled(listener: (id: number) => void): () => void;
   /** Calls `listener` with each queue this docket paused or resumed, once the write committed. Returns an unsubscribe function. */
   onPaused(listener: (queue: string, paused: boolean) => void): () => void;
+  /** Subscribes a running worker's stop to the docket's `close()`, which waits for it before closing the adapter. */
+  onClose(listener: () => Promise<void>): () => void;
+  /** Whether the docket was closed: a worker does not start then. */
+  closed(): boolean;
   /** One sweep of expired leases (each becomes a retry or a dead letter). Rejects with what the storage threw. */
   reclaimExpired(): Promise<unknown>;
   /**

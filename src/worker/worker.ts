@@ -4,7 +4,7 @@
  * keeper, sweeps) and runs them between `start()` and `stop()`.
  */
 import type { TaskMap, WorkerHost } from "./host.ts";
-import { InvalidArgumentError } from "../core/errors.ts";
+import { ClosedError, InvalidArgumentError } from "../core/errors.ts";
 import { shown } from "../core/shown.ts";
 import { onceOnSignals, reraise, SHUTDOWN_SIGNALS, STOPPABLE_SIGNALS, type ShutdownSignal } from "./signals.ts";
 import { checkKeys, validateInteger } from "../core/validate.ts";
@@ -139,6 +139,7 @@ export class Worker<T extends TaskMap = TaskMap> {
   /** Starts claiming. Idempotent while running. */
   start(): Promise<void> {
     if (this.#life.started) return Promise.resolve();
+    if (this.#host.closed()) return Promise.reject(new ClosedError("this worker's docket"));
     this.#life.to("running");
     const config = this.#config;
     if (this.#unreachable.length > 0) {
@@ -176,7 +177,10 @@ export class Worker<T extends TaskMap = TaskMap> {
       if (notice.queue !== null && !config.queues.includes(notice.queue)) return;
       this.#producer.ready(notice.due);
     });
+    // docket.close() stops this worker before the adapter closes (its in-flight jobs finish or are released).
+    const unsubscribeClose = host.onClose(() => this.stop());
     this.#unsubscribe = () => {
+      unsubscribeClose();
       unsubscribeErrors?.();
       unsubscribeEnqueues();
       unsubscribeCancels();

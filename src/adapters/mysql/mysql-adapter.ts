@@ -14,7 +14,8 @@ export const MYSQL_MAX_TABLE_PREFIX = 64 - "jobs_idempotency_nonempty".length;
 
 export interface MysqlAdapterOptions {
   /**
-   * A mysql2 (callback API) pool. The caller keeps ownership: `close()` does
+   * A mysql2 pool: `createPool` of "mysql2", or of "mysql2/promise" (docket
+   * uses the callback pool it wraps). The caller keeps ownership: `close()` does
    * not end it. Attach an `'error'` listener to its connections
    * (`pool.on("connection", c => c.on("error", …))`) so a connection the
    * server kills is not an unhandled event; docket does this for pools it opens.
@@ -41,10 +42,11 @@ export interface MysqlAdapterOptions {
 export function openMysql(options: MysqlAdapterOptions): KyselyStore {
   if (options === undefined) throw new InvalidArgumentError("mysqlAdapter needs options: { uri } or { pool }");
   checkKeys(options, ["pool", "uri", "connectionLimit", "tablePrefix", "instrument", "wakeCheckMs"], "mysqlAdapter(options)");
-  const { pool, uri } = options;
-  if ((pool === undefined) === (uri === undefined)) {
+  const { uri } = options;
+  if ((options.pool === undefined) === (uri === undefined)) {
     throw new InvalidArgumentError("mysqlAdapter needs exactly one of `pool` or `uri`");
   }
+  const pool = options.pool === undefined ? undefined : callbackPoolOf(options.pool);
   if (uri !== undefined) checkUri(uri);
   const limit = options.connectionLimit ?? 10;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`connectionLimit must be an integer >= 1, got ${shown(limit)}`);
@@ -81,6 +83,20 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
  * until the node applied what the cluster committed before it); MySQL,
  * which has no such variable (errno 1193), is left as it is.
  */
+/**
+ * The callback pool behind `pool`: a mysql2/promise pool (`createPool` of
+ * "mysql2/promise") wraps one as its `.pool`, and kysely drives only the
+ * callback API (given the promise pool itself, every call waited forever
+ * for a callback that never came). Anything else is taken as given; a
+ * value with no `getConnection` is InvalidArgumentError.
+ */
+function callbackPoolOf(pool: unknown): MysqlPool {
+  const inner = (pool as { pool?: { getConnection?: unknown } } | null)?.pool;
+  if (inner && typeof inner.getConnection === "function") return inner as unknown as MysqlPool;
+  if (typeof (pool as { getConnection?: unknown } | null)?.getConnection !== "function") throw new InvalidArgumentError("pool must be a mysql2 pool (mysql2's createPool, or mysql2/promise's)");
+  return pool as MysqlPool;
+}
+
 /**
  * Refuses a `uri` mysql2 could not read (it parses it with `new URL`, and
  * its error would carry the whole text, password included, on every call).
