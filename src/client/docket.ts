@@ -292,9 +292,10 @@ export class Docket<T extends TaskMap = TaskMap> {
    * Errors go to `onError` (default: one `console.error` line each) and the
    * next pass retries; a schedule that cannot fire (say, its task no longer
    * registered here) does not hold back the others, and its name comes with its error.
+   * `close()` stops it.
    */
   scheduler(options: { intervalMs?: number; onError?: (error: Error, schedule?: string) => void } = {}): Scheduler {
-    return new Scheduler(this.schedules, options);
+    return new Scheduler(this.schedules, options, this.#bus);
   }
 
   /**

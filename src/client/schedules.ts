@@ -5,7 +5,7 @@
  */
 import type { Cron } from "croner";
 import type { DocketAdapter, NewJob, StoredSchedule } from "../core/adapter.ts";
-import { InvalidArgumentError, NotFoundError } from "../core/errors.ts";
+import { ClosedError, InvalidArgumentError, NotFoundError } from "../core/errors.ts";
 import { toJob, type Job, type TaskMap } from "../core/job.ts";
 import { firstTick, latestTick, missedTicks, nextTick, parseCron, type FiredTick, type Schedule, type ScheduleDefinition, type ScheduleJobOptions } from "../core/schedules.ts";
 import { shown } from "../core/shown.ts";
@@ -226,10 +226,16 @@ export class Scheduler {
   readonly intervalMs: number;
   readonly #onError: (error: Error, schedule?: string) => void;
 
+  /** The docket's close(), which stops this scheduler (absent: a scheduler made outside a Docket). */
+  readonly #closing: { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void } | null;
+  #offClose: (() => void) | null = null;
+
   constructor(
     readonly schedules: Pick<Schedules, "runDue">,
     options: { intervalMs?: number; onError?: (error: Error, schedule?: string) => void } = {},
+    closing: { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void } | null = null,
   ) {
+    this.#closing = closing;
     checkKeys(options, ["intervalMs", "onError"], "scheduler(options)");
     this.intervalMs = validateInteger(options.intervalMs ?? 1_000, "intervalMs", 10, 3_600_000);
     if (options.onError !== undefined && typeof options.onError !== "function") throw new InvalidArgumentError(`onError must be a function, got ${shown(options.onError)}`);
@@ -238,8 +244,11 @@ export class Scheduler {
       ((error, schedule) => console.error(`docket scheduler: ${schedule === undefined ? "a pass failed" : `schedule ${shown(schedule)} did not fire`}: ${oneLine(error.message)}`));
   }
 
+  /** Starts the passes; ClosedError once its docket is closed (whose close() stops a running scheduler). */
   start(): void {
     if (!this.#stopped) return;
+    if (this.#closing?.closed) throw new ClosedError("this scheduler's docket");
+    this.#offClose = this.#closing?.onClose(() => this.stop()) ?? null;
     this.#stopped = false;
     this.#tick();
   }
@@ -247,6 +256,8 @@ export class Scheduler {
   /** Stops; resolves once a pass in progress has finished. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#offClose?.();
+    this.#offClose = null;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#running;

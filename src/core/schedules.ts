@@ -57,9 +57,10 @@ export interface FiredTick {
   job: Job;
 }
 
-/** The parsed expression; InvalidArgumentError for a bad expression or time zone. */
 /** The longest cron expression a schedule may have: MariaDB's column holds 191 characters, and every adapter keeps the same rule. */
 export const MAX_CRON_LENGTH = 191;
+
+/** The parsed expression; InvalidArgumentError for a bad expression or time zone (or an expression over MAX_CRON_LENGTH). */
 
 export function parseCron(cron: unknown, timezone: unknown): Cron {
   if (typeof cron !== "string" || cron.trim() === "") throw new InvalidArgumentError(`cron must be a cron expression, got ${shown(cron)}`);

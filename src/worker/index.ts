@@ -6,5 +6,5 @@ export { JobTimeoutError, type Handler, type JobContext } from "./executor.ts";
 export type { TransactionFunction, TransactionOptions } from "./transaction.ts";
 export type { WorkerLogger } from "./log.ts";
 export type { StepFunction } from "./steps.ts";
-export type { ShutdownSignal } from "./signals.ts";
+export { STOPPABLE_SIGNALS, type ShutdownSignal } from "./signals.ts";
 export { describeThrown } from "../core/thrown.ts";

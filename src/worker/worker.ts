@@ -69,6 +69,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #leaseWrites = new Set<"heartbeat" | "renewal">();
   #renewFailedAt = Number.NEGATIVE_INFINITY;
   #unsubscribe: (() => void) | null = null;
+  /** The stop under way, which a second stop() joins. */
+  #stopping: Promise<void> | null = null;
 
   /** @internal Use `docket.worker(options)`: the host is the docket's. */
   constructor(host: WorkerHost, options: WorkerOptions<T>) {
@@ -196,14 +198,22 @@ export class Worker<T extends TaskMap = TaskMap> {
    * to `timeoutMs` to finish (their results are recorded as usual, and their
    * leases heartbeated meanwhile); jobs whose handler is still running after
    * that are released back to ready. Resolves when no job of this worker is
-   * left running.
+   * left running. A stop() while one is under way (a signal's, the docket's
+   * close()) joins it, with its timeout: each job is released once.
    */
-  async stop(options: { timeoutMs?: number } = {}): Promise<void> {
-    checkKeys(options, ["timeoutMs"], "stop(options)");
-    const timeoutMs = validateInteger(options.timeoutMs ?? this.#config.shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
+  stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    try {
+      checkKeys(options, ["timeoutMs"], "stop(options)");
+      const timeoutMs = validateInteger(options.timeoutMs ?? this.#config.shutdownTimeoutMs, "timeoutMs", 0, 24 * 3600_000);
+      if (!this.#life.started) return Promise.resolve();
+      return (this.#stopping ??= this.#stopSteps(timeoutMs).finally(() => (this.#stopping = null)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async #stopSteps(timeoutMs: number): Promise<void> {
     const life = this.#life;
-    if (!life.started) return;
-    // A second stop() during a stop runs the same steps; only the first moves the state.
     if (life.state === "running") {
       life.to("draining");
       this.#buffer.drain();

@@ -9,7 +9,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Docket } from "../../src/index.ts";
 import { postgresAdapter } from "../../src/adapters/postgres/index.ts";
-import { connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_S } from "../../src/adapters/postgres/postgres-adapter.ts";
+import { connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_S, openPgPool } from "../../src/adapters/postgres/postgres-adapter.ts";
+import { PG_URL } from "../support/targets.ts";
 import { DocketError, InvalidArgumentError } from "../../src/core/errors.ts";
 
 let server: Server;
@@ -80,4 +81,26 @@ describe("postgres: a server that accepts connections and never answers", () => 
     }
     expect(() => postgresAdapter({ connectionString: "postgres://u@h/db", listenConnectionString: "postgres://u@h/db?connect_timeout=x" })).toThrow(/listenConnectionString's connect_timeout/);
   });
+
+  it("the timeout is each new connection's, not a wait for a busy pool's free connection: a call queued past it still gets one", async () => {
+    // PG_URL's server must answer (skipped below when it does not: the other cases need none).
+    const url = `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}connect_timeout=1`;
+    const pool = (await openPgPool(url, 1)) as unknown as { connect(): Promise<{ release(): void; query(q: string): Promise<unknown> }>; end(): Promise<void> };
+    let held: { release(): void; query(q: string): Promise<unknown> };
+    try {
+      held = await pool.connect();
+    } catch (error) {
+      await pool.end();
+      if (process.env.DOCKET_REQUIRE_ALL_ADAPTERS === "1") throw error;
+      console.warn("connect-timeout: no PostgreSQL at DOCKET_PG_URL; the busy-pool case is skipped");
+      return;
+    }
+    const queued = pool.connect();
+    await new Promise((r) => setTimeout(r, 1_500));
+    held.release();
+    const client = await queued;
+    await client.query("select 1");
+    client.release();
+    await pool.end();
+  }, 10_000);
 });

@@ -31,4 +31,37 @@ describe("docket.close() and its workers", () => {
     await expect(docket.worker({ queues: ["default"], logger: null, handlers: { slow: () => undefined } }).start()).rejects.toThrow(ClosedError);
     await other.close();
   });
+
+  it("a stop under way and close() together release the stuck job once (no lost event); close() stops a running scheduler, and a closed docket's scheduler does not start", async () => {
+    const adapter = memoryAdapter();
+    const other = adapter.connect();
+    const docket = new Docket({ adapter });
+    await docket.migrate();
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const job = await docket.enqueue("stuck", {});
+    const events: string[] = [];
+    const worker = docket.worker({
+      queues: ["default"],
+      pollMs: 10,
+      shutdownTimeoutMs: 100,
+      logger: null,
+      onEvent: (e) => void events.push(e.type),
+      handlers: { stuck: () => (started(), new Promise(() => undefined)) },
+    });
+    const passes: number[] = [];
+    const scheduler = docket.scheduler({ intervalMs: 10, onError: () => void passes.push(1) });
+    scheduler.start();
+    await worker.start();
+    await running;
+    await Promise.all([worker.stop({ timeoutMs: 100 }), docket.close()]);
+    const after = await other.get({ id: job.id });
+    expect([after?.state, after?.attempt]).toEqual(["ready", 0]);
+    expect(events.filter((t) => t === "lost" || t === "error")).toEqual([]);
+    expect(events.filter((t) => t === "released")).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(passes).toEqual([]);
+    expect(() => docket.scheduler().start()).toThrow(ClosedError);
+    await other.close();
+  });
 });

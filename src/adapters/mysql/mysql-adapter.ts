@@ -74,16 +74,6 @@ export function openMysql(options: MysqlAdapterOptions): KyselyStore {
 }
 
 /**
- * Opens a mysql2 pool whose every connection has an `'error'` listener, so a
- * connection the server kills is reported to `report`, never an unhandled
- * event, and runs at READ COMMITTED for its whole session: set before the
- * connection's first use (mysql2 runs a connection's commands in order); a
- * connection that cannot be set is destroyed, never used at another level.
- * On a Galera node its reads are causal (`wsrep_sync_wait` 1: a read waits
- * until the node applied what the cluster committed before it); MySQL,
- * which has no such variable (errno 1193), is left as it is.
- */
-/**
  * The callback pool behind `pool`: a mysql2/promise pool (`createPool` of
  * "mysql2/promise") wraps one as its `.pool`, and kysely drives only the
  * callback API (given the promise pool itself, every call waited forever
@@ -111,6 +101,16 @@ function checkUri(uri: unknown): void {
   }
 }
 
+/**
+ * Opens a mysql2 pool whose every connection has an `'error'` listener, so a
+ * connection the server kills is reported to `report`, never an unhandled
+ * event, and runs at READ COMMITTED for its whole session: set before the
+ * connection's first use (mysql2 runs a connection's commands in order); a
+ * connection that cannot be set is destroyed, never used at another level.
+ * On a Galera node its reads are causal (`wsrep_sync_wait` 1: a read waits
+ * until the node applied what the cluster committed before it); MySQL,
+ * which has no such variable (errno 1193), is left as it is.
+ */
 async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
   const mod = await import("mysql2");
   const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;

@@ -168,8 +168,20 @@ async function openPgClient(connectionString: string): Promise<ListenClient> {
   return client as unknown as ListenClient;
 }
 
-async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {
+/**
+ * docket's own pool. The connect timeout is each new connection's (its
+ * Client's `connectionTimeoutMillis`), not the pool's: pg-pool's would also
+ * fail a call that waits longer for a free connection (a pool held by slow
+ * `ctx.transaction` handlers), which must wait as long as it takes.
+ */
+export async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {
   const mod = await import("pg");
   const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
-  return new pg.Pool({ connectionString, max, connectionTimeoutMillis: connectTimeoutMs(connectionString, "connectionString") }) as unknown as PostgresPool;
+  const connectionTimeoutMillis = connectTimeoutMs(connectionString, "connectionString");
+  class TimedClient extends pg.Client {
+    constructor(config?: ConstructorParameters<typeof pg.Client>[0]) {
+      super({ ...(typeof config === "object" ? config : {}), connectionTimeoutMillis });
+    }
+  }
+  return new pg.Pool({ connectionString, max, Client: TimedClient }) as unknown as PostgresPool;
 }

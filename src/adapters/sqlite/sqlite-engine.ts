@@ -84,8 +84,8 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
     writeTransaction,
     writeStatement: writeTransaction,
     // A deferred transaction: its first read fixes the snapshot (WAL), other connections' commits after it unseen.
-    // Inside the application's own transaction on a shared handle, its reads already see one state.
-    snapshotRead: (db, fn) => (outside() ? fn(db) : db.transaction().execute(fn)),
+    // Not on a handle the application shares: its own transactions would nest in this one, as savepoints.
+    ...(shared ? {} : { snapshotRead: <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => db.transaction().execute(fn) }),
     transactionOnce: transactionAlone,
     withMigrationLock: transactionAlone,
     migrations: () => migrations(prefix),
