@@ -75,6 +75,27 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
     }
   };
   const writeTransaction = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => processWriters.run(db, beginImmediate, fn);
+  /**
+   * `fn`'s reads in one deferred transaction: its first read fixes the
+   * snapshot (WAL), and other connections' commits after it are not seen.
+   * It holds the process's one connection for the call. On a handle the
+   * application shares, it begins only once the application's own
+   * transaction has ended (as `beginImmediate`); one the application opens
+   * while it runs nests in it, as it would in a docket write.
+   */
+  const snapshotRead = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
+    db.connection().execute(async (conn) => {
+      while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+      await sql`begin`.execute(conn);
+      try {
+        const result = await fn(conn);
+        await sql`commit`.execute(conn);
+        return result;
+      } catch (error) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+    });
   /** A transaction of its own: application code (`completeInTransaction`) and migrations never share one. */
   const transactionAlone = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => processWriters.run(db, beginImmediate, fn, true);
   return {
@@ -83,9 +104,7 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
     capabilities: { returning: true, rowLocks: false, skipLocked: false, exactSkipLocked: false, claimStatement: true, arrays: false, onConflict: true, indexedRowBound: false, floorReadsLocked: false, blocking: true },
     writeTransaction,
     writeStatement: writeTransaction,
-    // A deferred transaction: its first read fixes the snapshot (WAL), other connections' commits after it unseen.
-    // Not on a handle the application shares: its own transactions would nest in this one, as savepoints.
-    ...(shared ? {} : { snapshotRead: <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> => db.transaction().execute(fn) }),
+    snapshotRead,
     transactionOnce: transactionAlone,
     withMigrationLock: transactionAlone,
     migrations: () => migrations(prefix),
