@@ -212,6 +212,9 @@ function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
   };
 }
 
+/** What a Scheduler sees of its docket's close() (the docket's LocalBus). */
+type SchedulerClosing = { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void };
+
 /**
  * Runs `Schedules.runDue` every `intervalMs` until stopped. Errors go to
  * `onError` (a schedule's with its name; a pass's own, such as a lost
@@ -227,13 +230,13 @@ export class Scheduler {
   readonly #onError: (error: Error, schedule?: string) => void;
 
   /** The docket's close(), which stops this scheduler (absent: a scheduler made outside a Docket). */
-  readonly #closing: { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void } | null;
+  readonly #closing: SchedulerClosing | null;
   #offClose: (() => void) | null = null;
 
   constructor(
     readonly schedules: Pick<Schedules, "runDue">,
     options: { intervalMs?: number; onError?: (error: Error, schedule?: string) => void } = {},
-    closing: { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void } | null = null,
+    closing: SchedulerClosing | null = null,
   ) {
     this.#closing = closing;
     checkKeys(options, ["intervalMs", "onError"], "scheduler(options)");

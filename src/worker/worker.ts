@@ -60,7 +60,8 @@ export class Worker<T extends TaskMap = TaskMap> {
   readonly #registration: Registration;
   /** Handled tasks registered to queues this worker does not take from: warned about at the first start. */
   #unreachable: readonly [task: string, queue: string][];
-  #warnedUnregistered = false;
+  /** Handlers the tasks registry does not name; warned about at the first start. */
+  #unregistered: readonly string[];
   #loop: Promise<void> | null = null;
   #timers: ReturnType<typeof setInterval>[] = [];
   /** Timer passes under way (stop() waits for them). */
@@ -79,6 +80,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     this.#config = config;
     this.name = config.name;
     this.#unreachable = config.unreachable;
+    this.#unregistered = config.unregistered;
     const overlap = host.adapter.blocking !== true;
     const life = this.#life;
     const inFlight = this.#inFlight;
@@ -150,10 +152,10 @@ export class Worker<T extends TaskMap = TaskMap> {
       this.#emitter.log.warn(oneLine(`${tasks}, which this worker does not take from (queues ${queues}): such jobs run here only if enqueued with one of its queues`, 1000));
       this.#unreachable = [];
     }
-    if (config.unregistered.length > 0 && !this.#warnedUnregistered) {
-      this.#warnedUnregistered = true;
+    if (this.#unregistered.length > 0) {
       const known = [...this.#host.taskQueues().keys()].map((t) => JSON.stringify(t)).join(", ");
-      const named = config.unregistered.map((t) => JSON.stringify(t)).join(", ");
+      const named = this.#unregistered.map((t) => JSON.stringify(t)).join(", ");
+      this.#unregistered = [];
       this.#emitter.log.warn(oneLine(`handlers for ${named}, which the docket's tasks registry does not name (it has ${known}): this docket enqueues no such job; a misspelt handler leaves its task's jobs unclaimed`, 1000));
     }
     this.#buffer.open();

@@ -36,6 +36,10 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
   const { prefix } = options;
   const busy = options.busyTimeoutMs ?? 5000;
   const outside = options.inOutsideTransaction ?? (() => false);
+  /** Resolves once the application's own transaction on a shared handle (if any) has ended, polling every 2 ms. */
+  const outsideEnded = async (): Promise<void> => {
+    while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+  };
   /** The application shares the handle (SqliteAdapterOptions.database): its own statements must keep `busy` while this waits. */
   const shared = options.inOutsideTransaction !== undefined;
   /**
@@ -52,7 +56,7 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
   const beginImmediate = async (conn: AnyDb): Promise<void> => {
     const deadline = Date.now() + busy;
     for (let pause = 1, first = true; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS), first = false) {
-      while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+      await outsideEnded();
       if (shared || first) await sql.raw("pragma busy_timeout = 0").execute(conn);
       let failure: unknown = null;
       try {
@@ -85,7 +89,7 @@ export function sqliteEngine(options: { prefix: string; busyTimeoutMs?: number; 
    */
   const snapshotRead = <T>(db: AnyDb, fn: (db: AnyDb) => Promise<T>): Promise<T> =>
     db.connection().execute(async (conn) => {
-      while (outside()) await new Promise((resolve) => setTimeout(resolve, 2));
+      await outsideEnded();
       await sql`begin`.execute(conn);
       try {
         const result = await fn(conn);
