@@ -213,7 +213,7 @@ function toSchedule(s: StoredSchedule, cron: Cron, now: number): Schedule {
 }
 
 /** What a Scheduler sees of its docket's close() (the docket's LocalBus). */
-type SchedulerClosing = { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void };
+export type SchedulerClosing = { readonly closed: boolean; onClose(listener: () => Promise<void>): () => void };
 
 /**
  * Runs `Schedules.runDue` every `intervalMs` until stopped. Errors go to

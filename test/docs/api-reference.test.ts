@@ -11,7 +11,8 @@ class CollectingLogger extends Logger {
 
   override log(message: string, level: LogLevel): void {
     super.log(message, level);
-    if (level >= LogLevel.Warn) this.problems.push(message);
+    // A checkout without a usable "origin" (a local clone, a tarball) only loses source links: that is the checkout, not the docs.
+    if (level >= LogLevel.Warn && !/git remote "origin" was not valid/.test(message)) this.problems.push(message);
   }
 
   protected override addContext(message: string, level: Exclude<LogLevel, LogLevel.None>, ...args: [MinimalNode?] | [number, MinimalSourceFile]): string {
