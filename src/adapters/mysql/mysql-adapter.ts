@@ -8,6 +8,7 @@ import { validateTablePrefix } from "../kysely/identifiers.ts";
 import { mysqlEngine } from "./mysql-engine.ts";
 import { discardingClosedConnections, poolQuery } from "./pool.ts";
 import { WAKE_CHECK_MS, wakes } from "./wakes.ts";
+import { loadDriver } from "../kysely/driver.ts";
 
 /** MariaDB's identifiers hold 64 characters, and its longest schema name is the prefix + "jobs_idempotency_nonempty" (25). */
 export const MYSQL_MAX_TABLE_PREFIX = 64 - "jobs_idempotency_nonempty".length;
@@ -112,7 +113,7 @@ function checkUri(uri: unknown): void {
  * which has no such variable (errno 1193), is left as it is.
  */
 async function openMysqlPool(uri: string, connectionLimit: number, report: (error: unknown) => void): Promise<MysqlPool> {
-  const mod = await import("mysql2");
+  const mod = await loadDriver("mysql2", "MySQL", () => import("mysql2"));
   const mysql = (mod as unknown as { default?: typeof mod }).default ?? mod;
   const pool = mysql.createPool({ uri, connectionLimit });
   pool.on("connection", (connection) => {

@@ -10,6 +10,7 @@ import { guardedPool } from "./pool.ts";
 import { PreparedTexts } from "./prepared.ts";
 import { PROBE_WITHIN_MS, ReadyListener, type ListenClient, type NotifyProbe } from "./listener.ts";
 import { sql } from "kysely";
+import { loadDriver } from "../kysely/driver.ts";
 
 export interface PostgresAdapterOptions {
   /**
@@ -159,7 +160,7 @@ export function connectTimeoutMs(connectionString: string, what: string): number
 }
 
 async function openPgClient(connectionString: string): Promise<ListenClient> {
-  const mod = await import("pg");
+  const mod = await loadDriver("pg", "PostgreSQL", () => import("pg"));
   const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectTimeoutMs(connectionString, "connectionString") });
   // Until connect() settles, an error is its rejection; an 'error' event must still find a listener.
@@ -175,7 +176,7 @@ async function openPgClient(connectionString: string): Promise<ListenClient> {
  * `ctx.transaction` handlers), which must wait as long as it takes.
  */
 export async function openPgPool(connectionString: string, max: number): Promise<PostgresPool> {
-  const mod = await import("pg");
+  const mod = await loadDriver("pg", "PostgreSQL", () => import("pg"));
   const pg = (mod as unknown as { default?: typeof mod }).default ?? mod;
   const connectionTimeoutMillis = connectTimeoutMs(connectionString, "connectionString");
   class TimedClient extends pg.Client {

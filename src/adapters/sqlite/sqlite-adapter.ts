@@ -8,6 +8,7 @@ import { AdapterError, InvalidArgumentError } from "../../core/errors.ts";
 import { shown } from "../../core/shown.ts";
 import { nodeSqliteDatabase, type NodeSqliteDatabaseSync } from "./node-sqlite.ts";
 import { COMMIT_CHECK_MS, commitWatch } from "./commit-watch.ts";
+import { loadDriver } from "../kysely/driver.ts";
 
 export interface SqliteAdapterOptions {
   /**
@@ -117,7 +118,7 @@ async function openSqliteFile(filename: string, mustExist: boolean): Promise<Sql
     const { DatabaseSync } = (await import(specifier)) as { DatabaseSync: new (path: string) => NodeSqliteDatabaseSync };
     return nodeSqliteDatabase(new DatabaseSync(filename));
   }
-  const mod = await import("better-sqlite3");
+  const mod = await loadDriver("better-sqlite3", "SQLite", () => import("better-sqlite3"));
   const Database = mod.default;
   try {
     return new Database(filename, { fileMustExist: mustExist }) as unknown as SqliteDatabase;
