@@ -15,18 +15,12 @@ import type { Attempt, AttemptEnd, InFlight } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
 import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
+import { JobTimeoutError } from "./abort-reasons.ts";
 
 export type { JobContext };
 
 export type Handler<P> = (payload: P, ctx: JobContext<P>) => unknown | Promise<unknown>;
 
-/** The abort reason of a handler that ran past its timeout. */
-export class JobTimeoutError extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`attempt timed out after ${timeoutMs} ms (timeoutMs)`);
-    this.name = "JobTimeoutError";
-  }
-}
 
 /** A renewal of buffered leases covers at least this many of the oldest (see Executor.startBuffered). */
 const RENEW_AHEAD = 100;

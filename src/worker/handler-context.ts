@@ -25,10 +25,12 @@ export interface AttemptTransaction {
 export interface JobContext<P = unknown> {
   job: Job<P>;
   /**
-   * Aborted when the worker stops (graceful shutdown), when the job's lease
-   * is lost (cancelled, or reclaimed after missed heartbeats), or when the
-   * job's timeout passes. A handler should stop soon after; whatever it
-   * returns then is not recorded.
+   * Aborted when the worker stops (graceful shutdown; reason
+   * WorkerStoppingError: what the handler returns or throws within the
+   * stop's timeout is recorded as usual), when the job's lease is lost
+   * (JobLeaseLostError: cancelled, or reclaimed after missed heartbeats;
+   * nothing is recorded), or when the attempt's time limit passes
+   * (JobTimeoutError: the attempt has failed). A handler should stop soon after.
    */
   signal: AbortSignal;
   /**

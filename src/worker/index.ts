@@ -2,7 +2,8 @@
 export { Worker } from "./worker.ts";
 export type { WorkerOptions } from "./options.ts";
 export type { WorkerEvent, WorkerOperation } from "./emitter.ts";
-export { JobTimeoutError, type Handler, type JobContext } from "./executor.ts";
+export { type Handler, type JobContext } from "./executor.ts";
+export { JobLeaseLostError, JobTimeoutError, WorkerStoppingError } from "./abort-reasons.ts";
 export type { TransactionFunction, TransactionOptions } from "./transaction.ts";
 export type { WorkerLogger } from "./log.ts";
 export type { StepFunction } from "./steps.ts";

@@ -8,6 +8,7 @@ import type { WorkerHost } from "./host.ts";
 import { toJob, type JobRecord } from "../core/job.ts";
 import { attemptKey, LOST_CANCELLED, LOST_RECLAIMED, LOST_UNKNOWN, type Attempt, type InFlight } from "./attempt.ts";
 import type { Emitter } from "./emitter.ts";
+import { JobLeaseLostError } from "./abort-reasons.ts";
 
 /** The longest a running handler's signal waits to abort after its job was cancelled in another process (see `checkLeases`). */
 export const LEASE_CHECK_MAX_MS = 1000;
@@ -106,7 +107,7 @@ export class LeaseKeeper {
     const lost: JobRecord[] = [];
     for (const attempt of [...this.#inFlight.values()]) {
       if ((attempt.phase !== "running" && attempt.phase !== "buffered") || !which(attempt)) continue;
-      attempt.controller.abort(new Error(`lease lost: the job was ${reason === LOST_CANCELLED ? "cancelled" : "cancelled or reclaimed"}`));
+      attempt.controller.abort(new JobLeaseLostError(reason === LOST_CANCELLED));
       this.#inFlight.delete(attempt.key);
       lost.push(attempt.record);
     }

@@ -21,6 +21,7 @@ import { Producer } from "./producer.ts";
 import { Registration } from "./registry.ts";
 import { Lifecycle } from "./state.ts";
 import { Sweeps } from "./sweeps.ts";
+import { WorkerStoppingError } from "./abort-reasons.ts";
 
 /**
  * Runs handlers for claimed jobs. Guarantees:
@@ -228,7 +229,7 @@ export class Worker<T extends TaskMap = TaskMap> {
     // Jobs never started go back at once, in one batch.
     const buffered = this.#buffer.mode === "draining" ? this.#buffer.release().filter((a) => this.#inFlight.get(a.key) === a) : [];
     await Promise.all(buffered.map((a) => this.#completer.record(a, { kind: "released" })));
-    for (const a of this.#inFlight.values()) a.controller.abort(new Error("worker stopping"));
+    for (const a of this.#inFlight.values()) a.controller.abort(new WorkerStoppingError());
     const all = Promise.all([...this.#inFlight.values()].map((a) => a.done));
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
