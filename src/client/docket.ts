@@ -11,7 +11,7 @@ import type { Clock } from "../core/clock.ts";
 import { validateCap } from "../core/concurrency.ts";
 import { InvalidArgumentError, InvalidStateError, NotFoundError } from "../core/errors.ts";
 import { EVENT_TYPES, isEventType, type DocketEvent, type DocketEventType, type EventOf } from "../core/events.ts";
-import { toJob, type Job, type JobRecord, type TaskMap } from "../core/job.ts";
+import { toJob, type Job, type JobRecord, type TaskJob, type TaskMap } from "../core/job.ts";
 import { jobRetryPolicy, planJobFailure, type FailurePlan, type RetryPolicy } from "../core/retry.ts";
 import { shown } from "../core/shown.ts";
 import { checkKeys, checkObject, validateName } from "../core/validate.ts";
@@ -116,13 +116,13 @@ export class Docket<T extends TaskMap = TaskMap> {
    * every `pollMs` (default 100). Rejects with NotFoundError when there is no such job (or it was purged),
    * WaitTimeoutError after `timeoutMs` (default: no limit), and with the signal's reason when `signal` aborts. Reads only.
    */
-  waitFor(id: number, options: WaitOptions = {}): Promise<Job> {
+  waitFor(id: number, options: WaitOptions = {}): Promise<TaskJob<T>> {
     return waitFor((id) => this.get(id), id, options);
   }
 
   /** The job that holds idempotency key `key` (see EnqueueOptions.idempotencyKey), or null. */
-  getByIdempotencyKey(key: string): Promise<Job | null> {
-    return getByIdempotencyKey(this.adapter, key);
+  getByIdempotencyKey(key: string): Promise<TaskJob<T> | null> {
+    return getByIdempotencyKey(this.adapter, key) as Promise<TaskJob<T> | null>;
   }
 
   /**
@@ -166,8 +166,8 @@ export class Docket<T extends TaskMap = TaskMap> {
     return this.#bus.events.wants(type);
   }
 
-  get(id: number): Promise<Job | null> {
-    return getJob(this.adapter, id);
+  get(id: number): Promise<TaskJob<T> | null> {
+    return getJob(this.adapter, id) as Promise<TaskJob<T> | null>;
   }
 
   /** Job `id`'s parents and children (see EnqueueOptions.after), in id order; empty for a job without dependencies. */

@@ -82,7 +82,7 @@ export interface WaitOptions {
 }
 
 /** See Docket.waitFor; `get` reads the job (null: none). */
-export async function waitFor(get: (id: number) => Promise<Job | null>, id: number, options: WaitOptions): Promise<Job> {
+export async function waitFor<J extends Job>(get: (id: number) => Promise<J | null>, id: number, options: WaitOptions): Promise<J> {
   validateId(id);
   checkKeys(options, ["signal", "timeoutMs", "pollMs"], "waitFor(options)");
   const pollMs = validateInteger(options.pollMs ?? 100, "pollMs", 1, 3_600_000);

@@ -140,6 +140,13 @@ export function toJob<P = unknown>(r: JobRecord): Job<P> {
 export type TaskMap = Record<string, unknown>;
 
 /**
+ * A job of one of `T`'s tasks, as a typed Docket reads it back: testing
+ * `task` narrows `payload` to that task's. A type only: the stored payload
+ * is what was enqueued under that name (by this or any other process).
+ */
+export type TaskJob<T extends TaskMap> = { [K in keyof T & string]: Job<T[K]> & { task: K } }[keyof T & string];
+
+/**
  * How long the latest attempt ran: until `now` while running, until it
  * finished for a job that succeeded or died; null otherwise (never started,
  * waiting for its next attempt, or cancelled, which may have come before

@@ -90,4 +90,24 @@ describe("types", () => {
     expectTypeOf<NonNullable<Parameters<Docket<Tasks>["list"]>[0]>["task"]>().toEqualTypeOf<"email.send" | "report.build" | "cache.flush" | undefined>();
     expectTypeOf<ReturnType<Docket<Tasks>["list"]>>().toEqualTypeOf<Promise<Job[]>>();
   });
+
+  it("get, waitFor, getByIdempotencyKey: testing the task narrows the payload; untyped, the payload is unknown", () => {
+    if (never) {
+      void typed.get(1).then((job) => {
+        if (job?.task === "email.send") expectTypeOf(job.payload).toEqualTypeOf<{ to: string }>();
+        if (job?.task === "report.build") expectTypeOf(job.payload).toEqualTypeOf<{ month: number }>();
+        // @ts-expect-error: a task the Docket does not have
+        if (job?.task === "nope") return;
+      });
+      void typed.waitFor(1).then((job) => {
+        if (job.task === "cache.flush") expectTypeOf(job.payload).toEqualTypeOf<null>();
+        // @ts-expect-error: without narrowing, the payload is any of the tasks'
+        void job.payload.to;
+      });
+      void typed.getByIdempotencyKey("k").then((job) => {
+        if (job?.task === "email.send") expectTypeOf(job.payload.to).toEqualTypeOf<string>();
+      });
+      void untyped.get(1).then((job) => expectTypeOf(job!.payload).toEqualTypeOf<unknown>());
+    }
+  });
 });
