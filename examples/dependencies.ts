@@ -39,7 +39,10 @@ const worker = docket.worker({
       return { url: `/invoices/${orderId}.pdf` };
     },
     "invoice.send": async ({ orderId }, ctx) => {
-      const [charge, pdf] = (await ctx.parents()).map((p) => p.result as Record<string, string>);
+      // Parents come in id order: pick them by task.
+      const parents = await ctx.parents();
+      const charge = parents.find((p) => p.task === "card.charge")?.result as Record<string, string> | undefined;
+      const pdf = parents.find((p) => p.task === "pdf.render")?.result as Record<string, string> | undefined;
       ran.push(`invoice ${orderId}`);
       return `sent ${pdf!.url} for ${charge!.chargeId}`;
     },

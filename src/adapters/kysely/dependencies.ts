@@ -93,8 +93,10 @@ function waitCount(job: NewJob, states: ReadonlyMap<number, JobState>): number {
  * parents that turned out already ended (a discarded keyed job, or a
  * finished job an idempotency or debounce key stood for), as their end
  * demands; a batch parent that is such a stored job is marked too.
+ * Returns whether it settled any (then some of `records` are no longer
+ * the rows as stored).
  */
-export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueueParams, states: ReadonlyMap<number, JobState>, records: readonly EnqueuedRecord[]): Promise<void> {
+export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueueParams, states: ReadonlyMap<number, JobState>, records: readonly EnqueuedRecord[]): Promise<boolean> {
   const children: number[] = [];
   const parents: number[] = [];
   const refParents = new Set<number>();
@@ -116,14 +118,13 @@ export async function wireBatch(ctx: StoreContext, db: AnyDb, params: EnqueuePar
   const reused = records.filter((r) => !r.created && refParents.has(r.id)).map((r) => r.id);
   const live = [...[...states].filter(([, s]) => s !== "succeeded").map(([id]) => id), ...reused];
   await markParents(ctx, db, live);
-  if (reused.length === 0) {
-    const ended = records.filter((r) => r.created && refParents.has(r.id) && TERMINAL_STATES.includes(r.state));
-    if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
-    return;
-  }
-  const found = await lockedStates(ctx, db, [...refParents]);
-  const ended = [...found].filter(([, s]) => TERMINAL_STATES.includes(s)).map(([id, state]) => ({ id, state }));
-  if (ended.length > 0) await settleChildren(ctx, db, ended, params.now, fresh);
+  const ended =
+    reused.length === 0
+      ? records.filter((r) => r.created && refParents.has(r.id) && TERMINAL_STATES.includes(r.state))
+      : [...(await lockedStates(ctx, db, [...refParents]))].filter(([, s]) => TERMINAL_STATES.includes(s)).map(([id, state]) => ({ id, state }));
+  if (ended.length === 0) return false;
+  await settleChildren(ctx, db, ended, params.now, fresh);
+  return true;
 }
 
 /** Edges per INSERT without array parameters: two parameters each, within SQLite's 32,766 and MySQL's 65,535 per statement. */

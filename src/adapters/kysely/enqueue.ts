@@ -113,11 +113,23 @@ async function enqueueWithParents(ctx: StoreContext, params: EnqueueParams): Pro
   return ctx.engine.writeTransaction(ctx.db, async (trx) => {
     const states = await lockParents(ctx, trx, ids);
     const waiting = { ...params, jobs: waitingJobs(params.jobs, states) };
-    const records = await insertAdmitted(ctx, trx, waiting, withDependencyColumns(waiting.jobs, rowsOf(waiting), states));
-    await wireBatch(ctx, trx, waiting, states, records);
+    const inserted = await insertAdmitted(ctx, trx, waiting, withDependencyColumns(waiting.jobs, rowsOf(waiting), states));
+    // Children of a batch parent that turned out ended were settled after their insert: returned as stored.
+    const records = (await wireBatch(ctx, trx, waiting, states, inserted)) ? await reread(ctx, trx, inserted) : inserted;
     await ctx.engine.announceReady(trx, readyQueues(records.filter((r) => r.created)));
     return records;
   });
+}
+
+/** `records` as stored now (read in the caller's transaction), each keeping its `created`. */
+async function reread(ctx: StoreContext, db: AnyDb, records: readonly EnqueuedRecord[]): Promise<EnqueuedRecord[]> {
+  const ids = [...new Set(records.map((r) => r.id))];
+  const rows = new Map<number, JobRecord>();
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    const found = (await labelled(db.selectFrom(ctx.tables.jobs).selectAll().where("id", "in", ids.slice(i, i + BATCH_ROWS)), "enqueue").execute()) as JobRow[];
+    for (const row of found) rows.set(Number(row.id), rowToRecord(row));
+  }
+  return records.map((r) => ({ ...(rows.get(r.id) ?? r), created: r.created }));
 }
 
 /** `params` with the implicit key's fairness on each job without a fairness key of a queue the store knows fair (see FairQueues). */

@@ -86,6 +86,11 @@ export function enqueue(state: MemoryState, params: EnqueueParams, name: string)
     return { ...record, created: true };
   });
   wire(state, params.jobs, records, waits, now, applyTransition);
+  // A child settled by wire (its batch parent turned out ended) is returned as stored.
+  records.forEach((r, i) => {
+    const stored = state.jobs.get(r.id);
+    if (r.created && stored && params.jobs[i]!.after) records[i] = { ...copy(stored), created: true };
+  });
   announce(
     state,
     records.filter((r) => r.created && r.state === "ready").map((r) => ({ queue: r.queue, due: false })),

@@ -269,6 +269,37 @@ export const dependencyCases: ConformanceCase[] = [
     },
   },
   {
+    name: "dependencies › enqueue returns each child as stored when its ref parent turned out ended: a finished job its idempotency key stands for (succeeded: the child is released; dead: cancelled) or a parent its key discarded (cancelled)",
+    async run(t) {
+      const done = await insert(t, { queue: "p", idempotencyKey: "ended-done" });
+      await run(t, done);
+      const dead = await insert(t, { queue: "p", idempotencyKey: "ended-dead", maxAttempts: 1 });
+      await bury(t, dead);
+      await insert(t, { queue: "h", concurrency: { key: "ended-full", limit: 1, onConflict: "block" } });
+      const now = t.clock.now();
+      const refs = (r: number) => ({ after: { ids: [], refs: [r] } });
+      const records = await t.adapter.enqueue({
+        jobs: [
+          newJob({ runAt: now, queue: "p", idempotencyKey: "ended-done" }),
+          newJob({ runAt: now, ...refs(0) }),
+          newJob({ runAt: now, queue: "p", idempotencyKey: "ended-dead" }),
+          newJob({ runAt: now, ...refs(2) }),
+          newJob({ runAt: now, queue: "h", concurrency: { key: "ended-full", limit: 1, onConflict: "discard" } }),
+          newJob({ runAt: now, ...refs(4) }),
+        ],
+        now,
+      });
+      assert.deepEqual(
+        records.map((r) => [r.state, r.created]),
+        [["succeeded", false], ["scheduled", true], ["dead", false], ["cancelled", true], ["cancelled", true], ["cancelled", true]],
+      );
+      for (const r of records) {
+        const stored = (await t.adapter.get({ id: r.id }))!;
+        assert.deepEqual([r.state, r.runAt, r.lastError, r.updatedAt], [stored.state, stored.runAt, stored.lastError, stored.updatedAt], `job ${r.id} as returned is the job as stored`);
+      }
+    },
+  },
+  {
     name: "dependencies › a purged job's edges go with it",
     async run(t) {
       const a = await insert(t, { queue: "p" });
