@@ -43,6 +43,8 @@ export class LocalBus {
   readonly events = new EventHub();
   /** Workers of this docket, told about the queues of ready jobs it just enqueued (null: any queue may have some). */
   readonly #enqueueListeners = new Set<(queues: ReadonlySet<string> | null, due: boolean) => void>();
+  /** Workers of this docket, told about the run times of the scheduled jobs it just stored. */
+  readonly #scheduleListeners = new Set<(jobs: readonly { queue: string; runAt: number }[]) => void>();
   /** Workers of this docket, told about the jobs it cancelled. */
   readonly #cancelListeners = new Set<(id: number) => void>();
   /** Workers of this docket, told about the queues it paused or resumed. */
@@ -73,6 +75,25 @@ export class LocalBus {
   onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void {
     this.#enqueueListeners.add(listener);
     return () => void this.#enqueueListeners.delete(listener);
+  }
+
+  onScheduled(listener: (jobs: readonly { queue: string; runAt: number }[]) => void): () => void {
+    this.#scheduleListeners.add(listener);
+    return () => void this.#scheduleListeners.delete(listener);
+  }
+
+  /** Tells every schedule listener the queue and run time of each of `records` that is scheduled (a delayed job, or one a debounce merge moved); nothing when none listens. */
+  tellScheduled(records: readonly JobRecord[]): void {
+    if (this.#scheduleListeners.size === 0) return;
+    const jobs = records.filter((r) => r.state === "scheduled");
+    if (jobs.length === 0) return;
+    for (const listener of this.#scheduleListeners) {
+      try {
+        listener(jobs);
+      } catch {
+        // A listener's failure must not fail the enqueue that committed.
+      }
+    }
   }
 
   onCancelled(listener: (id: number) => void): () => void {

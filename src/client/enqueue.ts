@@ -90,6 +90,8 @@ export async function enqueueItems<T extends TaskMap>(
   // (workers find them at their next poll; on PostgreSQL the NOTIFY sent in the transaction wakes them at commit).
   const ready = new Set(records.filter((r) => r.created && r.state === "ready").map((r) => r.queue));
   if (ready.size > 0 && transaction === undefined) host.bus.tellEnqueued(ready, false);
+  // Delayed jobs: this docket's workers stage each at its run time, not at their next poll after it.
+  if (transaction === undefined) host.bus.tellScheduled(records);
   if (transaction === undefined) host.bus.publishJobs("enqueued", records.filter((r) => r.created));
   // Each job marked in place (`toJob` returns a fresh object): a spread copy of its 30 fields per job cost more than the rest of the call's JS.
   return records.map((r) => {

@@ -14,7 +14,7 @@ export type WorkerHostSource = Pick<WorkerHost, "adapter" | "clock" | "random" |
   payloadLimit(): Promise<number>;
 };
 
-export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, sweeper: SweeperHost, bus: Pick<LocalBus, "onPaused" | "onClose" | "closed">): WorkerHost {
+export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, sweeper: SweeperHost, bus: Pick<LocalBus, "onPaused" | "onScheduled" | "onClose" | "closed">): WorkerHost {
   return {
     adapter: d.adapter,
     clock: d.clock,
@@ -28,6 +28,7 @@ export function workerHost(d: WorkerHostSource, payloadLimit: PayloadLimit, swee
     onEnqueued: (listener) => d.onEnqueued(listener),
     onCancelled: (listener) => d.onCancelled(listener),
     onPaused: (listener) => bus.onPaused(listener),
+    onScheduled: (listener) => bus.onScheduled(listener),
     onClose: (listener) => bus.onClose(listener),
     closed: () => bus.closed,
     reclaimExpired: () => d.reclaimExpired(),

@@ -47,6 +47,8 @@ export interface WorkerHost {
   onEnqueued(listener: (queues: ReadonlySet<string> | null, due: boolean) => void): () => void;
   /** Calls `listener` with the id of each job this docket cancelled, once the cancel committed. Returns an unsubscribe function. */
   onCancelled(listener: (id: number) => void): () => void;
+  /** Calls `listener` with the queue and run time of the scheduled jobs each committed enqueue of this docket stored (delayed, or moved by a debounce merge). Returns an unsubscribe function. */
+  onScheduled(listener: (jobs: readonly { queue: string; runAt: number }[]) => void): () => void;
   /** Calls `listener` with each queue this docket paused or resumed, once the write committed. Returns an unsubscribe function. */
   onPaused(listener: (queue: string, paused: boolean) => void): () => void;
   /** Subscribes a running worker's stop to the docket's `close()`, which waits for it before closing the adapter. */

@@ -14,6 +14,9 @@ import type { LocalBuffer } from "./local-buffer.ts";
 import type { Lifecycle } from "./state.ts";
 import { SHARED_FAIR_CLAIM_MAX, SHARED_FAIR_MS, sharedFairClaim } from "./fair-claims.ts";
 
+/** Stage times a worker keeps (Producer.requestStage): a burst of delayed jobs with many run times keeps the earliest. */
+export const STAGE_TIMES_MAX = 1000;
+
 /** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
 export type HandOffClaim = SettleAndHandOffParams["handOff"];
 
@@ -83,6 +86,8 @@ export class Producer {
   /** When the last claim admitted due scheduled jobs; whether the next claim must stage; the timer that will ask it to. */
   #lastStage = Number.NEGATIVE_INFINITY;
   #stageRequested = false;
+  /** Times at which a claim must stage (STAGE_TIMES_MAX at most, ascending, no two equal), and the timer for the first. */
+  #stageTimes: number[] = [];
   #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   /** The timer that wakes the loop when a rate limit that held jobs back has room again. */
   #rateTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
@@ -191,24 +196,52 @@ export class Producer {
     this.wake();
   }
 
-  /** Asks the next claim to admit due scheduled jobs at `at` (a retry this worker scheduled), waking the loop then. */
+  /**
+   * Asks a claim to admit due scheduled jobs at `at` (a retry this worker
+   * scheduled, a delayed job or a released child of this docket), waking
+   * the loop then. Up to STAGE_TIMES_MAX times are kept, the earliest ones;
+   * a later one dropped from them is staged by the claim at `at`'s poll.
+   */
   requestStage(at: number): void {
     if (!this.#parts.life.started || this.#parts.life.stopping) return;
-    if (this.#stageTimer && this.#stageTimer.at <= at) return;
+    const times = this.#stageTimes;
+    let i = times.length;
+    while (i > 0 && times[i - 1]! > at) i--;
+    if (times[i - 1] === at) return;
+    if (i === STAGE_TIMES_MAX) return;
+    times.splice(i, 0, at);
+    if (times.length > STAGE_TIMES_MAX) times.pop();
+    if (i === 0) this.#armStage();
+  }
+
+  /** (Re)sets the stage timer for the earliest requested time. */
+  #armStage(): void {
     if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
-    const delay = Math.max(0, at - this.#parts.host.clock.now());
+    this.#stageTimer = null;
+    const at = this.#stageTimes[0];
+    if (at === undefined) return;
     const timer = setTimeout(() => {
       this.#stageTimer = null;
-      this.#stageRequested = true;
-      this.wake();
-    }, delay);
+      const now = this.#parts.host.clock.now();
+      const times = this.#stageTimes;
+      let due = 0;
+      while (due < times.length && times[due]! <= now) due++;
+      // A timer can fire a millisecond before the clock reaches its time: then the claim would not stage the job, so it waits on.
+      if (due > 0) {
+        times.splice(0, due);
+        this.#stageRequested = true;
+        this.wake();
+      }
+      this.#armStage();
+    }, Math.max(0, at - this.#parts.host.clock.now()));
     this.#stageTimer = { at, timer };
   }
 
-  /** Cancels a pending stage request's timer and a rate limit's wake-up (the worker stopped). */
+  /** Cancels the pending stage requests' timer and a rate limit's wake-up (the worker stopped). */
   clearStageTimer(): void {
     if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
     this.#stageTimer = null;
+    this.#stageTimes = [];
     if (this.#rateTimer) clearTimeout(this.#rateTimer.timer);
     this.#rateTimer = null;
   }

@@ -174,6 +174,9 @@ export class Worker<T extends TaskMap = TaskMap> {
     const unsubscribeEnqueues = host.onEnqueued((queues, due) => {
       if (queues === null || config.queues.some((q) => queues.has(q))) this.#producer.ready(due);
     });
+    const unsubscribeScheduled = host.onScheduled((jobs) => {
+      for (const j of jobs) if (config.queues.includes(j.queue)) this.#producer.requestStage(j.runAt);
+    });
     const unsubscribeCancels = host.onCancelled((id) => this.#leases.cancelled(id));
     const unsubscribePauses = host.onPaused((queue, paused) => {
       if (config.queues.includes(queue)) this.#learnPause(queue, paused, host.clock.now());
@@ -188,6 +191,7 @@ export class Worker<T extends TaskMap = TaskMap> {
       unsubscribeClose();
       unsubscribeErrors?.();
       unsubscribeEnqueues();
+      unsubscribeScheduled();
       unsubscribeCancels();
       unsubscribePauses();
       unsubscribeReady?.();

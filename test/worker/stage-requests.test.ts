@@ -77,6 +77,23 @@ describe("stage requests", () => {
       await docket.close();
     }
   });
+
+  it("delayed jobs this docket enqueues start at their run times, each, not at the poll after them (several run times, enqueued out of order)", async () => {
+    const docket = new Docket({ adapter: memoryAdapter() });
+    await docket.migrate();
+    const worker = docket.worker({ pollMs: 60_000, logger: null, handlers: { later: async () => undefined } });
+    await worker.start();
+    try {
+      // The worker's first claim (at start) has staged; the next poll is a minute away.
+      await new Promise((r) => setTimeout(r, 20));
+      const jobs = [];
+      for (const delay of [100, 300, 200]) jobs.push(await docket.enqueue("later", null, { delay }));
+      for (const job of jobs) expect((await docket.waitFor(job.id, { timeoutMs: 10_000, pollMs: 5 })).state).toBe("succeeded");
+    } finally {
+      await worker.stop();
+      await docket.close();
+    }
+  });
 });
 
 /** Resolves with `id` once the job has left `waiting` (its parent's success released it). */
