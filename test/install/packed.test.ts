@@ -34,6 +34,8 @@ describe("install from a packed tarball", () => {
     expect(files).toContain("dist/index.js");
     expect(files).toContain("dist/cli/bin.js");
     expect(files).toContain("dist/adapters/sqlite/index.js");
+    // The README's links to the guides resolve in node_modules/docket too.
+    for (const link of readFileSync(join(ROOT, "README.md"), "utf8").matchAll(/\]\((docs\/[^)#]+\.md)/g)) expect(files).toContain(link[1]);
 
     const app = join(dir, "app");
     await run("mkdir", ["-p", app]);
