@@ -240,10 +240,11 @@ export class Worker<T extends TaskMap = TaskMap> {
     clearTimeout(timer);
     // Outcome writes still retrying stop here; their leases expire and the sweep decides.
     if (life.state === "draining") life.to("releasing");
-    for (const a of [...this.#inFlight.values()]) {
-      if (a.phase === "running") await this.#completer.write(a, { kind: "released" });
-      else this.#inFlight.delete(a.key);
-    }
+    // Each attempt leaves the in-flight set before any release is written: a handler that returns during those
+    // writes finds its attempt gone and records nothing (its job is released: its outcome came too late).
+    const unfinished = [...this.#inFlight.values()].filter((a) => a.phase === "running");
+    this.#inFlight.clear();
+    for (const a of unfinished) await this.#completer.write(a, { kind: "released" });
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     // A timer's pass still under way (a sweep, a purge) ends before stop() does: the adapter may be closed next.

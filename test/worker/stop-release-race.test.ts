@@ -1,0 +1,55 @@
+/**
+ * stop() past its timeout releases a job whose handler is still running. A
+ * handler that returns while that release is being written must record
+ * nothing: one outcome per attempt (released), no second event, no false
+ * "lost: reclaimed".
+ */
+import { describe, expect, it } from "vitest";
+import { Docket } from "../../src/index.ts";
+import { memoryAdapter } from "../../src/memory.ts";
+import type { DocketAdapter, SettleParams } from "../../src/core/adapter.ts";
+
+describe("stop() and a handler that returns during the release", () => {
+  it("the job is released once: one outcome event, no lost event, the handler's late result not recorded", async () => {
+    const inner = memoryAdapter();
+    let finishHandler!: () => void;
+    const handlerMayReturn = new Promise<void>((r) => (finishHandler = r));
+    // The release write waits until the handler has returned and its own outcome had turns to be written.
+    const adapter = new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === "settleAndHandOff") return undefined;
+        if (prop === "settle") {
+          return async (params: SettleParams) => {
+            if (params.items.some((i) => i.kind === "release")) {
+              finishHandler();
+              await new Promise((r) => setTimeout(r, 50));
+            }
+            return target.settle(params);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }) as DocketAdapter;
+    const docket = new Docket({ adapter });
+    await docket.migrate();
+    const events: string[] = [];
+    docket.on("*", (e) => void events.push(e.type === "lost" ? `lost: ${e.reason}` : e.type));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const worker = docket.worker({
+      logger: null,
+      shutdownTimeoutMs: 20,
+      handlers: { slow: () => (started(), handlerMayReturn.then(() => "done")) },
+    });
+    const job = await docket.enqueue("slow", null);
+    await worker.start();
+    await running;
+    await worker.stop();
+    await new Promise((r) => setTimeout(r, 50));
+    const stored = await docket.get(job.id);
+    await docket.close();
+    expect(events).toEqual(["enqueued", "started", "released"]);
+    expect([stored?.state, stored?.attempt, stored?.result]).toEqual(["ready", 0, null]);
+  });
+});
