@@ -34,8 +34,11 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import type { Docket, EnqueueTracing, TaskMap } from "../client/docket.ts";
+import { InvalidArgumentError } from "../core/errors.ts";
 import type { JobRecord } from "../core/job.ts";
-import type { Handler, JobContext } from "../worker/index.ts";
+import { shown } from "../core/shown.ts";
+import { checkKeys, checkObject, validateInteger } from "../core/validate.ts";
+import { JobLeaseLostError, JobTimeoutError, WorkerStoppingError, type Handler, type JobContext } from "../worker/index.ts";
 import { spanContextOfTraceparent, traceparentOf } from "./trace-context.ts";
 
 export interface OpenTelemetryOptions {
@@ -67,10 +70,21 @@ function attributesOf(queue: string, extra: Attributes = {}): Attributes {
   return { "messaging.system": SYSTEM, "messaging.destination.name": queue, ...extra };
 }
 
+/** `value` when it is an object with every method of `methods`; else InvalidArgumentError naming `what`. */
+function withMethods<T>(value: unknown, what: string, methods: readonly string[]): T {
+  const missing = value === null || typeof value !== "object" ? methods : methods.filter((m) => typeof (value as Record<string, unknown>)[m] !== "function");
+  if (missing.length > 0) throw new InvalidArgumentError(`${what} must be an OpenTelemetry ${what === "tracer" ? "Tracer" : "Meter"} (with ${methods.join(", ")}), got ${shown(value)}`);
+  return value as T;
+}
+
+/** Bad options are InvalidArgumentError, before anything is started. */
 export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemetry {
-  const tracer = options.tracer ?? trace.getTracer(SYSTEM);
-  const meter = options.meter ?? metrics.getMeter(SYSTEM);
-  const depthIntervalMs = options.depthIntervalMs ?? 15_000;
+  checkObject(options, "openTelemetry(options)");
+  checkKeys(options, ["tracer", "meter", "depthIntervalMs"], "openTelemetry(options)");
+  const tracer = options.tracer === undefined ? trace.getTracer(SYSTEM) : withMethods<Tracer>(options.tracer, "tracer", ["startActiveSpan", "startSpan"]);
+  const meter = options.meter === undefined ? metrics.getMeter(SYSTEM) : withMethods<Meter>(options.meter, "meter", ["createHistogram", "createCounter", "createObservableGauge"]);
+  // Each read is one stats() call (about a dozen queries), and a read still under way skips the next.
+  const depthIntervalMs = validateInteger(options.depthIntervalMs ?? 15_000, "depthIntervalMs", 10, 86_400_000);
 
   const tracing: EnqueueTracing = {
     enqueue(jobs, store) {
@@ -119,15 +133,36 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
         // The rate limit that held it back after it fell due, as "queue:<name>", "task:<name>" or "key:<name>".
         ...(job.delayedBy === null ? {} : { "docket.delayed_by": `${job.delayedBy.scope}:${job.delayedBy.name}` }),
       });
-      return tracer.startActiveSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, attributes, links }, async (span) => {
+      // A root span (linked to its producer): not a child of whatever context the worker was started in.
+      return tracer.startActiveSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, attributes, links }, ROOT_CONTEXT, async (span) => {
+        let ended = false;
+        const end = () => void (ended || ((ended = true), span.end()));
+        // The attempt's end when its signal says so, not when a handler that ignores the signal returns.
+        const aborted = () => {
+          const reason: unknown = ctx.signal.reason;
+          if (reason instanceof JobTimeoutError) {
+            span.setAttribute("docket.outcome", "timed_out");
+            span.setStatus({ code: SpanStatusCode.ERROR, message: reason.message });
+            end();
+          } else if (reason instanceof JobLeaseLostError) {
+            span.setAttribute("docket.outcome", reason.cancelled ? "cancelled" : "lost");
+            span.setStatus({ code: SpanStatusCode.ERROR, message: reason.message });
+            end();
+          } else if (reason instanceof WorkerStoppingError) span.setAttribute("docket.worker_stopping", true);
+        };
+        if (ctx.signal.aborted) aborted();
+        else ctx.signal.addEventListener("abort", aborted, { once: true });
         try {
           return await handler(payload, ctx);
         } catch (error) {
-          span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          if (!ended) {
+            span.recordException(error instanceof Error ? error : String(error));
+            span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          }
           throw error;
         } finally {
-          span.end();
+          ctx.signal.removeEventListener("abort", aborted);
+          end();
         }
       });
     };
@@ -137,7 +172,12 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
     tracing,
     handlers<H extends Record<string, Handler<never> | undefined>>(handlers: H): H {
       const out: Record<string, Handler<never> | undefined> = {};
-      for (const [task, handler] of Object.entries(handlers)) out[task] = handler === undefined ? undefined : (traced(handler as Handler<unknown>) as Handler<never>);
+      checkObject(handlers, "handlers");
+      for (const [task, handler] of Object.entries(handlers)) {
+        // As the worker's own check: a bad handler is refused here, not wrapped into one that fails every job.
+        if (handler !== undefined && typeof handler !== "function") throw new InvalidArgumentError(`handler for ${shown(task)} must be a function`);
+        out[task] = handler === undefined ? undefined : (traced(handler as Handler<unknown>) as Handler<never>);
+      }
       return out as H;
     },
     observe<T extends TaskMap>(docket: Docket<T>): () => void {
@@ -153,17 +193,24 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
         if (from !== undefined) runTime.record(at - from, attributesOf(job.queue, { "docket.task": job.task, "docket.outcome": outcome }));
       };
       let latest: { queue: string; ready: number }[] = [];
-      const readDepth = () =>
-        docket.stats({ runningLimit: 1, keysLimit: 1 }).then(
-          (s) => void (latest = s.queues.map((q) => ({ queue: q.queue, ready: q.counts.ready }))),
-          () => undefined,
-        );
+      let reading = false;
+      const readDepth = () => {
+        if (reading) return;
+        reading = true;
+        void docket
+          .stats({ runningLimit: 1, keysLimit: 1 })
+          .then(
+            (s) => void (latest = s.queues.map((q) => ({ queue: q.queue, ready: q.counts.ready }))),
+            () => undefined,
+          )
+          .finally(() => (reading = false));
+      };
       const callback = (result: { observe(value: number, attributes?: Attributes): void }) => {
         for (const q of latest) result.observe(q.ready, attributesOf(q.queue));
       };
       depth.addCallback(callback);
-      void readDepth();
-      const timer = setInterval(() => void readDepth(), depthIntervalMs);
+      readDepth();
+      const timer = setInterval(readDepth, depthIntervalMs);
       (timer as { unref?: () => void }).unref?.();
       const offs = [
         docket.on("started", (e) => {
@@ -180,6 +227,12 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): DocketTelemet
         docket.on("dead", (e) => {
           ran(e.job, e.at, "dead");
           failures.add(1, attributesOf(e.job.queue, { "docket.task": e.job.task, "docket.outcome": "dead" }));
+        }),
+        // A sweep found the attempt's lease expired: a failed attempt too, retried or dead.
+        docket.on("reclaimed", (e) => {
+          const outcome = e.job.state === "dead" ? "dead" : "retried";
+          ran(e.job, e.at, outcome);
+          failures.add(1, attributesOf(e.job.queue, { "docket.task": e.job.task, "docket.outcome": outcome, "docket.reclaimed": true }));
         }),
       ];
       return () => {
