@@ -4,7 +4,9 @@ const MAX_ERROR_LENGTH = 8000;
  * A stored reason for anything a handler can throw. Never throws itself:
  * an Error whose `stack` or `message` getter throws, a Proxy whose traps
  * throw, an object whose `toJSON` or `toString` throws all get a reason.
- * The result is at most 8 000 characters.
+ * The result is at most 8 000 characters, and every NUL character in it is
+ * U+2400 (␀): PostgreSQL refuses NUL in text, so the same reason is stored
+ * on every adapter (a refused reason would fail the outcome's write).
  */
 export function describeThrown(thrown: unknown): string {
   let text: string;
@@ -13,7 +15,8 @@ export function describeThrown(thrown: unknown): string {
   } catch {
     text = fallback(thrown);
   }
-  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
+  const cut = text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
+  return cut.includes("\u0000") ? cut.replaceAll("\u0000", "\u2400") : cut;
 }
 
 function describe(thrown: unknown): string {

@@ -47,6 +47,36 @@ export const workerFaultCases: ConformanceCase[] = [
     },
   },
   {
+    name: "worker › an error whose text holds NUL characters is stored at once as the attempt's reason (␀ in their place), on every adapter: no failed outcome write, no second run",
+    async run(t) {
+      const d = realTime(t);
+      const errors: string[] = [];
+      let runs = 0;
+      const job = await d.enqueue("nul", null, { maxAttempts: 1 });
+      const thrownString = await d.enqueue("nulString", null, { maxAttempts: 1 });
+      const w = d.worker({
+        ...FAST,
+        onEvent: (e) => void (e.type === "error" && errors.push(e.error.message)),
+        handlers: {
+          nul: () => {
+            runs++;
+            throw new Error("bad\u0000byte");
+          },
+          nulString: () => {
+            throw "x\u0000y";
+          },
+        },
+      });
+      await w.start();
+      await eventually(async () => (await d.deadLetters.list()).length === 2, 10_000, "both jobs dead");
+      await w.stop();
+      assert.match((await d.get(job.id))?.lastError ?? "", /^Error: bad\u2400byte/);
+      assert.equal((await d.get(thrownString.id))?.lastError, "x\u2400y");
+      assert.deepEqual(errors, [], "no outcome write failed");
+      assert.equal(runs, 1);
+    },
+  },
+  {
     name: "worker › a completion whose write fails is retried while the lease is held: the handler runs once and succeeds",
     slow: true,
     async run(t) {
