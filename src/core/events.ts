@@ -27,8 +27,11 @@ export type EventOperation = "claim" | "heartbeat" | "complete" | "fail" | "rele
 /**
  * What docket reports, one event per transition, from the process whose
  * write won it (a transition another process won is that process's event):
- * summed over every process, each transition is reported exactly once.
- * `at` is the docket clock's time when the winning write returned.
+ * summed over every process, each transition is reported exactly once;
+ * except a dependency's cascade (waiting children cancelled by a parent
+ * that ended dead or cancelled, or released by its success), which the
+ * parent's own event stands for. `at` is the docket clock's time when the
+ * winning write returned.
  */
 export type DocketEvent =
   /** A job this docket created (not a holder returned for a held idempotency key; not one enqueued in the caller's transaction, whose commit docket cannot see). */
