@@ -30,6 +30,8 @@ export interface ScheduleHost {
   /** Throws PayloadTooLargeError when the database cannot store `payload` (JSON text within maxPayloadBytes). */
   checkStorable(payload: string): void | Promise<void>;
   announceScheduled(job: Job): void;
+  /** Runs `store`, the write of one job a schedule fires, in the docket's producer span (EnqueueTracing), the job carrying its context; absent: as it is. */
+  traced?<R>(job: NewJob, store: (job: NewJob) => Promise<R>): Promise<R>;
 }
 
 const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
@@ -39,8 +41,8 @@ const OPTION_KEYS = ["queue", "priority", "maxAttempts", "timeoutMs"];
  * checked against the database's limit, and a fired tick announced as an
  * enqueue is (wake-up when ready, `enqueued` event).
  */
-export function docketSchedules<T extends TaskMap>(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus">): Schedules<T> {
-  const { adapter, clock, tasks, payloadLimit, bus } = host;
+export function docketSchedules<T extends TaskMap>(host: Pick<EnqueueHost, "adapter" | "clock" | "tasks" | "payloadLimit" | "bus" | "tracing">): Schedules<T> {
+  const { adapter, clock, tasks, payloadLimit, bus, tracing } = host;
   return new Schedules({
     adapter,
     clock: { now: () => clock.now() },
@@ -50,6 +52,7 @@ export function docketSchedules<T extends TaskMap>(host: Pick<EnqueueHost, "adap
       if (job.state === "ready") bus.tellEnqueued(new Set([job.queue]), false);
       if (bus.events.wants("enqueued")) bus.events.emit({ type: "enqueued", at: clock.now(), job });
     },
+    traced: (job, store) => (tracing === null ? store(job) : tracing.enqueue([job], (traceContext) => store(traceContext === null ? job : { ...job, traceContext }))),
   });
 }
 
@@ -139,7 +142,7 @@ export class Schedules<T extends TaskMap = TaskMap> {
         if (tick === null || tick <= s.lastTick) continue;
         const options = JSON.parse(s.options) as ScheduleJobOptions;
         const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: { ...options, runAt: tick } }, now);
-        const record = await this.host.adapter.fireSchedule({ name: s.name, tick, job, now });
+        const record = await this.#traced(job, (j) => this.host.adapter.fireSchedule({ name: s.name, tick, job: j, now }));
         if (record === null) continue;
         const parsed = toJob(record);
         this.host.announceScheduled(parsed);
@@ -151,6 +154,10 @@ export class Schedules<T extends TaskMap = TaskMap> {
     }
     if (first !== null) throw first.error;
     return fired;
+  }
+
+  #traced<R>(job: NewJob, store: (job: NewJob) => Promise<R>): Promise<R> {
+    return this.host.traced ? this.host.traced(job, store) : store(job);
   }
 
   /** Pauses the schedule: no scheduler fires its ticks until `resume`. NotFoundError when there is none. */
@@ -186,7 +193,7 @@ export class Schedules<T extends TaskMap = TaskMap> {
     if (!s) throw new NotFoundError(0, `no schedule ${shown(name)}`);
     const now = this.host.clock.now();
     const job = this.host.prepareJob({ task: s.task, payload: JSON.parse(s.payload), options: JSON.parse(s.options) as ScheduleJobOptions }, now);
-    const [record] = await this.host.adapter.enqueue({ jobs: [job], now });
+    const [record] = await this.#traced(job, (j) => this.host.adapter.enqueue({ jobs: [j], now }));
     const parsed = toJob(record!);
     this.host.announceScheduled(parsed);
     return parsed;

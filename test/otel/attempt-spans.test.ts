@@ -72,6 +72,23 @@ describe("docket/otel consumer spans", () => {
   });
 });
 
+describe("docket/otel producer spans", () => {
+  it("a job a schedule fires (a due tick, runNow) is enqueued in a producer span and carries its context", async () => {
+    const { spans, otel } = traced();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 30));
+    const docket = new Docket({ adapter: memoryAdapter(), clock, tracing: otel.tracing });
+    await docket.migrate();
+    await docket.schedules.put("hourly", { cron: "0 * * * *", task: "report", payload: null });
+    const now = await docket.schedules.runNow("hourly");
+    clock.advance(3_600_000);
+    const [tick] = await docket.schedules.runDue();
+    await docket.close();
+    const sends = spans.getFinishedSpans().filter((s) => s.name === "send default");
+    expect(sends).toHaveLength(2);
+    for (const job of [now, tick!.job]) expect(job.traceContext).toMatch(/traceparent/);
+  });
+});
+
 describe("docket/otel metrics", () => {
   it("docket.job.failures counts an attempt a sweep reclaimed (its worker died), by its outcome", async () => {
     const clock = new ManualClock(1_000_000);
