@@ -141,8 +141,9 @@ export type TaskMap = Record<string, unknown>;
 
 /**
  * A job of one of `T`'s tasks, as a typed Docket reads it back: testing
- * `task` narrows `payload` to that task's. A type only: the stored payload
- * is what was enqueued under that name (by this or any other process).
+ * `task` narrows `payload` to that task's. A type only: the job is what was
+ * stored, by this or any other process, so a job of a task `T` does not
+ * name can come back too (keep a default branch in a switch on `task`).
  */
 export type TaskJob<T extends TaskMap> = { [K in keyof T & string]: Job<T[K]> & { task: K } }[keyof T & string];
 

@@ -24,7 +24,7 @@ export class JobLeaseLostError extends Error {
   }
 }
 
-/** The worker is stopping (`stop()`, `close()`, a signal): the handler has the stop's timeout to finish, and its outcome is recorded as usual. */
+/** The worker is stopping (`stop()`, `close()`, a signal): a handler that returns within the stop's timeout has its success recorded; one that throws, or runs past it, has its job released (its attempt not spent). */
 export class WorkerStoppingError extends Error {
   constructor() {
     super("worker stopping");

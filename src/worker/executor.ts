@@ -174,8 +174,9 @@ export class Executor {
             if (attempt.phase === "settling") attempt.phase = "running";
             return true;
           }
-          // An attempt no longer running (timed out, or its handler returned) must not commit its transaction.
-          if (attempt.phase !== "running") return false;
+          // An attempt no longer running (timed out, or its handler returned), or no longer this worker's (a stop
+          // past its timeout took it to release it), must not commit its transaction.
+          if (attempt.phase !== "running" || this.#parts.inFlight.get(attempt.key) !== attempt) return false;
           attempt.phase = "settling";
           return true;
         })).run,

@@ -26,8 +26,9 @@ export interface JobContext<P = unknown> {
   job: Job<P>;
   /**
    * Aborted when the worker stops (graceful shutdown; reason
-   * WorkerStoppingError: what the handler returns or throws within the
-   * stop's timeout is recorded as usual), when the job's lease is lost
+   * WorkerStoppingError: a success within the stop's timeout is recorded,
+   * a throw once the signal aborted releases the job unspent, as the timeout
+   * does), when the job's lease is lost
    * (JobLeaseLostError: cancelled, or reclaimed after missed heartbeats;
    * nothing is recorded), or when the attempt's time limit passes
    * (JobTimeoutError: the attempt has failed). A handler should stop soon after.

@@ -17,6 +17,9 @@ import { SHARED_FAIR_CLAIM_MAX, SHARED_FAIR_MS, sharedFairClaim } from "./fair-c
 /** Stage times a worker keeps (Producer.requestStage): a burst of delayed jobs with many run times keeps the earliest. */
 export const STAGE_TIMES_MAX = 1000;
 
+/** The longest delay setTimeout honours (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** What a hand-off claims (see DocketAdapter.settleAndHandOff). */
 export type HandOffClaim = SettleAndHandOffParams["handOff"];
 
@@ -214,26 +217,36 @@ export class Producer {
     if (i === 0) this.#armStage();
   }
 
-  /** (Re)sets the stage timer for the earliest requested time. */
-  #armStage(): void {
+  /**
+   * (Re)sets the stage timer for the earliest requested time. A timer can
+   * fire before the clock reaches its time (by a millisecond; or the clock
+   * is not real time: a test's): the time then waits one more timer, and
+   * after that counts as reached (the claim decides), so a clock that does
+   * not advance costs two timers per time, never a loop. Delays are capped
+   * at setTimeout's limit (2^31 − 1 ms, about 24.8 days): a later time is
+   * re-armed when the cap runs out.
+   */
+  #armStage(early = false): void {
     if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
     this.#stageTimer = null;
     const at = this.#stageTimes[0];
     if (at === undefined) return;
-    const timer = setTimeout(() => {
-      this.#stageTimer = null;
-      const now = this.#parts.host.clock.now();
-      const times = this.#stageTimes;
-      let due = 0;
-      while (due < times.length && times[due]! <= now) due++;
-      // A timer can fire a millisecond before the clock reaches its time: then the claim would not stage the job, so it waits on.
-      if (due > 0) {
-        times.splice(0, due);
+    const wait = at - this.#parts.host.clock.now();
+    const timer = setTimeout(
+      () => {
+        this.#stageTimer = null;
+        const now = this.#parts.host.clock.now();
+        const times = this.#stageTimes;
+        let due = 0;
+        while (due < times.length && times[due]! <= now) due++;
+        if (due === 0 && (wait > MAX_TIMER_MS || !early)) return this.#armStage(wait <= MAX_TIMER_MS);
+        times.splice(0, Math.max(due, 1));
         this.#stageRequested = true;
         this.wake();
-      }
-      this.#armStage();
-    }, Math.max(0, at - this.#parts.host.clock.now()));
+        this.#armStage();
+      },
+      Math.min(Math.max(0, wait), MAX_TIMER_MS),
+    );
     this.#stageTimer = { at, timer };
   }
 
@@ -254,7 +267,7 @@ export class Producer {
     const timer = setTimeout(() => {
       this.#rateTimer = null;
       this.wake();
-    }, Math.max(0, at - this.#parts.host.clock.now()));
+    }, Math.min(Math.max(0, at - this.#parts.host.clock.now()), MAX_TIMER_MS));
     this.#rateTimer = { at, timer };
   }
 

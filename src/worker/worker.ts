@@ -240,11 +240,13 @@ export class Worker<T extends TaskMap = TaskMap> {
     clearTimeout(timer);
     // Outcome writes still retrying stop here; their leases expire and the sweep decides.
     if (life.state === "draining") life.to("releasing");
-    // Each attempt leaves the in-flight set before any release is written: a handler that returns during those
-    // writes finds its attempt gone and records nothing (its job is released: its outcome came too late).
+    // Each unfinished attempt leaves the in-flight set before any release is written: a handler that returns during
+    // those writes finds its attempt gone and records nothing, and its ctx.transaction cannot commit (its job is
+    // released: its outcome came too late). The releases go out together, so none waits out its lease behind the others.
+    // An attempt whose outcome is being written (settling, retrying) is left to that write.
     const unfinished = [...this.#inFlight.values()].filter((a) => a.phase === "running");
-    this.#inFlight.clear();
-    for (const a of unfinished) await this.#completer.write(a, { kind: "released" });
+    for (const a of unfinished) this.#inFlight.delete(a.key);
+    await Promise.all(unfinished.map((a) => this.#completer.write(a, { kind: "released" })));
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     // A timer's pass still under way (a sweep, a purge) ends before stop() does: the adapter may be closed next.

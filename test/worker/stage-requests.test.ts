@@ -94,6 +94,45 @@ describe("stage requests", () => {
       await docket.close();
     }
   });
+
+  it("a run time past setTimeout's limit (a delay of 30 days) arms no timer that fires at once: no overflow warning, no loop", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(w.name);
+    process.on("warning", onWarning);
+    const docket = new Docket({ adapter: memoryAdapter() });
+    await docket.migrate();
+    const worker = docket.worker({ pollMs: 60_000, logger: null, handlers: { later: async () => undefined } });
+    await worker.start();
+    try {
+      await docket.enqueue("later", null, { delay: 30 * 24 * 3_600_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(warnings.filter((w) => w === "TimeoutOverflowWarning")).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      await worker.stop();
+      await docket.close();
+    }
+  });
+
+  it("a clock that does not advance (a test's) costs two timers per run time, not a loop", async () => {
+    let reads = 0;
+    const frozen = Date.UTC(2026, 0, 1);
+    const docket = new Docket({ adapter: memoryAdapter(), clock: { now: () => (reads++, frozen) } });
+    await docket.migrate();
+    const worker = docket.worker({ pollMs: 60_000, logger: null, handlers: { later: async () => undefined } });
+    await worker.start();
+    try {
+      await docket.enqueue("later", null, { delay: 2 });
+      await new Promise((r) => setTimeout(r, 50));
+      const before = reads;
+      await new Promise((r) => setTimeout(r, 300));
+      // A loop re-arming a 2 ms timer reads the clock about 150 times in 300 ms; the heartbeat and lease timers a few.
+      expect(reads - before).toBeLessThan(30);
+    } finally {
+      await worker.stop();
+      await docket.close();
+    }
+  });
 });
 
 /** Resolves with `id` once the job has left `waiting` (its parent's success released it). */

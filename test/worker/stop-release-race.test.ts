@@ -6,31 +6,39 @@
  */
 import { describe, expect, it } from "vitest";
 import { Docket } from "../../src/index.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { memoryAdapter } from "../../src/memory.ts";
+import { sqliteAdapter } from "../../src/adapters/sqlite/index.ts";
 import type { DocketAdapter, SettleParams } from "../../src/core/adapter.ts";
+
+/** `inner` with its release writes held until `onRelease` ran and 50 ms passed (no hand-offs). */
+function holdingReleases(inner: DocketAdapter, onRelease: () => void): DocketAdapter {
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === "settleAndHandOff") return undefined;
+      if (prop === "settle") {
+        return async (params: SettleParams) => {
+          if (params.items.some((i) => i.kind === "release")) {
+            onRelease();
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          return target.settle(params);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as DocketAdapter;
+}
 
 describe("stop() and a handler that returns during the release", () => {
   it("the job is released once: one outcome event, no lost event, the handler's late result not recorded", async () => {
-    const inner = memoryAdapter();
     let finishHandler!: () => void;
     const handlerMayReturn = new Promise<void>((r) => (finishHandler = r));
     // The release write waits until the handler has returned and its own outcome had turns to be written.
-    const adapter = new Proxy(inner, {
-      get(target, prop, receiver) {
-        if (prop === "settleAndHandOff") return undefined;
-        if (prop === "settle") {
-          return async (params: SettleParams) => {
-            if (params.items.some((i) => i.kind === "release")) {
-              finishHandler();
-              await new Promise((r) => setTimeout(r, 50));
-            }
-            return target.settle(params);
-          };
-        }
-        const value = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    }) as DocketAdapter;
+    const adapter = holdingReleases(memoryAdapter(), () => finishHandler());
     const docket = new Docket({ adapter });
     await docket.migrate();
     const events: string[] = [];
@@ -51,5 +59,42 @@ describe("stop() and a handler that returns during the release", () => {
     await docket.close();
     expect(events).toEqual(["enqueued", "started", "released"]);
     expect([stored?.state, stored?.attempt, stored?.result]).toEqual(["ready", 0, null]);
+  });
+
+  it("a handler whose ctx.transaction ends during the release: the transaction does not commit, and the job is released once (SQLite)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "docket-stop-tx-"));
+    let finishHandler!: () => void;
+    const handlerMayReturn = new Promise<void>((r) => (finishHandler = r));
+    const docket = new Docket({ adapter: holdingReleases(sqliteAdapter({ filename: join(dir, "db.sqlite") }), () => finishHandler()) });
+    try {
+      await docket.migrate();
+      const events: string[] = [];
+      docket.on("*", (e) => void events.push(e.type === "lost" ? `lost: ${e.reason}` : e.type));
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      const worker = docket.worker({
+        logger: null,
+        shutdownTimeoutMs: 20,
+        handlers: {
+          slow: (_payload, ctx) =>
+            ctx.transaction(async () => {
+              started();
+              await handlerMayReturn;
+              return "done-in-tx";
+            }),
+        },
+      });
+      const job = await docket.enqueue("slow", null);
+      await worker.start();
+      await running;
+      await worker.stop();
+      await new Promise((r) => setTimeout(r, 100));
+      const stored = await docket.get(job.id);
+      expect(events).toEqual(["enqueued", "started", "released"]);
+      expect([stored?.state, stored?.attempt, stored?.result]).toEqual(["ready", 0, null]);
+    } finally {
+      await docket.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
