@@ -91,7 +91,7 @@ export class Producer {
   #stageRequested = false;
   /** Times at which a claim must stage (STAGE_TIMES_MAX at most, ascending, no two equal), and the timer for the first. */
   #stageTimes: number[] = [];
-  #stageTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+  #stageTimer: ReturnType<typeof setTimeout> | null = null;
   /** The timer that wakes the loop when a rate limit that held jobs back has room again. */
   #rateTimer: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   /** The last claim found nothing. */
@@ -227,12 +227,12 @@ export class Producer {
    * re-armed when the cap runs out.
    */
   #armStage(early = false): void {
-    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    if (this.#stageTimer) clearTimeout(this.#stageTimer);
     this.#stageTimer = null;
     const at = this.#stageTimes[0];
     if (at === undefined) return;
     const wait = at - this.#parts.host.clock.now();
-    const timer = setTimeout(
+    this.#stageTimer = setTimeout(
       () => {
         this.#stageTimer = null;
         const now = this.#parts.host.clock.now();
@@ -247,12 +247,11 @@ export class Producer {
       },
       Math.min(Math.max(0, wait), MAX_TIMER_MS),
     );
-    this.#stageTimer = { at, timer };
   }
 
   /** Cancels the pending stage requests' timer and a rate limit's wake-up (the worker stopped). */
   clearStageTimer(): void {
-    if (this.#stageTimer) clearTimeout(this.#stageTimer.timer);
+    if (this.#stageTimer) clearTimeout(this.#stageTimer);
     this.#stageTimer = null;
     this.#stageTimes = [];
     if (this.#rateTimer) clearTimeout(this.#rateTimer.timer);
