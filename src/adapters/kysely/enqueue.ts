@@ -123,13 +123,18 @@ async function enqueueWithParents(ctx: StoreContext, params: EnqueueParams): Pro
 
 /** `records` as stored now (read in the caller's transaction), each keeping its `created`. */
 async function reread(ctx: StoreContext, db: AnyDb, records: readonly EnqueuedRecord[]): Promise<EnqueuedRecord[]> {
-  const ids = [...new Set(records.map((r) => r.id))];
-  const rows = new Map<number, JobRecord>();
-  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
-    const found = (await labelled(db.selectFrom(ctx.tables.jobs).selectAll().where("id", "in", ids.slice(i, i + BATCH_ROWS)), "enqueue").execute()) as JobRow[];
-    for (const row of found) rows.set(Number(row.id), rowToRecord(row));
-  }
+  const rows = new Map((await rowsByIds(ctx, db, [...new Set(records.map((r) => r.id))])).map((row) => [Number(row.id), rowToRecord(row)]));
   return records.map((r) => ({ ...(rows.get(r.id) ?? r), created: r.created }));
+}
+
+/** The rows of jobs `ids` (ascending), in id order, BATCH_ROWS ids per statement; missing ones are left out. */
+async function rowsByIds(ctx: StoreContext, db: AnyDb, ids: readonly number[]): Promise<JobRow[]> {
+  const rows: JobRow[] = [];
+  for (let i = 0; i < ids.length; i += BATCH_ROWS) {
+    const chunk = ids.slice(i, i + BATCH_ROWS);
+    rows.push(...((await labelled(db.selectFrom(ctx.tables.jobs).selectAll().where("id", "in", chunk).orderBy("id"), "enqueue").execute()) as JobRow[]));
+  }
+  return rows;
 }
 
 /** `params` with the implicit key's fairness on each job without a fairness key of a queue the store knows fair (see FairQueues). */
@@ -408,10 +413,7 @@ async function insertRows(ctx: StoreContext, db: AnyDb, values: Record<string, u
         ids.push(Number(res.insertId));
       }
     }
-    for (let i = 0; i < ids.length; i += BATCH_ROWS) {
-      const chunk = ids.slice(i, i + BATCH_ROWS);
-      rows.push(...((await db.selectFrom(tables.jobs).selectAll().where("id", "in", chunk).orderBy("id").execute()) as JobRow[]));
-    }
+    rows.push(...(await rowsByIds(ctx, db, ids)));
     // The ids were computed: each row read back must be the one inserted at that position.
     rows.forEach((r, k) => {
       const v = values[k]!;
