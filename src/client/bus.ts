@@ -82,10 +82,17 @@ export class LocalBus {
     return () => void this.#scheduleListeners.delete(listener);
   }
 
-  /** Tells every schedule listener the queue and run time of each of `records` that is scheduled (a delayed job, or one a debounce merge moved); nothing when none listens. */
+  /**
+   * Tells every schedule listener the queue and run time of each of
+   * `records` that is scheduled for later (a delayed job, or one a debounce
+   * merge moved); nothing when none listens. A job scheduled and already due
+   * (a keyed job left to the next staging claim) is not told: a stage request
+   * per such job would make every claim stage.
+   */
   tellScheduled(records: readonly JobRecord[]): void {
     if (this.#scheduleListeners.size === 0) return;
-    const jobs = records.filter((r) => r.state === "scheduled");
+    const now = this.clock.now();
+    const jobs = records.filter((r) => r.state === "scheduled" && r.runAt > now);
     if (jobs.length === 0) return;
     for (const listener of this.#scheduleListeners) {
       try {
